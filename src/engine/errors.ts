@@ -1,0 +1,81 @@
+/**
+ * Typed errors. Every error Casefile raises on purpose is a CasefileError with a stable `code`
+ * (scripts and the extension switch on it) and a message that names the executor, key, file or
+ * field at fault.
+ */
+export type ErrorCode =
+  // workflow definition (found when the workflow is built)
+  | "DUPLICATE_OWNER"
+  | "FACT_WRITER_NOT_LOADER"
+  | "UNKNOWN_KEY"
+  | "UNKNOWN_EXECUTOR"
+  | "UNREACHABLE_EXECUTOR"
+  | "INVALID_WORKFLOW"
+  // running a workflow
+  | "WRITE_NOT_OWNED"
+  | "DOUBLE_WRITE"
+  | "INVALID_STATE_VALUE"
+  | "INVALID_INPUT"
+  | "INVALID_PATCH"
+  | "EXECUTOR_FAILED"
+  | "MIGRATION_FAILED"
+  | "WORKFLOW_MISMATCH"
+  | "UNKNOWN_CHECKPOINT"
+  | "UNKNOWN_RUN"
+  | "UNKNOWN_REQUEST"
+  | "INVALID_ANSWER"
+  | "RUN_NOT_RESUMABLE"
+  | "MODEL_RESPONSE_MISSING"
+  | "MODEL_CALL_FAILED"
+  | "TOKEN_BUDGET_EXCEEDED"
+  // case files
+  | "NOT_A_CASE_FILE"
+  | "CORRUPT_CASE_FILE"
+  | "NEWER_SCHEMA"
+  | "FOREIGN_TENANT"
+  | "CASE_FILE_LOCKED"
+  | "READ_ONLY"
+  // process boundaries
+  | "INVALID_MESSAGE"
+  | "BUNDLE_FAILED"
+  | "USAGE";
+
+export class CasefileError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = "CasefileError";
+  }
+
+  toJSON(): { code: ErrorCode; message: string; details: Record<string, unknown> } {
+    return { code: this.code, message: this.message, details: this.details };
+  }
+}
+
+/** Raised by defineWorkflow; `problems` lists every fault found, not only the first. */
+export class WorkflowDefinitionError extends CasefileError {
+  constructor(readonly problems: { code: ErrorCode; message: string; executor?: string; key?: string }[]) {
+    super(
+      problems[0]?.code ?? "INVALID_WORKFLOW",
+      problems.length === 1
+        ? problems[0]!.message
+        : `workflow has ${problems.length} problems:\n` + problems.map((p) => `  - ${p.message}`).join("\n"),
+      { problems },
+    );
+    this.name = "WorkflowDefinitionError";
+  }
+}
+
+export function isCasefileError(e: unknown): e is CasefileError {
+  return e instanceof CasefileError || (typeof e === "object" && e !== null && (e as { name?: string }).name === "CasefileError");
+}
+
+/** A one-line description of any thrown value, for logs and step records. */
+export function describeError(e: unknown): { code: string; message: string } {
+  if (e instanceof CasefileError) return { code: e.code, message: e.message };
+  if (e instanceof Error) return { code: "EXECUTOR_FAILED", message: e.message };
+  return { code: "EXECUTOR_FAILED", message: String(e) };
+}

@@ -1,0 +1,241 @@
+/**
+ * The plain, JSON-only records a run leaves behind. They are what a case file holds (one table
+ * each) and what crosses process boundaries; nothing here holds a function or a class instance,
+ * so loading a record can never execute anything.
+ */
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+export type RunStatus = "running" | "paused" | "waiting" | "completed" | "failed" | "stopped" | "needs_replanning";
+
+export interface RunRecord {
+  id: string;
+  /** Set on branch runs: the run and checkpoint this one was resumed or forked from. */
+  parentRunId?: string;
+  parentCheckpointId?: string;
+  workflow: { name: string; version: number; graphHash: string; path?: string };
+  status: RunStatus;
+  createdAt: string;
+  updatedAt: string;
+  input?: Json;
+  /** Keys changed by an edit-then-fork patch, with the JSON paths touched. */
+  patch?: Json;
+  error?: { code: string; message: string; executor?: string };
+  outputs?: Json[];
+}
+
+/** Where a key's value at a checkpoint is stored: the run that wrote that version. */
+export interface KeyRef {
+  version: number;
+  run: string;
+}
+
+export interface Message {
+  /** Executor the message is delivered to. */
+  to: string;
+  from: string;
+  payload: Json;
+  /** "answer" messages carry a person's answer to a waiting request. */
+  kind?: "data" | "answer" | "input";
+}
+
+export interface WaitingRequest {
+  id: string;
+  executor: string;
+  runId: string;
+  superstep: number;
+  createdAt: string;
+  /** What the person is asked, as the request step built it. */
+  prompt: { title: string; detail?: string; options?: string[] };
+  /** The message that triggered the request, handed back with the answer. */
+  message: Json;
+}
+
+export const CHECKPOINT_FORMAT = 1;
+
+/**
+ * Everything needed to continue a run from the end of a superstep. Values are referenced, not
+ * embedded: a key unchanged since the last superstep points at the same stored version.
+ */
+export interface Checkpoint {
+  v: typeof CHECKPOINT_FORMAT;
+  id: string;
+  runId: string;
+  superstep: number;
+  /** Previous checkpoint in this run, or the checkpoint a branch was forked from. */
+  parentId?: string;
+  createdAt: string;
+  workflow: { name: string; version: number; graphHash: string; executors: string[] };
+  keys: Record<string, KeyRef>;
+  pending: Message[];
+  /** Fan-in edges waiting for more of their sources: edge id -> source -> payload. */
+  fanIn: Record<string, Record<string, Json>>;
+  /** Executor-local state, kept across supersteps. */
+  local: Record<string, Json>;
+  waiting: WaitingRequest[];
+}
+
+export interface StateValueRow {
+  run: string;
+  key: string;
+  version: number;
+  value: Json;
+}
+
+export type StepKind = "code" | "loader" | "agent" | "commit" | "effect" | "request";
+
+export interface StepRecord {
+  id: string;
+  runId: string;
+  superstep: number;
+  executor: string;
+  kind: StepKind;
+  status: "ok" | "failed" | "waiting";
+  startedAt: string;
+  endedAt: string;
+  durationMs: number;
+  /** Keys written by this step (applied only if the whole superstep committed). */
+  writes: string[];
+  sent: number;
+  error?: { code: string; message: string };
+}
+
+export interface Provenance {
+  source: string;
+  sourceVersion: string;
+  readAt: string;
+}
+
+/** A fact as it sits in state: the value and where it came from. */
+export interface Fact<T = Json> {
+  value: T;
+  provenance: Provenance;
+}
+
+export interface FactRecord extends Provenance {
+  runId: string;
+  superstep: number;
+  key: string;
+  version: number;
+  executor: string;
+}
+
+export interface ChatMessage {
+  role: "system" | "user" | "assistant";
+  content: string;
+}
+
+export interface AgentCallRecord {
+  id: string;
+  runId: string;
+  superstep: number;
+  executor: string;
+  request: {
+    messages: ChatMessage[];
+    model: string;
+    params: Record<string, Json>;
+    responseSchema: Json;
+  };
+  /** Stable hash of `request`: same state in, same hash out. */
+  hash: string;
+  tokens?: { count: number; soft?: number; hard?: number; tokenizer: string };
+  provider: string;
+  mode: "recorded" | "live" | "edited" | "scripted";
+  raw?: string;
+  proposal?: Json;
+  /** Why the answer was rejected before the commit step (bad JSON, schema, unknown action...). */
+  rejection?: { code: string; message: string };
+  usage?: Json;
+  /** For edited replays: the hash of the original context this one replaced. */
+  originalHash?: string;
+  at: string;
+  durationMs: number;
+}
+
+export interface RuleResult {
+  name: string;
+  ok: boolean;
+  message: string;
+}
+
+export type Verdict = "accepted" | "rejected" | "escalated";
+
+export interface VerdictRecord {
+  id: string;
+  runId: string;
+  superstep: number;
+  executor: string;
+  agentCallId?: string;
+  proposal?: Json;
+  rules: RuleResult[];
+  verdict: Verdict;
+  reason: string;
+  /** The state changes the commit step actually applied: key -> { before, after }. */
+  diff: Record<string, { before: Json | undefined; after: Json }>;
+  at: string;
+}
+
+export type IntentStatus = "open" | "done" | "failed" | "needs_replanning";
+
+export interface IntentRecord {
+  /** The idempotency key, derived from case and step. */
+  id: string;
+  runId: string;
+  superstep: number;
+  executor: string;
+  action: string;
+  target: string;
+  payload: Json;
+  /** Values or fingerprints from the live record the effect relies on. */
+  reliesOn: Json;
+  status: IntentStatus;
+  reference?: Json;
+  error?: { code: string; message: string };
+  /** When the live record changed: both versions, for a person. */
+  drift?: Json;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface RuleRecord {
+  id: string;
+  statement: string;
+  value: Json;
+  sourceCase?: string;
+  proposedBy: string;
+  confirmedBy?: string;
+  confirmedAt?: string;
+  expiresAt?: string;
+  createdAt: string;
+  updatedAt: string;
+  deleted?: boolean;
+}
+
+export type EventType =
+  | "run_started"
+  | "run_resumed"
+  | "superstep_started"
+  | "step_completed"
+  | "step_failed"
+  | "checkpoint"
+  | "output"
+  | "request_waiting"
+  | "request_answered"
+  | "intent"
+  | "rule"
+  | "warning"
+  | "run_paused"
+  | "run_completed"
+  | "run_failed"
+  | "run_stopped"
+  | "run_waiting";
+
+export interface EventRecord {
+  /** Assigned by the store, increasing across the case file. */
+  seq?: number;
+  runId: string;
+  superstep: number;
+  type: EventType;
+  at: string;
+  data: Json;
+}
