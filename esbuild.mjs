@@ -1,0 +1,55 @@
+// Builds every target: the extension host entry, the runner child process, the CLI, the
+// runtime that workflow bundles import, and the browser bundles of the webviews (into media/).
+// Usage: node esbuild.mjs [--production] [--watch]
+import * as esbuild from "esbuild";
+import { copyFileSync, existsSync, mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const production = process.argv.includes("--production");
+const watch = process.argv.includes("--watch");
+const require = createRequire(import.meta.url);
+
+const node = {
+  bundle: true,
+  platform: "node",
+  target: "node18",
+  format: "cjs",
+  sourcemap: !production,
+  minify: production,
+  logLevel: "warning",
+  // esbuild is loaded at run time by the runner to bundle user workflows; it ships its own
+  // platform binary and cannot be bundled.
+  external: ["vscode", "esbuild"],
+};
+
+const browser = {
+  bundle: true,
+  platform: "browser",
+  target: "es2022",
+  format: "iife",
+  sourcemap: !production,
+  minify: production,
+  logLevel: "warning",
+  loader: { ".css": "text", ".ttf": "dataurl" },
+};
+
+const targets = [
+  { ...node, entryPoints: ["src/extension/extension.ts"], outfile: "dist/extension.js" },
+  { ...node, entryPoints: ["src/runner/runnerMain.ts"], outfile: "dist/runner.js" },
+  { ...node, entryPoints: ["src/cli/main.ts"], outfile: "dist/cli.js" },
+  { ...node, entryPoints: ["src/engine/index.ts"], outfile: "dist/runtime.js" },
+  { ...browser, entryPoints: ["src/webview/inspector.ts"], outfile: "media/inspector.js" },
+  { ...browser, entryPoints: ["src/webview/graph.ts"], outfile: "media/graph.js" },
+].filter((t) => existsSync(t.entryPoints[0]));
+
+mkdirSync("dist", { recursive: true });
+// sql.js finds its wasm next to the bundle that loads it (see src/casefile/sqlite.ts).
+copyFileSync(path.join(path.dirname(require.resolve("sql.js")), "sql-wasm.wasm"), "dist/sql-wasm.wasm");
+
+if (watch) {
+  for (const t of targets) await (await esbuild.context(t)).watch();
+  console.log(`watching ${targets.length} targets`);
+} else {
+  await Promise.all(targets.map((t) => esbuild.build(t)));
+}

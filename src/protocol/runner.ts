@@ -1,0 +1,103 @@
+import { z } from "zod";
+
+/**
+ * Messages between the extension host (or CLI) and the runner child process. Both sides parse
+ * every message they receive with these schemas; anything else is dropped and logged.
+ */
+
+const json: z.ZodType<unknown> = z.lazy(() =>
+  z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(json), z.record(z.string(), json)]),
+);
+
+export const ProviderConfigSchema = z.discriminatedUnion("kind", [
+  /** Responses from a fixture file; the default is `<workflow>.responses.json` beside the workflow. */
+  z.object({ kind: z.literal("scripted"), fixture: z.string().optional() }),
+  z.object({
+    kind: z.literal("openai"),
+    baseUrl: z.string().optional(),
+    model: z.string().optional(),
+    /** Name of the environment variable holding the key; the key itself never crosses here. */
+    apiKeyEnv: z.string().optional(),
+  }),
+  z.object({
+    kind: z.literal("azure"),
+    endpoint: z.string(),
+    deployment: z.string(),
+    apiVersion: z.string(),
+    apiKeyEnv: z.string().optional(),
+  }),
+  /** The VS Code Language Model API: the runner asks the host to make each call. */
+  z.object({ kind: z.literal("vscode-lm"), family: z.string().optional() }),
+]);
+export type ProviderConfig = z.infer<typeof ProviderConfigSchema>;
+
+export const ReplayModeSchema = z.enum(["recorded", "live", "edited"]);
+
+export const RunCommandSchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("run"), workflowPath: z.string(), caseFile: z.string(), input: json.optional() }),
+  z.object({
+    kind: z.literal("resume"),
+    caseFile: z.string(),
+    checkpointId: z.string(),
+    /** Edit-then-fork: key -> new value, validated against the state schemas. */
+    patch: z.record(z.string(), json).optional(),
+    workflowPath: z.string().optional(),
+  }),
+  z.object({
+    kind: z.literal("respond"),
+    caseFile: z.string(),
+    requestId: z.string(),
+    answer: json,
+    workflowPath: z.string().optional(),
+  }),
+]);
+export type RunCommand = z.infer<typeof RunCommandSchema>;
+
+export const ControlActionSchema = z.enum(["pause", "step", "continue", "stop"]);
+export type ControlAction = z.infer<typeof ControlActionSchema>;
+
+export const HostToRunnerSchema = z.discriminatedUnion("type", [
+  z.object({
+    type: z.literal("start"),
+    command: RunCommandSchema,
+    /** Pause before every superstep until told `step` or `continue`. */
+    stepMode: z.boolean().default(false),
+    provider: ProviderConfigSchema.optional(),
+  }),
+  z.object({ type: z.literal("control"), action: ControlActionSchema }),
+  z.object({
+    type: z.literal("modelResult"),
+    id: z.string(),
+    ok: z.boolean(),
+    text: z.string().optional(),
+    error: z.string().optional(),
+  }),
+]);
+export type HostToRunner = z.infer<typeof HostToRunnerSchema>;
+
+const ErrorSchema = z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), json).optional() });
+
+export const RunnerToHostSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("ready") }),
+  z.object({
+    type: z.literal("event"),
+    event: z.object({
+      seq: z.number().optional(),
+      runId: z.string(),
+      superstep: z.number(),
+      type: z.string(),
+      at: z.string(),
+      data: json,
+    }),
+  }),
+  z.object({ type: z.literal("paused"), runId: z.string(), superstep: z.number() }),
+  z.object({ type: z.literal("done"), runId: z.string(), status: z.string(), caseFile: z.string() }),
+  z.object({ type: z.literal("error"), error: ErrorSchema }),
+  z.object({ type: z.literal("log"), level: z.enum(["info", "warn", "error"]), message: z.string() }),
+  z.object({
+    type: z.literal("modelRequest"),
+    id: z.string(),
+    request: z.object({ step: z.string(), messages: z.array(z.object({ role: z.string(), content: z.string() })), model: z.string() }),
+  }),
+]);
+export type RunnerToHost = z.infer<typeof RunnerToHostSchema>;
