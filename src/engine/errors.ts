@@ -35,6 +35,8 @@ export type ErrorCode =
   | "FOREIGN_TENANT"
   | "CASE_FILE_LOCKED"
   | "READ_ONLY"
+  /** A CommitBatch the store refused before writing anything (not JSON, missing id, duplicate row). */
+  | "INVALID_BATCH"
   // process boundaries
   | "INVALID_MESSAGE"
   | "BUNDLE_FAILED"
