@@ -1,0 +1,175 @@
+import OpenAI, { AzureOpenAI } from "openai";
+import { CasefileError } from "../errors";
+import type { ModelProvider, ModelRequest, ModelResponse } from "../model";
+import type { Json } from "../records";
+
+/**
+ * A provider on the `openai` package's Chat Completions client. One class covers OpenAI itself,
+ * any server speaking the same API under another base URL (Ollama, vLLM, LM Studio) and Azure
+ * OpenAI (endpoint + deployment + api-version, `api-key` header), because the package's
+ * AzureOpenAI client differs only in how it builds the URL and authenticates.
+ *
+ * Timeouts and retries are the package's: `timeout` applies to each attempt, and `maxRetries`
+ * retries 408, 409, 429, 5xx and connection failures with exponential backoff and jitter
+ * (0.5 s doubling to 8 s), honouring `retry-after` / `retry-after-ms` from the server.
+ *
+ * The API key is held only by the client in a private field. Every string this class hands
+ * back (answer text, error messages, error details, meta) has the key removed, in case a server
+ * echoes it, as some compatible servers do in their 401 bodies.
+ */
+
+export interface AzureTarget {
+  /** e.g. https://my-resource.openai.azure.com */
+  endpoint: string;
+  deployment: string;
+  apiVersion: string;
+}
+
+export interface OpenAICompatibleOptions {
+  /** Supplied by the caller (the CLI reads it from the environment); never logged or returned. */
+  apiKey: string;
+  /** A compatible server, e.g. http://localhost:11434/v1 for Ollama. Default: OpenAI's API. */
+  baseUrl?: string;
+  /** Azure OpenAI instead of a base URL. */
+  azure?: AzureTarget;
+  /** Used when a request carries an empty model name. */
+  defaultModel?: string;
+  /** Per attempt, in milliseconds. Default 60 s. */
+  timeoutMs?: number;
+  /** Retries after the first attempt on 429, 5xx, timeouts and connection errors. Default 3. */
+  maxRetries?: number;
+  /** Shown in records (AgentCallRecord.provider). Default "openai" or "azure". */
+  name?: string;
+}
+
+const defaultTimeoutMs = 60_000;
+const defaultMaxRetries = 3;
+const redacted = "[redacted]";
+
+export class OpenAICompatibleProvider implements ModelProvider {
+  readonly name: string;
+  readonly #client: OpenAI;
+  readonly #apiKey: string;
+  readonly #defaultModel: string | undefined;
+  /** Where calls go, without credentials or query: for error messages. */
+  readonly #target: string;
+
+  constructor(options: OpenAICompatibleOptions) {
+    if (!options.apiKey) {
+      throw new CasefileError("USAGE", "the OpenAI-compatible provider needs an API key; none was given");
+    }
+    this.#apiKey = options.apiKey;
+    this.#defaultModel = options.defaultModel;
+    const common = {
+      apiKey: options.apiKey,
+      timeout: options.timeoutMs ?? defaultTimeoutMs,
+      maxRetries: options.maxRetries ?? defaultMaxRetries,
+      // The package's own log lines would go to the runner's stdout; we report failures
+      // ourselves, redacted, through the step record.
+      logLevel: "off" as const,
+      // Explicit, so ambient OPENAI_ORG_ID / OPENAI_PROJECT_ID never change a request silently.
+      organization: null,
+      project: null,
+    };
+    if (options.azure) {
+      const { endpoint, deployment, apiVersion } = options.azure;
+      this.#client = new AzureOpenAI({ ...common, endpoint, deployment, apiVersion });
+      this.#target = `${endpoint.replace(/\/+$/, "")}/openai/deployments/${deployment}`;
+      this.name = options.name ?? "azure";
+    } else {
+      const baseURL = options.baseUrl ?? "https://api.openai.com/v1";
+      this.#client = new OpenAI({ ...common, baseURL });
+      this.#target = baseURL.replace(/\?.*$/, "");
+      this.name = options.name ?? "openai";
+    }
+  }
+
+  /** Called by the agent step for each live model call, with the recorded request. */
+  async complete(request: ModelRequest, signal?: AbortSignal): Promise<ModelResponse> {
+    const model = request.model || this.#defaultModel;
+    if (!model) {
+      throw new CasefileError("MODEL_CALL_FAILED", `step "${request.step}": no model named in the request or the provider`, {
+        step: request.step,
+      });
+    }
+    const body = {
+      // Workflow params (temperature, seed, max_tokens…) first, so they cannot replace what
+      // makes the request this request.
+      ...request.params,
+      model,
+      messages: request.messages,
+      ...responseFormat(request),
+    } as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;
+    const started = Date.now();
+    let completion: OpenAI.Chat.ChatCompletion;
+    let requestId: string | null | undefined;
+    try {
+      const { data, request_id } = await this.#client.chat.completions
+        .create({ ...body, stream: false }, signal ? { signal } : {})
+        .withResponse();
+      completion = data;
+      requestId = request_id;
+    } catch (e) {
+      throw this.#failure(request, e, Date.now() - started);
+    }
+    const choice = completion.choices?.[0];
+    if (!choice) {
+      throw new CasefileError("MODEL_CALL_FAILED", `step "${request.step}": ${this.#target} answered with no choices`, {
+        step: request.step,
+      });
+    }
+    const meta: Record<string, Json> = { model: this.#redact(completion.model ?? model) };
+    if (completion.id) meta.id = this.#redact(completion.id);
+    if (requestId) meta.requestId = this.#redact(requestId);
+    if (choice.finish_reason) meta.finishReason = choice.finish_reason;
+    // A structured-output refusal has no content: the step gets "" (rejected as bad JSON and
+    // escalated, like any unusable answer) and the refusal is kept beside it.
+    if (choice.message.refusal) meta.refusal = this.#redact(choice.message.refusal);
+    const u = completion.usage;
+    const response: ModelResponse = { text: this.#redact(choice.message.content ?? ""), meta };
+    if (u) response.usage = { promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, totalTokens: u.total_tokens };
+    return response;
+  }
+
+  /** A typed, redacted error for a failed call; the package's error is not kept as `cause`. */
+  #failure(request: ModelRequest, e: unknown, elapsedMs: number): CasefileError {
+    const details: Record<string, unknown> = { step: request.step, target: this.#target, elapsedMs };
+    let what: string;
+    if (e instanceof OpenAI.APIConnectionTimeoutError) {
+      what = "timed out";
+    } else if (e instanceof OpenAI.APIUserAbortError) {
+      what = "was aborted";
+    } else if (e instanceof OpenAI.APIConnectionError) {
+      what = `could not connect (${e.cause instanceof Error ? e.cause.message : e.message})`;
+    } else if (e instanceof OpenAI.APIError) {
+      details.status = e.status;
+      if (e.requestID) details.requestId = e.requestID;
+      what = `failed with HTTP ${e.status}: ${e.message.replace(/^\d{3}\s*/, "") || "no message"}`;
+    } else {
+      what = `failed: ${e instanceof Error ? e.message : String(e)}`;
+    }
+    return new CasefileError(
+      "MODEL_CALL_FAILED",
+      this.#redact(`step "${request.step}": model call to ${this.#target} ${what}`),
+      JSON.parse(this.#redact(JSON.stringify(details))) as Record<string, unknown>,
+    );
+  }
+
+  #redact(text: string): string {
+    return text.split(this.#apiKey).join(redacted);
+  }
+}
+
+/**
+ * Structured output from the request's JSON Schema. OpenAI requires a name of at most 64
+ * characters from [a-zA-Z0-9_-], so the step id is squeezed into one; `$schema` is dropped because
+ * strict mode accepts only a subset of keywords. The recorded request (and its hash) keeps the
+ * schema exactly as built.
+ */
+function responseFormat(request: ModelRequest): { response_format?: Json } {
+  const schema = request.responseSchema;
+  if (!schema || typeof schema !== "object" || Array.isArray(schema)) return {};
+  const { $schema: _ignored, ...rest } = schema;
+  const name = request.step.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64) || "proposal";
+  return { response_format: { type: "json_schema", json_schema: { name, schema: rest, strict: true } } };
+}
