@@ -1,0 +1,168 @@
+import { buildModelRequest } from "./contextRequest";
+import { CasefileError } from "./errors";
+import type { AgentSpec, AnyState } from "./executors";
+import type { ModelResponse } from "./model";
+import type { AgentCallRecord, ChatMessage, Json } from "./records";
+import type { TaskInput, TaskOutcome } from "./steps";
+import { stepId } from "./steps";
+import { checkBudget, countTokens } from "./tokens";
+import { proposalActions } from "./workflow";
+
+/**
+ * How an agent step gets its answer when a step is replayed: reuse the recorded response
+ * (only if the context hash still matches), call the model live, or call it with context
+ * messages the developer edited (recorded as edited, beside the original).
+ */
+export interface AgentReplay {
+  /** Executor the replay applies to; other agent steps run normally. */
+  executor: string;
+  mode: "recorded" | "live" | "edited";
+  recorded?: AgentCallRecord;
+  messages?: ChatMessage[];
+}
+
+/** What an agent step sends to its commit step. */
+export interface AgentMessage {
+  agentCallId: string;
+  proposal?: Json;
+  rejection?: { code: string; message: string };
+}
+
+/**
+ * Builds the context from state, records the exact request with its hash and token count,
+ * asks the model, and checks the answer. Nothing the model says touches state: the proposal
+ * (or the reason it was rejected) goes to the commit step as a message.
+ */
+export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonly<AnyState>, out: TaskOutcome): Promise<Json> {
+  const built = spec.context(state, input.message.payload);
+  const replay = input.replay?.executor === input.executor ? input.replay : undefined;
+  const original = buildModelRequest({
+    step: input.executor,
+    messages: built,
+    model: spec.model.model,
+    params: spec.model.params ?? {},
+    responseSchema: spec.proposal,
+    callIndex: input.callIndex,
+  });
+  const request =
+    replay?.mode === "edited" && replay.messages
+      ? buildModelRequest({
+          step: input.executor,
+          messages: replay.messages,
+          model: spec.model.model,
+          params: spec.model.params ?? {},
+          responseSchema: spec.proposal,
+          callIndex: input.callIndex,
+        })
+      : original;
+
+  const tokens = countTokens(request.messages, request.model);
+  const warning = checkBudget(tokens.count, spec.budget ?? {}, input.executor);
+  if (warning) out.warnings.push(warning);
+
+  const id = stepId(input.runId, input.superstep, input.executor, input.index);
+  const record: AgentCallRecord = {
+    id,
+    runId: input.runId,
+    superstep: input.superstep,
+    executor: input.executor,
+    request: { messages: request.messages, model: request.model, params: request.params, responseSchema: request.responseSchema },
+    hash: request.hash,
+    tokens: { count: tokens.count, soft: spec.budget?.soft, hard: spec.budget?.hard, tokenizer: tokens.tokenizer },
+    provider: input.provider?.name ?? "none",
+    mode: replay?.mode ?? (input.provider?.name === "scripted" ? "scripted" : "live"),
+    at: input.now(),
+    durationMs: 0,
+  };
+  if (request !== original) record.originalHash = original.hash;
+  out.agentCall = record;
+
+  const t0 = performance.now();
+  let response: ModelResponse;
+  if (replay?.mode === "recorded") {
+    const rec = replay.recorded;
+    if (!rec || rec.raw === undefined) {
+      throw new CasefileError("MODEL_RESPONSE_MISSING", `no recorded response to replay for step "${input.executor}"`);
+    }
+    if (rec.hash !== request.hash) {
+      throw new CasefileError(
+        "WORKFLOW_MISMATCH",
+        `recorded response for step "${input.executor}" was made for context ${rec.hash}, but the context is now ${request.hash}: ${describeContextChange(rec.request.messages, request.messages)}`,
+        { recordedHash: rec.hash, currentHash: request.hash },
+      );
+    }
+    record.provider = rec.provider;
+    response = { text: rec.raw };
+  } else {
+    if (!input.provider) throw new CasefileError("MODEL_CALL_FAILED", `agent step "${input.executor}" has no model provider configured`);
+    response = await input.provider.complete(request, input.signal);
+  }
+  record.durationMs = Math.round(performance.now() - t0);
+  record.raw = response.text;
+  if (response.usage) record.usage = response.usage as Json;
+
+  const checked = checkProposal(spec, response.text, state);
+  if ("rejection" in checked) {
+    record.rejection = checked.rejection;
+    return { agentCallId: id, rejection: checked.rejection } satisfies AgentMessage as unknown as Json;
+  }
+  record.proposal = checked.proposal;
+  return { agentCallId: id, proposal: checked.proposal } satisfies AgentMessage as unknown as Json;
+}
+
+/**
+ * Parses a model's answer: bad JSON, an unknown action, a schema violation or a cited fact
+ * that does not exist each reject the proposal with a reason naming what was wrong.
+ */
+export function checkProposal(
+  spec: Pick<AgentSpec, "proposal">,
+  raw: string,
+  state: Readonly<AnyState>,
+): { proposal: Json } | { rejection: { code: string; message: string } } {
+  let data: unknown;
+  try {
+    data = JSON.parse(raw);
+  } catch (e) {
+    return { rejection: { code: "BAD_JSON", message: `model answer is not valid JSON: ${(e as Error).message}` } };
+  }
+  const actions = proposalActions(spec.proposal);
+  const action = (data as { action?: unknown } | null)?.action;
+  if (actions && typeof action === "string" && !actions.includes(action)) {
+    return { rejection: { code: "UNKNOWN_ACTION", message: `proposed action "${action}" is not one of ${actions.join(", ")}` } };
+  }
+  const parsed = spec.proposal.safeParse(data);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const at = issue.path.length ? issue.path.join(".") : "(root)";
+    return { rejection: { code: "SCHEMA_VIOLATION", message: `proposal does not match its schema at "${at}": ${issue.message}` } };
+  }
+  const proposal = parsed.data as { facts?: unknown };
+  const known = Object.keys(state).filter((k) => isFactValue(state[k]));
+  const cited = Array.isArray(proposal.facts) ? (proposal.facts as unknown[]).map(String) : [];
+  const unknown = cited.filter((f) => !known.includes(f.split(".")[0]!));
+  if (unknown.length > 0) {
+    return {
+      rejection: {
+        code: "UNKNOWN_FACT",
+        message: `proposal cites ${unknown.map((f) => `"${f}"`).join(", ")}, not among the facts it was given (${known.join(", ") || "none"})`,
+      },
+    };
+  }
+  return { proposal: parsed.data as Json };
+}
+
+function isFactValue(v: unknown): boolean {
+  return typeof v === "object" && v !== null && "provenance" in v && "value" in v;
+}
+
+/** A short account of how two contexts differ, for hash-mismatch messages. */
+export function describeContextChange(before: ChatMessage[], after: ChatMessage[]): string {
+  if (before.length !== after.length) return `message count changed from ${before.length} to ${after.length}`;
+  const i = before.findIndex((m, j) => m.role !== after[j]!.role || m.content !== after[j]!.content);
+  if (i < 0) return "messages are equal; model, parameters or response schema changed";
+  const a = before[i]!.content;
+  const b = after[i]!.content;
+  let p = 0;
+  while (p < a.length && a[p] === b[p]) p++;
+  return `message ${i} (${after[i]!.role}) differs from character ${p}: was "${a.slice(p, p + 40)}", now "${b.slice(p, p + 40)}"`;
+}

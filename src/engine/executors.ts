@@ -1,0 +1,189 @@
+import type { z } from "zod";
+import type { ChatMessage, Fact, Json, RuleResult, Verdict } from "./records";
+
+/**
+ * The executor kinds a workflow is made of, as the author writes them. Each factory only tags
+ * its spec with a kind; `defineWorkflow` validates the whole graph and the engine runs it.
+ */
+
+/** A state key holding facts of record: only loaders may write it, always with provenance. */
+export interface FactKey<T extends z.ZodType = z.ZodType> {
+  readonly kind: "fact";
+  readonly schema: T;
+}
+
+export function fact<T extends z.ZodType>(schema: T): FactKey<T> {
+  return { kind: "fact", schema };
+}
+
+export type KeyDecl = z.ZodType | FactKey;
+export type StateShape = Record<string, KeyDecl>;
+
+/** The type of state a shape describes: facts arrive wrapped with their provenance. */
+export type StateOf<S extends StateShape> = {
+  [K in keyof S]?: S[K] extends FactKey<infer T> ? Fact<z.infer<T>> : S[K] extends z.ZodType ? z.infer<S[K]> : never;
+};
+
+// Executor specs are written against a loose state type by default; an author who wants
+// checked reads passes the state type: `code<State>({...})`.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyState = Record<string, any>;
+
+export interface StepContext<S = AnyState> {
+  readonly runId: string;
+  readonly superstep: number;
+  readonly executor: string;
+  /** State as of the start of the superstep, limited to the keys the executor reads or owns. */
+  readonly state: Readonly<S>;
+  /** The payload delivered to this executor (for a fan-in edge: source id -> payload). */
+  readonly message: Json;
+  readonly from: string;
+  /** Stages a write to a key this executor owns; applied when the superstep commits. */
+  write<K extends keyof S & string>(key: K, value: S[K]): void;
+  /** Sends a payload along this executor's outgoing edges (delivered next superstep). */
+  send(payload: Json): void;
+  /** Adds a workflow output, kept with the run. */
+  yield(output: Json): void;
+  /** This executor's own state, kept across supersteps in the checkpoint. */
+  readonly local: Json | undefined;
+  setLocal(value: Json): void;
+  log(message: string): void;
+  readonly signal: AbortSignal;
+}
+
+export interface LoaderContext<S = AnyState> extends StepContext<S> {
+  /** Stages a fact: the value and where it was read (the engine stamps the time read). */
+  fact(key: keyof S & string, value: Json, from: { source: string; sourceVersion: string }): void;
+}
+
+interface BaseSpec {
+  /** Keys this executor may read (its own keys are readable too). */
+  reads?: readonly string[];
+  /** Keys this executor alone writes. */
+  owns?: readonly string[];
+  description?: string;
+}
+
+export interface CodeSpec<S = AnyState> extends BaseSpec {
+  /** Returning a value other than undefined sends it, like ctx.send. */
+  run(ctx: StepContext<S>): Json | void | Promise<Json | void>;
+}
+
+export interface LoaderSpec<S = AnyState> extends BaseSpec {
+  run(ctx: LoaderContext<S>): Json | void | Promise<Json | void>;
+}
+
+export interface AgentSpec<S = AnyState, P extends z.ZodType = z.ZodType> extends BaseSpec {
+  /** Builds the working context from state: a pure function, recorded and then thrown away. */
+  context(state: Readonly<S>, message: Json): ChatMessage[];
+  /** Schema of the proposal; must include `action`, `reason` and `facts` (cited fact keys). */
+  proposal: P;
+  model: { model: string; params?: Record<string, Json> };
+  /** Token budget for the context; above soft warns, above hard refuses. */
+  budget?: { soft?: number; hard?: number };
+}
+
+export interface RuleInput<S = AnyState> {
+  proposal: Json & Record<string, Json>;
+  state: Readonly<S>;
+  message: Json;
+}
+
+/** A rule returns pass/fail with a message; a failing rule escalates unless it says reject. */
+export type RuleFn<S = AnyState> = (
+  input: RuleInput<S>,
+) => boolean | { ok: boolean; message: string; onFail?: "reject" | "escalate" };
+
+export interface CommitOutcome<S = AnyState> {
+  proposal: (Json & Record<string, Json>) | undefined;
+  verdict: Verdict;
+  reason: string;
+  rules: RuleResult[];
+  state: Readonly<S>;
+}
+
+export interface CommitSpec<S = AnyState> extends BaseSpec {
+  rules: Record<string, RuleFn<S>>;
+  /** Applies the verdict: stage writes with ctx.write; the returned value is sent on. */
+  apply(outcome: CommitOutcome<S>, ctx: StepContext<S>): Json | void | Promise<Json | void>;
+}
+
+export interface RequestPrompt {
+  title: string;
+  detail?: string;
+  options?: string[];
+}
+
+export interface RequestSpec<S = AnyState, A extends z.ZodType = z.ZodType> extends BaseSpec {
+  /** What to ask the person, built from state when the request opens. */
+  prompt(state: Readonly<S>, message: Json): RequestPrompt;
+  /** Schema of the answer; defaults to ApprovalAnswer (approve, reject or choose, with a comment). */
+  answer?: A;
+  /** Called in the superstep after the person answered. */
+  onAnswer(answer: z.infer<A>, ctx: StepContext<S>): Json | void | Promise<Json | void>;
+}
+
+export interface EffectIntent {
+  action: string;
+  target: string;
+  payload: Json;
+  /** The exact values or fingerprints of the live record this effect relies on. */
+  reliesOn: Json;
+}
+
+export interface EffectSpec<S = AnyState> extends BaseSpec {
+  /** Declares what will be done; the engine derives the idempotency key from case and step. */
+  intent(state: Readonly<S>, message: Json): EffectIntent;
+  /** Performs the effect, sending the idempotency key; returns the system's reference. */
+  act(intent: EffectIntent & { key: string }, ctx: StepContext<S>): Promise<Json>;
+  /** Looks the idempotency key up after a crash: the reference if the effect happened, else null. */
+  reconcile?(intent: EffectIntent & { key: string }): Promise<Json | null>;
+  /** Called with the reference once recorded; stage writes and return what to send on. */
+  done?(reference: Json, ctx: StepContext<S>): Json | void | Promise<Json | void>;
+}
+
+export type ExecutorSpec =
+  | ({ kind: "code" } & CodeSpec)
+  | ({ kind: "loader" } & LoaderSpec)
+  | ({ kind: "agent" } & AgentSpec)
+  | ({ kind: "commit" } & CommitSpec)
+  | ({ kind: "request" } & RequestSpec)
+  | ({ kind: "effect" } & EffectSpec);
+
+export function code<S = AnyState>(spec: CodeSpec<S>): ExecutorSpec {
+  return { kind: "code", ...(spec as CodeSpec) };
+}
+export function loader<S = AnyState>(spec: LoaderSpec<S>): ExecutorSpec {
+  return { kind: "loader", ...(spec as LoaderSpec) };
+}
+export function agent<S = AnyState, P extends z.ZodType = z.ZodType>(spec: AgentSpec<S, P>): ExecutorSpec {
+  return { kind: "agent", ...(spec as unknown as AgentSpec) };
+}
+export function commit<S = AnyState>(spec: CommitSpec<S>): ExecutorSpec {
+  return { kind: "commit", ...(spec as unknown as CommitSpec) };
+}
+export function request<S = AnyState, A extends z.ZodType = z.ZodType>(spec: RequestSpec<S, A>): ExecutorSpec {
+  return { kind: "request", ...(spec as unknown as RequestSpec) };
+}
+export function effect<S = AnyState>(spec: EffectSpec<S>): ExecutorSpec {
+  return { kind: "effect", ...(spec as unknown as EffectSpec) };
+}
+
+export interface EdgeSpec {
+  /** One source, or several for a fan-in: the target runs once every source has sent. */
+  from: string | readonly string[];
+  /** One target, or several for a fan-out. */
+  to: string | readonly string[];
+  /** A condition over the payload and the state after the sender's superstep. */
+  when?: (payload: Json, state: Readonly<AnyState>) => boolean;
+  /** Shown in the graph view for conditional edges. */
+  label?: string;
+}
+
+export function edge(
+  from: EdgeSpec["from"],
+  to: EdgeSpec["to"],
+  options: Pick<EdgeSpec, "when" | "label"> = {},
+): EdgeSpec {
+  return { from, to, ...options };
+}

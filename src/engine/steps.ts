@@ -1,0 +1,209 @@
+import { CasefileError, describeError } from "./errors";
+import type { AnyState, ExecutorSpec, LoaderContext, StepContext } from "./executors";
+import type { ModelProvider } from "./model";
+import type {
+  AgentCallRecord,
+  Json,
+  Message,
+  Provenance,
+  StepRecord,
+  VerdictRecord,
+  WaitingRequest,
+} from "./records";
+import type { CaseStore } from "./store";
+import type { StagedWrite } from "./superstep";
+import { runAgent, type AgentReplay } from "./agentStep";
+import { runCommit } from "./commitStep";
+import { runEffect } from "./effectStep";
+import { ApprovalAnswer, type Workflow } from "./workflow";
+
+/** What one executor invocation needs; built by the engine for each delivered message. */
+export interface TaskInput {
+  workflow: Workflow;
+  executor: string;
+  spec: ExecutorSpec;
+  runId: string;
+  /** The case this run belongs to: the root of its branch tree. Effects key intents on it. */
+  caseId: string;
+  superstep: number;
+  /** Distinguishes several invocations of one executor in one superstep. */
+  index: number;
+  message: Message;
+  /** All of state at the superstep's start; values are frozen. */
+  state: Readonly<Record<string, Json>>;
+  local: Json | undefined;
+  signal: AbortSignal;
+  now: () => string;
+  provider?: ModelProvider;
+  store: CaseStore;
+  /** How many times this agent step was called before in this run. */
+  callIndex: number;
+  replay?: AgentReplay;
+  log: (message: string) => void;
+}
+
+/** Everything an invocation produced; applied only if the whole superstep commits. */
+export interface TaskOutcome {
+  step: StepRecord;
+  writes: StagedWrite[];
+  facts: { key: string; provenance: Provenance }[];
+  sends: Json[];
+  outputs: Json[];
+  local?: { value: Json };
+  agentCall?: AgentCallRecord;
+  verdict?: VerdictRecord;
+  waiting?: WaitingRequest;
+  warnings: string[];
+  error?: { code: string; message: string };
+}
+
+export function stepId(runId: string, superstep: number, executor: string, index: number): string {
+  return `${runId}:${superstep}:${executor}${index > 0 ? `#${index}` : ""}`;
+}
+
+/** Runs one executor for one message. Never throws: a failure is recorded in the outcome. */
+export async function runTask(input: TaskInput): Promise<TaskOutcome> {
+  const startedAt = input.now();
+  const t0 = performance.now();
+  const { spec } = input;
+  const id = stepId(input.runId, input.superstep, input.executor, input.index);
+  const out: TaskOutcome = {
+    step: {
+      id,
+      runId: input.runId,
+      superstep: input.superstep,
+      executor: input.executor,
+      kind: spec.kind,
+      status: "ok",
+      startedAt,
+      endedAt: startedAt,
+      durationMs: 0,
+      writes: [],
+      sent: 0,
+    },
+    writes: [],
+    facts: [],
+    sends: [],
+    outputs: [],
+    warnings: [],
+  };
+  const visible = visibleState(input);
+  const ctx = makeContext(input, visible, out);
+  try {
+    let result: Json | void = undefined;
+    switch (spec.kind) {
+      case "code":
+        result = await spec.run(ctx);
+        break;
+      case "loader":
+        result = await spec.run(ctx as LoaderContext);
+        break;
+      case "agent":
+        result = await runAgent(spec, input, visible, out);
+        break;
+      case "commit":
+        result = await runCommit(spec, input, visible, ctx, out);
+        break;
+      case "effect":
+        result = await runEffect(spec, input, visible, ctx, out);
+        break;
+      case "request":
+        result = await runRequest(spec, input, visible, ctx, out);
+        break;
+      default: {
+        const never: never = spec;
+        throw new CasefileError("INVALID_WORKFLOW", `unknown executor kind ${(never as { kind: string }).kind}`);
+      }
+    }
+    if (result !== undefined) out.sends.push(result);
+  } catch (e) {
+    const err = describeError(e);
+    out.error = { code: err.code, message: `executor "${input.executor}" failed: ${err.message}` };
+    out.step.status = "failed";
+    out.step.error = out.error;
+  }
+  out.step.endedAt = input.now();
+  out.step.durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
+  out.step.writes = out.writes.map((w) => w.key);
+  out.step.sent = out.sends.length;
+  return out;
+}
+
+/** The executor sees only the keys it reads or owns. */
+function visibleState(input: TaskInput): Readonly<AnyState> {
+  const keys = new Set([...(input.spec.reads ?? []), ...(input.spec.owns ?? [])]);
+  const view: AnyState = {};
+  for (const k of keys) if (k in input.state) view[k] = input.state[k];
+  return Object.freeze(view);
+}
+
+function makeContext(input: TaskInput, state: Readonly<AnyState>, out: TaskOutcome): LoaderContext {
+  const ctx: LoaderContext = {
+    runId: input.runId,
+    superstep: input.superstep,
+    executor: input.executor,
+    state,
+    message: input.message.payload,
+    from: input.message.from,
+    local: input.local,
+    signal: input.signal,
+    write(key, value) {
+      out.writes.push({ executor: input.executor, key, value });
+    },
+    send(payload) {
+      out.sends.push(payload);
+    },
+    yield(output) {
+      out.outputs.push(output);
+    },
+    setLocal(value) {
+      out.local = { value };
+    },
+    log(message) {
+      input.log(`[${input.executor}] ${message}`);
+    },
+    fact(key, value, from) {
+      if (input.spec.kind !== "loader") {
+        throw new CasefileError("FACT_WRITER_NOT_LOADER", `executor "${input.executor}" (${input.spec.kind}) tried to write fact "${key}": only loaders may write facts`, {
+          executor: input.executor,
+          key,
+        });
+      }
+      if (!from?.source || typeof from.sourceVersion !== "string") {
+        throw new CasefileError("INVALID_STATE_VALUE", `loader "${input.executor}" wrote fact "${key}" without a source and source version`, {
+          executor: input.executor,
+          key,
+        });
+      }
+      const provenance: Provenance = { source: from.source, sourceVersion: from.sourceVersion, readAt: input.now() };
+      out.writes.push({ executor: input.executor, key, value: { value, provenance } });
+      out.facts.push({ key, provenance });
+    },
+  };
+  return ctx;
+}
+
+async function runRequest(
+  spec: Extract<ExecutorSpec, { kind: "request" }>,
+  input: TaskInput,
+  state: Readonly<AnyState>,
+  ctx: StepContext,
+  out: TaskOutcome,
+): Promise<Json | void> {
+  if (input.message.kind === "answer") {
+    const { answer } = input.message.payload as { answer: Json; message: Json };
+    const parsed = (spec.answer ?? ApprovalAnswer).parse(answer);
+    return spec.onAnswer(parsed, { ...ctx, message: (input.message.payload as { message: Json }).message });
+  }
+  const prompt = spec.prompt(state, input.message.payload);
+  out.waiting = {
+    id: stepId(input.runId, input.superstep, input.executor, input.index),
+    executor: input.executor,
+    runId: input.runId,
+    superstep: input.superstep,
+    createdAt: input.now(),
+    prompt: { title: prompt.title, detail: prompt.detail, options: prompt.options },
+    message: input.message.payload,
+  };
+  out.step.status = "waiting";
+}

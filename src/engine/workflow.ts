@@ -1,0 +1,178 @@
+import { z } from "zod";
+import { WorkflowDefinitionError, type ErrorCode } from "./errors";
+import type { EdgeSpec, ExecutorSpec, FactKey, KeyDecl, StateShape } from "./executors";
+import { stableHash } from "./hash";
+import type { Json, StepKind } from "./records";
+
+export interface WorkflowSpec {
+  name: string;
+  version: number;
+  state: StateShape;
+  executors: Record<string, ExecutorSpec>;
+  edges: readonly EdgeSpec[];
+  start: string;
+  /** Schema of the run's input, delivered to `start` as its first message. */
+  input?: z.ZodType;
+  /**
+   * State migrations keyed by the version they migrate *to*: `{ 2: (state) => state }` turns a
+   * version-1 checkpoint's state into version 2. Applied in order on resume.
+   */
+  migrations?: Record<number, (state: Record<string, Json>) => Record<string, Json>>;
+}
+
+export interface Edge {
+  /** Stable id: `from->to`, used to key fan-in buffers in checkpoints. */
+  id: string;
+  from: string[];
+  to: string[];
+  when?: EdgeSpec["when"];
+  label?: string;
+}
+
+export interface Workflow extends Omit<WorkflowSpec, "edges"> {
+  readonly edges: Edge[];
+  /** key -> the executor that owns it. */
+  readonly owners: Record<string, string>;
+  readonly factKeys: ReadonlySet<string>;
+  /** Hash of the graph's shape (executors, kinds, keys, edges), stored in every checkpoint. */
+  readonly graphHash: string;
+  /** A plain description of the graph, for the graph view and `inspect`. */
+  readonly graph: GraphDescription;
+}
+
+export interface GraphDescription {
+  start: string;
+  executors: { id: string; kind: StepKind; reads: string[]; owns: string[]; description?: string }[];
+  edges: { id: string; from: string[]; to: string[]; conditional: boolean; label?: string }[];
+  keys: { key: string; fact: boolean; owner?: string }[];
+}
+
+export const ApprovalAnswer = z.object({
+  decision: z.enum(["approve", "reject", "choose"]),
+  choice: z.string().optional(),
+  comment: z.string().optional(),
+});
+
+export function isFactKey(decl: KeyDecl): decl is FactKey {
+  return typeof decl === "object" && decl !== null && (decl as FactKey).kind === "fact" && "schema" in decl;
+}
+
+const ProvenanceSchema = z.object({ source: z.string(), sourceVersion: z.string(), readAt: z.string() });
+
+/** The schema a key's stored value must satisfy (facts are wrapped with provenance). */
+export function keySchema(decl: KeyDecl): z.ZodType {
+  return isFactKey(decl) ? z.object({ value: decl.schema, provenance: ProvenanceSchema }) : decl;
+}
+
+type Problem = { code: ErrorCode; message: string; executor?: string; key?: string };
+
+/**
+ * Builds a workflow and checks it as a whole. Every problem found is reported at once, each
+ * naming the executor and key at fault; a workflow with any problem is never run.
+ */
+export function defineWorkflow(spec: WorkflowSpec): Workflow {
+  const problems: Problem[] = [];
+  const stateKeys = new Set(Object.keys(spec.state ?? {}));
+  const executorIds = Object.keys(spec.executors ?? {});
+  const owners: Record<string, string> = {};
+  const factKeys = new Set([...stateKeys].filter((k) => isFactKey(spec.state[k]!)));
+
+  if (!spec.name) problems.push({ code: "INVALID_WORKFLOW", message: "workflow has no name" });
+  if (!Number.isInteger(spec.version) || spec.version < 1)
+    problems.push({ code: "INVALID_WORKFLOW", message: `workflow "${spec.name}": version must be a positive integer` });
+
+  for (const id of executorIds) {
+    const ex = spec.executors[id]!;
+    for (const key of ex.owns ?? []) {
+      if (!stateKeys.has(key)) {
+        problems.push({ code: "UNKNOWN_KEY", executor: id, key, message: `executor "${id}" owns unknown state key "${key}"` });
+        continue;
+      }
+      const other = owners[key];
+      if (other !== undefined) {
+        problems.push({
+          code: "DUPLICATE_OWNER",
+          executor: id,
+          key,
+          message: `state key "${key}" is owned by both "${other}" and "${id}": each key has exactly one owning executor`,
+        });
+      } else owners[key] = id;
+      if (factKeys.has(key) && ex.kind !== "loader") {
+        problems.push({
+          code: "FACT_WRITER_NOT_LOADER",
+          executor: id,
+          key,
+          message: `executor "${id}" (${ex.kind}) owns fact key "${key}": only loaders may write facts`,
+        });
+      }
+    }
+    for (const key of ex.reads ?? []) {
+      if (!stateKeys.has(key))
+        problems.push({ code: "UNKNOWN_KEY", executor: id, key, message: `executor "${id}" reads unknown state key "${key}"` });
+    }
+    if (ex.kind === "agent") checkProposalSchema(id, ex.proposal, problems);
+  }
+
+  const edges: Edge[] = [];
+  (spec.edges ?? []).forEach((e, i) => {
+    const from = ([] as string[]).concat(e.from);
+    const to = ([] as string[]).concat(e.to);
+    for (const end of [...from, ...to]) {
+      if (!spec.executors?.[end])
+        problems.push({ code: "UNKNOWN_EXECUTOR", executor: end, message: `edge #${i} (${from.join("+")} -> ${to.join("+")}) names unknown executor "${end}"` });
+    }
+    edges.push({ id: `${from.join("+")}->${to.join("+")}`, from, to, when: e.when, label: e.label });
+  });
+
+  if (!spec.executors?.[spec.start]) {
+    problems.push({ code: "UNKNOWN_EXECUTOR", executor: spec.start, message: `start executor "${spec.start}" is not defined` });
+  } else {
+    const reached = new Set([spec.start]);
+    let grew = true;
+    while (grew) {
+      grew = false;
+      for (const e of edges) {
+        if (e.from.some((f) => reached.has(f))) {
+          for (const t of e.to) if (!reached.has(t)) (reached.add(t), (grew = true));
+        }
+      }
+    }
+    for (const id of executorIds) {
+      if (!reached.has(id))
+        problems.push({ code: "UNREACHABLE_EXECUTOR", executor: id, message: `executor "${id}" is unreachable: no edge path leads to it from "${spec.start}"` });
+    }
+  }
+
+  if (problems.length > 0) throw new WorkflowDefinitionError(problems);
+
+  const graph: GraphDescription = {
+    start: spec.start,
+    executors: executorIds.map((id) => {
+      const ex = spec.executors[id]!;
+      return { id, kind: ex.kind, reads: [...(ex.reads ?? [])], owns: [...(ex.owns ?? [])], description: ex.description };
+    }),
+    edges: edges.map((e) => ({ id: e.id, from: e.from, to: e.to, conditional: e.when !== undefined, label: e.label })),
+    keys: [...stateKeys].map((key) => ({ key, fact: factKeys.has(key), owner: owners[key] })),
+  };
+  const graphHash = stableHash(graph).slice(0, 23);
+  return { ...spec, edges, owners, factKeys, graphHash, graph };
+}
+
+function checkProposalSchema(id: string, schema: unknown, problems: Problem[]): void {
+  const shape = (schema as { shape?: Record<string, unknown> } | undefined)?.shape;
+  const missing = ["action", "reason", "facts"].filter((f) => !shape || !(f in shape));
+  if (missing.length > 0) {
+    problems.push({
+      code: "INVALID_WORKFLOW",
+      executor: id,
+      message: `agent "${id}": proposal schema must be a z.object with ${missing.map((m) => `"${m}"`).join(", ")}`,
+    });
+  }
+}
+
+/** The fixed set of actions a proposal schema allows, when `action` is a z.enum. */
+export function proposalActions(schema: z.ZodType): string[] | undefined {
+  const action = (schema as unknown as { shape?: Record<string, { options?: unknown[] }> }).shape?.action;
+  const options = action?.options;
+  return Array.isArray(options) && options.every((o) => typeof o === "string") ? (options as string[]) : undefined;
+}
