@@ -1,0 +1,206 @@
+import { createHash } from "node:crypto";
+import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs";
+import { CasefileError } from "../engine/errors";
+
+/**
+ * The journal beside a case file (`<file>.journal`): every commit is appended here and fsync'd
+ * before `commit` returns, because rewriting the whole sql.js database per superstep costs time
+ * linear in its size. Compaction folds the journal into the database and truncates it.
+ *
+ * A record is a 24-byte header and a JSON payload (one CommitBatch):
+ *   0  magic "CFJ1"
+ *   4  payload length, uint32 LE
+ *   8  sequence number, uint64 LE (increasing over the life of the case file, never reused)
+ *   16 checksum: first 8 bytes of sha256(header bytes 0..15 + payload)
+ * The sequence number lets replay skip what the database already holds (meta.journal_seq), which
+ * makes a crash between compaction's rename and its truncate harmless.
+ */
+
+const MAGIC = Buffer.from("CFJ1", "latin1");
+export const HEADER_BYTES = 24;
+/** Larger lengths are taken as damage rather than trusted (a batch is never near this size). */
+const MAX_PAYLOAD = 1 << 30;
+
+export interface JournalRecord {
+  seq: number;
+  /** Byte offset of the record's header in the journal. */
+  offset: number;
+  /** The parsed payload; only JSON.parse ran on it. */
+  payload: unknown;
+}
+
+export interface JournalScan {
+  records: JournalRecord[];
+  /** Bytes up to the end of the last good record: where the next record is to be written. */
+  validLength: number;
+  fileLength: number;
+  /** Set when bytes after the last good record form no good record (a torn write at a crash). */
+  tornTailAt?: number;
+}
+
+export function journalPath(caseFile: string): string {
+  return caseFile + ".journal";
+}
+
+function checksum(header: Buffer, payload: Buffer): Buffer {
+  return createHash("sha256").update(header.subarray(0, 16)).update(payload).digest().subarray(0, 8);
+}
+
+export function encodeRecord(seq: number, payloadJson: string): Buffer {
+  const payload = Buffer.from(payloadJson, "utf8");
+  const buf = Buffer.alloc(HEADER_BYTES + payload.length);
+  MAGIC.copy(buf, 0);
+  buf.writeUInt32LE(payload.length, 4);
+  buf.writeBigUInt64LE(BigInt(seq), 8);
+  payload.copy(buf, HEADER_BYTES);
+  checksum(buf, payload).copy(buf, 16);
+  return buf;
+}
+
+/** The record at `offset` if it is whole and its checksum matches, else undefined. */
+function recordAt(buf: Buffer, offset: number): { seq: number; end: number; payload: Buffer } | undefined {
+  if (offset + HEADER_BYTES > buf.length) return undefined;
+  if (buf.compare(MAGIC, 0, 4, offset, offset + 4) !== 0) return undefined;
+  const length = buf.readUInt32LE(offset + 4);
+  const end = offset + HEADER_BYTES + length;
+  if (length > MAX_PAYLOAD || end > buf.length) return undefined;
+  const header = buf.subarray(offset, offset + HEADER_BYTES);
+  const payload = buf.subarray(offset + HEADER_BYTES, end);
+  if (!checksum(header, payload).equals(header.subarray(16, 24))) return undefined;
+  return { seq: Number(buf.readBigUInt64LE(offset + 8)), end, payload };
+}
+
+/**
+ * Reads every good record. A bad record with nothing good after it is the tail a crash tore
+ * mid-append: it is reported (tornTailAt) and left out. A bad record followed by a good one cannot
+ * come from a crash, since appends are sequential, so it is corruption and refused.
+ */
+export function readJournal(file: string): JournalScan {
+  if (!existsSync(file)) return { records: [], validLength: 0, fileLength: 0 };
+  const buf = readFileSync(file);
+  const records: JournalRecord[] = [];
+  let offset = 0;
+  while (offset < buf.length) {
+    const rec = recordAt(buf, offset);
+    if (!rec) {
+      const later = nextGoodRecord(buf, offset + 1);
+      if (later !== undefined) {
+        throw corrupt(file, offset, `damaged record at byte ${offset} is followed by a good record at byte ${later}`);
+      }
+      return { records, validLength: offset, fileLength: buf.length, tornTailAt: offset };
+    }
+    const prev = records[records.length - 1];
+    if (prev && rec.seq <= prev.seq) {
+      throw corrupt(file, offset, `record at byte ${offset} has sequence ${rec.seq}, not after ${prev.seq}`);
+    }
+    let payload: unknown;
+    try {
+      payload = JSON.parse(rec.payload.toString("utf8"));
+    } catch (e) {
+      throw corrupt(file, offset, `record at byte ${offset} (sequence ${rec.seq}) is not JSON: ${(e as Error).message}`);
+    }
+    records.push({ seq: rec.seq, offset, payload });
+    offset = rec.end;
+  }
+  return { records, validLength: offset, fileLength: buf.length };
+}
+
+function nextGoodRecord(buf: Buffer, from: number): number | undefined {
+  for (let at = buf.indexOf(MAGIC, from); at !== -1; at = buf.indexOf(MAGIC, at + 1)) {
+    if (recordAt(buf, at)) return at;
+  }
+  return undefined;
+}
+
+export function corrupt(file: string, offset: number, detail: string): CasefileError {
+  return new CasefileError("CORRUPT_CASE_FILE", `journal ${file} is corrupt: ${detail}`, { file, offset });
+}
+
+/**
+ * The writer's handle on the journal, kept open for the store's lifetime so that a commit costs
+ * one write and one fsync. Only a store holding the case file's lock creates one.
+ */
+export class JournalWriter {
+  private size: number;
+  private failed: Error | undefined;
+
+  private constructor(
+    readonly file: string,
+    private fd: number | undefined,
+  ) {
+    this.size = fstatSync(fd!).size;
+  }
+
+  /**
+   * Opens (creating if needed) the journal and cuts it to `validLength`, dropping a torn tail
+   * so that new records never follow garbage. Returns whether the file was created, in which
+   * case the caller fsyncs the directory so that the new name is durable too.
+   */
+  static open(file: string, validLength: number): { writer: JournalWriter; created: boolean } {
+    const created = !existsSync(file);
+    const fd = openSync(file, "a");
+    try {
+      if (fstatSync(fd).size > validLength) {
+        ftruncateSync(fd, validLength);
+        fsyncSync(fd);
+      }
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
+    return { writer: new JournalWriter(file, fd), created };
+  }
+
+  get bytes(): number {
+    return this.size;
+  }
+
+  /**
+   * Appends one record and fsyncs. If the write or the fsync fails, the journal is cut back to
+   * where it was and the writer refuses further appends: after a failed fsync the kernel may have
+   * dropped the pages, so what is on disk is unknown and the store must be reopened.
+   */
+  append(seq: number, payloadJson: string): void {
+    if (this.failed) throw new CasefileError("CORRUPT_CASE_FILE", `journal ${this.file}: an earlier write failed (${this.failed.message}); reopen the case file`);
+    const fd = this.handle();
+    const record = encodeRecord(seq, payloadJson);
+    const before = this.size;
+    try {
+      let written = 0;
+      while (written < record.length) written += writeSync(fd, record, written, record.length - written);
+      fsyncSync(fd);
+      this.size = before + record.length;
+    } catch (e) {
+      this.failed = e as Error;
+      try {
+        ftruncateSync(fd, before);
+      } catch {
+        // The torn tail left behind is exactly what readJournal ignores.
+      }
+      throw e;
+    }
+  }
+
+  /** Removes the last record again; the store calls this when applying a journalled batch failed. */
+  rollbackTo(size: number): void {
+    const fd = this.handle();
+    ftruncateSync(fd, size);
+    fsyncSync(fd);
+    this.size = size;
+  }
+
+  /** Empties the journal once compaction has made the database file hold everything in it. */
+  truncate(): void {
+    this.rollbackTo(0);
+  }
+
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+
+  private handle(): number {
+    if (this.fd === undefined) throw new Error(`journal ${this.file} is closed`);
+    return this.fd;
+  }
+}

@@ -1,0 +1,372 @@
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, statSync, writeSync } from "node:fs";
+import type { Stats } from "node:fs";
+import path from "node:path";
+import type { Database, SqlJsStatic } from "sql.js";
+import { CasefileError, isCasefileError } from "../engine/errors";
+import type { CaseFileMeta, CaseStore, CommitBatch } from "../engine/store";
+import { TABLES, prepareBatch } from "./batch";
+import type { PreparedBatch } from "./batch";
+import { JournalWriter, corrupt, journalPath, readJournal } from "./journal";
+import type { JournalScan } from "./journal";
+import { acquireLock } from "./lock";
+import type { LockHandle } from "./lock";
+import { SCHEMA_VERSION, createSchema, migrate, readMeta } from "./schema";
+import type { StoredMeta } from "./schema";
+import { loadSqlJs } from "./sqlite";
+import { SqlTables } from "./tables";
+
+export interface OpenOptions {
+  /** Read the database and journal without locking or ever writing; commit throws READ_ONLY. */
+  readOnly?: boolean;
+  /** Create the case file if it does not exist (writers only). */
+  create?: boolean;
+  /** The tenant the caller works for: a case file of another tenant is refused; a new one is stamped. */
+  tenant?: string;
+  /** Compact once the journal exceeds max(this, half the database file). Default 8 MB. */
+  compactAtBytes?: number;
+}
+
+const DEFAULT_COMPACT_AT = 8 * 1024 * 1024;
+const SQLITE_HEADER = Buffer.from("SQLite format 3\0", "latin1");
+
+/**
+ * The case file on disk: a SQLite database (held in memory by sql.js) plus a journal of the
+ * commits made since it was last written out. See journal.ts for why commits go to the journal.
+ *
+ * Opened by the runner (a writer, holding `<file>.lock` while a run goes on) and by the CLI and
+ * the extension's inspector (readers, which take no lock and see the journal too).
+ */
+export class SqlJsStore extends SqlTables implements CaseStore {
+  /** Things a user may want to know about the open (stale lock taken over, torn journal tail). */
+  readonly warnings: string[] = [];
+  private nextJournalSeq: number;
+  private nextEventSeq: number;
+  private dbFileBytes: number;
+  private closed = false;
+
+  private constructor(
+    db: Database,
+    file: string,
+    readonly readOnly: boolean,
+    private info: StoredMeta,
+    private readonly compactAt: number,
+    private readonly journal?: JournalWriter,
+    private readonly lock?: LockHandle,
+  ) {
+    super(db, file);
+    this.nextJournalSeq = info.journalSeq + 1;
+    this.nextEventSeq = this.lastEventSeq() + 1;
+    this.dbFileBytes = existsSync(file) ? statSync(file).size : 0;
+  }
+
+  /**
+   * Opens (or with `create`, makes) the case file at `file`. Every refusal (NOT_A_CASE_FILE,
+   * CORRUPT_CASE_FILE, NEWER_SCHEMA, FOREIGN_TENANT) is decided from a read-only look at the
+   * file before the lock is taken, and leaves the file untouched.
+   */
+  static async open(file: string, opts: OpenOptions = {}): Promise<SqlJsStore> {
+    const SQL = await loadSqlJs();
+    file = path.resolve(file);
+    const readOnly = opts.readOnly === true;
+    const compactAt = opts.compactAtBytes ?? DEFAULT_COMPACT_AT;
+    if (!existsSync(file)) {
+      if (!opts.create || readOnly) {
+        throw new CasefileError("NOT_A_CASE_FILE", `no case file at ${file}${readOnly ? "" : " (open with create to make one)"}`, { file });
+      }
+      return SqlJsStore.create(SQL, file, opts.tenant, compactAt);
+    }
+    if (readOnly) {
+      // The journal before the database: a compaction in between then only makes the database
+      // newer than the journal (whose records it skips), never older (which would lose commits).
+      const scan = readJournal(journalPath(file));
+      const loaded = loadDatabase(SQL, file, opts.tenant);
+      return SqlJsStore.finish(loaded, file, true, compactAt, scan);
+    }
+    let loaded = loadDatabase(SQL, file, opts.tenant);
+    let lock: LockHandle;
+    try {
+      lock = acquireLock(file);
+    } catch (e) {
+      loaded.db.close();
+      throw e;
+    }
+    try {
+      // The previous writer may have compacted between our look and our lock.
+      if (changed(statSync(file), loaded.stat)) {
+        loaded.db.close();
+        loaded = loadDatabase(SQL, file, opts.tenant);
+      }
+      const scan = readJournal(journalPath(file));
+      const { writer, created } = JournalWriter.open(journalPath(file), scan.validLength);
+      if (created) fsyncDir(file);
+      return SqlJsStore.finish(loaded, file, false, compactAt, scan, writer, lock);
+    } catch (e) {
+      loaded.db.close();
+      lock.release();
+      throw e;
+    }
+  }
+
+  private static create(SQL: SqlJsStatic, file: string, tenant: string | undefined, compactAt: number): SqlJsStore {
+    const lock = acquireLock(file);
+    let writer: JournalWriter | undefined;
+    try {
+      if (existsSync(file)) {
+        throw new CasefileError("CASE_FILE_LOCKED", `${file} was created by another process while this one was creating it`, { file });
+      }
+      const jpath = journalPath(file);
+      if (existsSync(jpath) && statSync(jpath).size > 0) {
+        throw new CasefileError("CORRUPT_CASE_FILE", `journal ${jpath} exists without its database ${file}; move it away to start a new case file`, {
+          file: jpath,
+        });
+      }
+      const db = new SQL.Database();
+      const meta: StoredMeta = { app: "casefile", schemaVersion: SCHEMA_VERSION, createdAt: new Date().toISOString(), journalSeq: 0 };
+      if (tenant !== undefined) meta.tenant = tenant;
+      createSchema(db, meta);
+      writer = JournalWriter.open(jpath, 0).writer;
+      const store = new SqlJsStore(db, file, false, meta, compactAt, writer, lock);
+      // Written out at once, through the same path as any compaction, so the file exists (and
+      // a reader can open it) from the moment create returns.
+      store.compact();
+      return store;
+    } catch (e) {
+      writer?.close();
+      lock.release();
+      throw e;
+    }
+  }
+
+  /** Migrates an older schema, replays the journal, and (for a writer) persists a migration. */
+  private static finish(
+    loaded: Loaded,
+    file: string,
+    readOnly: boolean,
+    compactAt: number,
+    scan: JournalScan,
+    writer?: JournalWriter,
+    lock?: LockHandle,
+  ): SqlJsStore {
+    const { db, meta } = loaded;
+    const migrated = migrate(db, meta.schemaVersion, file);
+    if (migrated.length) meta.schemaVersion = SCHEMA_VERSION;
+    const store = new SqlJsStore(db, file, readOnly, meta, compactAt, writer, lock);
+    try {
+      if (lock?.tookOverFrom) {
+        const t = lock.tookOverFrom;
+        store.warnings.push(`took over a stale lock on ${file} left by pid ${t.pid} on ${t.hostname} (since ${t.createdAt})`);
+      }
+      store.replay(scan);
+      if (writer && (migrated.length || writer.bytes > store.compactThreshold())) store.compact();
+      return store;
+    } catch (e) {
+      store.freeStatements();
+      db.close();
+      writer?.close();
+      throw e;
+    }
+  }
+
+  /** Applies the journal records the database does not hold yet, checking they follow on. */
+  private replay(scan: JournalScan): void {
+    const jfile = journalPath(this.file);
+    for (const rec of scan.records) {
+      if (rec.seq <= this.info.journalSeq) continue; // already folded in by a compaction
+      if (rec.seq !== this.info.journalSeq + 1) {
+        throw corrupt(jfile, rec.offset, `record at byte ${rec.offset} has sequence ${rec.seq} but the database holds up to ${this.info.journalSeq}`);
+      }
+      let batch: PreparedBatch;
+      try {
+        batch = prepareBatch(rec.payload as CommitBatch, {
+          exists: (t, k) => this.rowExists(t, k),
+          nextEventSeq: this.nextEventSeq,
+          keepEventSeqs: true,
+        });
+        this.applyBatch(batch, rec.seq);
+      } catch (e) {
+        throw corrupt(jfile, rec.offset, `record at byte ${rec.offset} (sequence ${rec.seq}) cannot be applied: ${(e as Error).message}`);
+      }
+      this.info.journalSeq = rec.seq;
+      this.nextJournalSeq = rec.seq + 1;
+      const lastEvent = batch.events[batch.events.length - 1];
+      if (lastEvent) this.nextEventSeq = lastEvent.seq! + 1;
+    }
+    if (scan.tornTailAt !== undefined) {
+      const action = this.readOnly ? "ignored" : "truncated";
+      this.warnings.push(`journal ${jfile}: ${scan.fileLength - scan.tornTailAt} bytes of an incomplete last record at byte ${scan.tornTailAt} ${action}`);
+    }
+  }
+
+  meta(): CaseFileMeta {
+    const m: CaseFileMeta = { schemaVersion: this.info.schemaVersion, createdAt: this.info.createdAt };
+    if (this.info.tenant !== undefined) m.tenant = this.info.tenant;
+    return m;
+  }
+
+  /**
+   * Called by the engine at the end of every superstep (and around effects). Validates the whole
+   * batch, appends it to the journal and fsyncs, and only then applies it in memory: when this
+   * returns, the batch survives a crash; when it throws, none of it is visible.
+   */
+  commit(batch: CommitBatch): void {
+    const journal = this.writable();
+    const prepared = prepareBatch(batch, { exists: (t, k) => this.rowExists(t, k), nextEventSeq: this.nextEventSeq });
+    if (TABLES.every((t) => prepared[t].length === 0)) return;
+    const seq = this.nextJournalSeq;
+    const before = journal.bytes;
+    journal.append(seq, JSON.stringify(prepared));
+    try {
+      this.applyBatch(prepared, seq);
+    } catch (e) {
+      // Validation should make this unreachable; if not, take the record back out so that the
+      // journal never holds a batch the database refused.
+      journal.rollbackTo(before);
+      throw e;
+    }
+    this.info.journalSeq = seq;
+    this.nextJournalSeq = seq + 1;
+    this.nextEventSeq += prepared.events.length;
+    if (journal.bytes > this.compactThreshold()) {
+      try {
+        this.compact();
+      } catch (e) {
+        // The batch is durable in the journal; a failed compaction (disk full...) is retried
+        // after the next commit rather than reported as a failed commit.
+        this.warnings.push(`compaction of ${this.file} failed, will retry: ${(e as Error).message}`);
+      }
+    }
+  }
+
+  /** Above this journal size a commit triggers compaction: bounded replay time, amortised cost. */
+  private compactThreshold(): number {
+    return Math.max(this.compactAt, this.dbFileBytes / 2);
+  }
+
+  /**
+   * Folds the journal into the database file: export, write `<file>.tmp`, fsync, rename over the
+   * file, fsync the directory, truncate the journal. A crash before the rename leaves the old file
+   * and the whole journal; after it, the new file already holds the journal's records and replay
+   * skips them by sequence number.
+   */
+  compact(): void {
+    const journal = this.writable();
+    const bytes = this.db.export();
+    const tmp = this.file + ".tmp";
+    const fd = openSync(tmp, "w");
+    try {
+      let written = 0;
+      while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, this.file);
+    fsyncDir(this.file);
+    journal.truncate();
+    this.dbFileBytes = bytes.length;
+  }
+
+  /** Compacts (a writer), then releases the journal, the lock and the database. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    try {
+      if (this.journal && this.journal.bytes > 0) this.compact();
+    } finally {
+      this.closed = true;
+      this.journal?.close();
+      this.lock?.release();
+      this.freeStatements();
+      this.db.close();
+    }
+  }
+
+  private writable(): JournalWriter {
+    if (this.closed) throw new Error(`case file ${this.file} is closed`);
+    if (this.readOnly || !this.journal) {
+      throw new CasefileError("READ_ONLY", `${this.file} is open read-only; open it without readOnly to write`, { file: this.file });
+    }
+    return this.journal;
+  }
+}
+
+interface Loaded {
+  db: Database;
+  meta: StoredMeta;
+  stat: Stats;
+}
+
+/**
+ * Reads the file and decides, without writing anything, whether it may be opened: a SQLite file,
+ * structurally sound, with the casefile meta row, a schema this code knows, and the caller's tenant.
+ */
+function loadDatabase(SQL: SqlJsStatic, file: string, tenant: string | undefined): Loaded {
+  const stat = statSync(file);
+  const bytes = readFileSync(file);
+  if (bytes.length < 100 || !bytes.subarray(0, 16).equals(SQLITE_HEADER)) {
+    const what = bytes.length === 0 ? "it is empty" : "it is not a SQLite database";
+    throw new CasefileError("NOT_A_CASE_FILE", `${file} is not a case file: ${what}`, { file });
+  }
+  let db: Database;
+  try {
+    db = new SQL.Database(bytes);
+  } catch (e) {
+    throw corruptDb(file, (e as Error).message);
+  }
+  try {
+    let meta: StoredMeta | undefined;
+    try {
+      meta = readMeta(db);
+    } catch (e) {
+      throw corruptDb(file, (e as Error).message);
+    }
+    if (!meta) {
+      throw new CasefileError("NOT_A_CASE_FILE", `${file} is a SQLite database but not a case file (no casefile meta row)`, { file });
+    }
+    // quick_check walks every b-tree page: overwritten or truncated pages are caught here,
+    // at open, rather than as odd errors in the middle of a run.
+    let problems: string[];
+    try {
+      problems = (db.exec("PRAGMA quick_check(5)")[0]?.values ?? []).map((r) => String(r[0]));
+    } catch (e) {
+      problems = [(e as Error).message];
+    }
+    if (problems.length !== 1 || problems[0] !== "ok") throw corruptDb(file, problems.join("; "));
+    if (meta.schemaVersion > SCHEMA_VERSION) {
+      throw new CasefileError(
+        "NEWER_SCHEMA",
+        `${file} has case-file schema v${meta.schemaVersion}, newer than v${SCHEMA_VERSION} which this Casefile reads; update Casefile to open it`,
+        { file, schemaVersion: meta.schemaVersion, supported: SCHEMA_VERSION },
+      );
+    }
+    if (tenant !== undefined && meta.tenant !== tenant) {
+      throw new CasefileError(
+        "FOREIGN_TENANT",
+        `${file} belongs to ${meta.tenant === undefined ? "no tenant" : `tenant "${meta.tenant}"`}, not to tenant "${tenant}"`,
+        { file, tenant: meta.tenant ?? null, expected: tenant },
+      );
+    }
+    return { db, meta, stat };
+  } catch (e) {
+    db.close();
+    throw isCasefileError(e) ? e : corruptDb(file, (e as Error).message);
+  }
+}
+
+function corruptDb(file: string, detail: string): CasefileError {
+  return new CasefileError("CORRUPT_CASE_FILE", `${file} is corrupted: ${detail}`, { file });
+}
+
+function changed(now: Stats, before: Stats): boolean {
+  return now.ino !== before.ino || now.size !== before.size || now.mtimeMs !== before.mtimeMs;
+}
+
+/** Makes a rename or a new file's name durable. Windows cannot open a directory; skip there. */
+function fsyncDir(file: string): void {
+  if (process.platform === "win32") return;
+  const fd = openSync(path.dirname(file), "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}

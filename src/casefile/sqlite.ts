@@ -1,0 +1,47 @@
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import type { SqlJsStatic } from "sql.js";
+// The plain Node build (package "default" export), not the browser one: it needs no fetch.
+import initSqlJs = require("sql.js");
+
+/**
+ * Loads sql.js once per process. Every SqlJsStore.open awaits the same promise; a failure is not
+ * cached, so a later open can try again (for instance after the wasm file was restored).
+ */
+let loading: Promise<SqlJsStatic> | undefined;
+
+export function loadSqlJs(): Promise<SqlJsStatic> {
+  if (!loading) {
+    loading = Promise.resolve()
+      .then(() => {
+        const file = findSqlWasm();
+        const bytes = readFileSync(file);
+        // Handing sql.js the bytes (rather than a locateFile callback) means it never looks for
+        // the wasm itself, which in a bundle would resolve against the wrong directory.
+        const wasmBinary = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+        return initSqlJs({ wasmBinary });
+      })
+      .catch((e: unknown) => {
+        loading = undefined;
+        throw e;
+      });
+  }
+  return loading;
+}
+
+/**
+ * Where sql-wasm.wasm is. In the esbuild bundle (dist/runner.js, dist/cli.js...) the build copies
+ * it next to the bundle, so `__dirname` comes first; running from TypeScript source under tsx, it
+ * is found through the sql.js package in node_modules.
+ */
+export function findSqlWasm(): string {
+  const candidates = [path.join(__dirname, "sql-wasm.wasm")];
+  try {
+    candidates.push(path.join(path.dirname(require.resolve("sql.js")), "sql-wasm.wasm"));
+  } catch {
+    // Not resolvable (a bundle shipped without node_modules): only the copy beside us can work.
+  }
+  const found = candidates.find((c) => existsSync(c));
+  if (!found) throw new Error(`sql-wasm.wasm not found; looked in: ${candidates.join(", ")}`);
+  return found;
+}
