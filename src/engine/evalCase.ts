@@ -1,0 +1,258 @@
+import { Document as YamlDocument, parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { CasefileError } from "./errors";
+import type { AgentCallRecord, Fact, Json, VerdictRecord } from "./records";
+
+/**
+ * An agent step exported as an evaluation case: the exact request the model got, the facts and
+ * business rules it saw, the answer it gave, and the outcome expected of it. Built by
+ * `casefile export-eval` from a case file's records, corrected by the developer if the recorded
+ * outcome was wrong, and run again by `casefile eval` against a provider and the workflow's
+ * current commit rules.
+ *
+ * Three formats: our own JSON (holds everything), OpenAI evals JSONL (`input` / `ideal`: holds
+ * the messages and the expected proposal) and a promptfoo test-case YAML (holds everything: the
+ * messages and expectations as vars, the rest under `metadata.casefile`).
+ */
+
+const json: z.ZodType<Json> = z.lazy(() =>
+  z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(json), z.record(z.string(), json)]),
+);
+
+const ChatMessageSchema = z.object({ role: z.enum(["system", "user", "assistant"]), content: z.string() });
+
+const FactSchema = z.object({
+  value: json,
+  provenance: z.object({ source: z.string(), sourceVersion: z.string(), readAt: z.string() }),
+});
+
+export const ExpectedOutcomeSchema = z.object({
+  /** The proposal's action; null when no valid proposal is expected (the answer is rejected). */
+  action: z.string().nullable(),
+  verdict: z.enum(["accepted", "rejected", "escalated"]),
+  proposal: json,
+  /** Set when a developer changed the recorded outcome before saving the case. */
+  corrected: z.boolean().optional(),
+  note: z.string().optional(),
+});
+
+export const EvalCaseSchema = z.object({
+  format: z.literal("casefile-eval"),
+  v: z.literal(1),
+  id: z.string().min(1),
+  workflow: z.object({ name: z.string(), version: z.number() }),
+  step: z.string().min(1),
+  request: z.object({
+    messages: z.array(ChatMessageSchema),
+    model: z.string(),
+    params: z.record(z.string(), json),
+    /** The proposal schema, as JSON Schema. */
+    responseSchema: json,
+    hash: z.string(),
+  }),
+  facts: z.record(z.string(), FactSchema),
+  rules: z.array(z.object({ id: z.string(), statement: z.string(), value: json.optional() })),
+  /** The raw text the model answered when the step ran. */
+  answer: z.string(),
+  expected: ExpectedOutcomeSchema,
+  provenance: z.object({ caseFile: z.string(), runId: z.string(), superstep: z.number(), agentCallId: z.string() }),
+});
+
+export type EvalCase = z.infer<typeof EvalCaseSchema>;
+export type ExpectedOutcome = z.infer<typeof ExpectedOutcomeSchema>;
+
+/** What OpenAI evals JSONL holds of a case. */
+export interface EvalCaseFragment {
+  request: { messages: EvalCase["request"]["messages"] };
+  expected: Pick<ExpectedOutcome, "action" | "proposal">;
+}
+
+/** What the export reads from a case file to build one case. */
+export interface EvalCaseSource {
+  caseFile: string;
+  workflow: { name: string; version: number };
+  call: AgentCallRecord;
+  /** The commit step's verdict on this call; absent when the answer was rejected before it. */
+  verdict?: VerdictRecord;
+  facts: Record<string, Fact>;
+  rules: { id: string; statement: string; value?: Json }[];
+}
+
+/**
+ * Builds a case from the records of one agent call. The expected outcome is what happened: the
+ * recorded proposal and verdict, or "escalated" with no proposal when the answer was rejected
+ * before the commit step. The developer corrects it with `correctExpected`.
+ */
+export function evalCaseFromRecords(src: EvalCaseSource): EvalCase {
+  const { call, verdict } = src;
+  if (call.raw === undefined) {
+    throw new CasefileError("USAGE", `agent call ${call.id} (step "${call.executor}") has no recorded answer to export`, {
+      agentCallId: call.id,
+    });
+  }
+  if (!verdict && !call.rejection) {
+    throw new CasefileError(
+      "USAGE",
+      `agent call ${call.id} (step "${call.executor}") has neither a verdict nor a rejection recorded; it cannot say what was expected`,
+      { agentCallId: call.id },
+    );
+  }
+  const proposal = verdict?.proposal ?? call.proposal ?? null;
+  return {
+    format: "casefile-eval",
+    v: 1,
+    id: `${call.runId}-${call.executor}-${call.superstep}`,
+    workflow: { name: src.workflow.name, version: src.workflow.version },
+    step: call.executor,
+    request: { ...call.request, hash: call.hash },
+    facts: src.facts as EvalCase["facts"],
+    rules: src.rules,
+    answer: call.raw,
+    expected: { action: actionOf(proposal), verdict: verdict?.verdict ?? "escalated", proposal },
+    provenance: { caseFile: src.caseFile, runId: call.runId, superstep: call.superstep, agentCallId: call.id },
+  };
+}
+
+/** The developer's correction of the expected outcome; the case records that it was corrected. */
+export function correctExpected(c: EvalCase, change: Partial<Omit<ExpectedOutcome, "corrected">>): EvalCase {
+  const expected = { ...c.expected, ...change, corrected: true };
+  if (change.proposal !== undefined && change.action === undefined) expected.action = actionOf(change.proposal);
+  return { ...c, expected };
+}
+
+function actionOf(proposal: Json): string | null {
+  return proposal && typeof proposal === "object" && !Array.isArray(proposal) && typeof proposal.action === "string"
+    ? proposal.action
+    : null;
+}
+
+// ---- our own JSON -------------------------------------------------------------------------
+
+export function toOwnJson(c: EvalCase): string {
+  return JSON.stringify(c, null, 2) + "\n";
+}
+
+export function parseOwnJson(text: string, source: string): EvalCase {
+  return validate(parseJsonText(text, source), source);
+}
+
+// ---- OpenAI evals JSONL --------------------------------------------------------------------
+
+/**
+ * One line per case: `{"input": messages, "ideal": "<expected proposal as JSON>"}`. `ideal` is
+ * the proposal because it is what the model is asked to produce (evals compare the completion
+ * with it); the verdict and everything else are ours and not held by this format.
+ */
+export function toOpenAIEvalsJsonl(cases: readonly EvalCase[]): string {
+  return cases.map((c) => JSON.stringify({ input: c.request.messages, ideal: JSON.stringify(c.expected.proposal) }) + "\n").join("");
+}
+
+const OpenAIEvalLineSchema = z.object({ input: z.array(ChatMessageSchema), ideal: z.string() });
+
+export function parseOpenAIEvalsJsonl(text: string, source: string): EvalCaseFragment[] {
+  const out: EvalCaseFragment[] = [];
+  text.split("\n").forEach((line, i) => {
+    if (line.trim() === "") return;
+    const where = `${source} line ${i + 1}`;
+    const sample = checked(OpenAIEvalLineSchema, parseJsonText(line, where), where);
+    const proposal = parseJsonText(sample.ideal, `${where} ideal`) as Json;
+    out.push({ request: { messages: sample.input }, expected: { action: actionOf(proposal), proposal } });
+  });
+  return out;
+}
+
+// ---- promptfoo -----------------------------------------------------------------------------
+
+const promptfooHeader = [
+  " Casefile eval cases as promptfoo tests. Use with a chat prompt that renders the messages,",
+  " e.g. prompts: ['{{ messages | dump }}'] and tests: file://this-file.yaml.",
+  " Correct an expectation by editing vars.expected_action / vars.expected_proposal and",
+  " metadata.casefile.expected.verdict.",
+].join("\n");
+
+/**
+ * A list of promptfoo test cases. The answer is checked against the proposal schema (`is-json`)
+ * and its action against `vars.expected_action`; `metadata.casefile` keeps the rest of the case
+ * so `parsePromptfooYaml` gives back the whole case.
+ */
+export function toPromptfooYaml(cases: readonly EvalCase[]): string {
+  const tests = cases.map((c) => {
+    const { request, expected, ...rest } = c;
+    const { messages, ...requestRest } = request;
+    const { action, proposal, ...expectedRest } = expected;
+    return {
+      description: `${c.workflow.name} v${c.workflow.version} / ${c.step}: expect ${action ?? "no valid proposal"} (${expected.verdict})`,
+      vars: { messages, expected_action: action, expected_proposal: proposal },
+      assert: [
+        { type: "is-json", value: withoutSchemaKeyword(request.responseSchema) },
+        { type: "javascript", value: "JSON.parse(output).action === context.vars.expected_action" },
+      ],
+      metadata: { casefile: { ...rest, request: requestRest, expected: expectedRest } },
+    };
+  });
+  const doc = new YamlDocument(tests, { aliasDuplicateObjects: false });
+  doc.commentBefore = promptfooHeader;
+  return doc.toString({ lineWidth: 0 });
+}
+
+export function parsePromptfooYaml(text: string, source: string): EvalCase[] {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (e) {
+    throw new CasefileError("INVALID_INPUT", `${source} is not valid YAML: ${(e as Error).message}`, { file: source });
+  }
+  const tests = Array.isArray(raw) ? raw : [raw];
+  return tests.map((t, i) => {
+    const where = `${source} test ${i}`;
+    const test = checked(PromptfooTestSchema, t, where);
+    const meta = test.metadata.casefile;
+    return validate(
+      {
+        ...meta,
+        request: { ...meta.request, messages: test.vars.messages },
+        expected: { ...meta.expected, action: test.vars.expected_action, proposal: test.vars.expected_proposal },
+      },
+      where,
+    );
+  });
+}
+
+const PromptfooTestSchema = z.object({
+  vars: z.object({ messages: json, expected_action: json, expected_proposal: json }),
+  metadata: z.object({
+    casefile: z.looseObject({ request: z.record(z.string(), json), expected: z.record(z.string(), json) }),
+  }),
+});
+
+/** `$schema` makes promptfoo's validator look up the draft; the keywords are what it needs. */
+function withoutSchemaKeyword(schema: Json): Json {
+  if (!schema || typeof schema !== "object" || Array.isArray(schema)) return schema;
+  const { $schema: _ignored, ...rest } = schema;
+  return rest;
+}
+
+// ---- parsing helpers ------------------------------------------------------------------------
+
+function parseJsonText(text: string, where: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new CasefileError("INVALID_INPUT", `${where} is not valid JSON: ${(e as Error).message}`, { file: where });
+  }
+}
+
+function validate(value: unknown, where: string): EvalCase {
+  return checked(EvalCaseSchema, value, where);
+}
+
+/** Parses with a schema; a fault names the file (or line, or test) and the path of each bad field. */
+function checked<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const problems = r.error.issues.map((i) => `${i.path.length ? i.path.map(String).join(".") : "(root)"}: ${i.message}`);
+  throw new CasefileError("INVALID_INPUT", `${where} is not a valid eval case:\n` + problems.map((p) => `  - ${p}`).join("\n"), {
+    file: where,
+    problems,
+  });
+}
