@@ -164,9 +164,9 @@ export function parseOpenAIEvalsJsonl(text: string, source: string): EvalCaseFra
 // ---- promptfoo -----------------------------------------------------------------------------
 
 const promptfooHeader = [
-  " Casefile eval cases as promptfoo tests. Use with a chat prompt that renders the messages,",
-  " e.g. prompts: ['{{ messages | dump }}'] and tests: file://this-file.yaml.",
-  " Correct an expectation by editing vars.expected_action / vars.expected_proposal and",
+  " Casefile eval cases as promptfoo tests. Use with a prompt that is the messages themselves,",
+  " prompts: ['{{ messages }}'] (a JSON chat), and tests: file://this-file.yaml.",
+  " Correct an expectation by editing vars.expected_action / vars.expected_proposal (JSON) and",
   " metadata.casefile.expected.verdict.",
 ].join("\n");
 
@@ -174,6 +174,10 @@ const promptfooHeader = [
  * A list of promptfoo test cases. The answer is checked against the proposal schema (`is-json`)
  * and its action against `vars.expected_action`; `metadata.casefile` keeps the rest of the case
  * so `parsePromptfooYaml` gives back the whole case.
+ *
+ * Messages and the expected proposal are vars as JSON text: promptfoo expands an array var into
+ * one test per element and accepts no null var, so structured values would change the test.
+ * A case expecting no valid proposal (action null) has no `expected_action`.
  */
 export function toPromptfooYaml(cases: readonly EvalCase[]): string {
   const tests = cases.map((c) => {
@@ -182,7 +186,11 @@ export function toPromptfooYaml(cases: readonly EvalCase[]): string {
     const { action, proposal, ...expectedRest } = expected;
     return {
       description: `${c.workflow.name} v${c.workflow.version} / ${c.step}: expect ${action ?? "no valid proposal"} (${expected.verdict})`,
-      vars: { messages, expected_action: action, expected_proposal: proposal },
+      vars: {
+        messages: JSON.stringify(messages),
+        ...(action !== null ? { expected_action: action } : {}),
+        expected_proposal: JSON.stringify(proposal),
+      },
       assert: [
         { type: "is-json", value: withoutSchemaKeyword(request.responseSchema) },
         { type: "javascript", value: "JSON.parse(output).action === context.vars.expected_action" },
@@ -207,11 +215,13 @@ export function parsePromptfooYaml(text: string, source: string): EvalCase[] {
     const where = `${source} test ${i}`;
     const test = checked(PromptfooTestSchema, t, where);
     const meta = test.metadata.casefile;
+    const messages = parseJsonText(test.vars.messages, `${where} vars.messages`);
+    const proposal = parseJsonText(test.vars.expected_proposal, `${where} vars.expected_proposal`);
     return validate(
       {
         ...meta,
-        request: { ...meta.request, messages: test.vars.messages },
-        expected: { ...meta.expected, action: test.vars.expected_action, proposal: test.vars.expected_proposal },
+        request: { ...meta.request, messages },
+        expected: { ...meta.expected, action: test.vars.expected_action ?? null, proposal },
       },
       where,
     );
@@ -219,7 +229,7 @@ export function parsePromptfooYaml(text: string, source: string): EvalCase[] {
 }
 
 const PromptfooTestSchema = z.object({
-  vars: z.object({ messages: json, expected_action: json, expected_proposal: json }),
+  vars: z.object({ messages: z.string(), expected_action: z.string().optional(), expected_proposal: z.string() }),
   metadata: z.object({
     casefile: z.looseObject({ request: z.record(z.string(), json), expected: z.record(z.string(), json) }),
   }),

@@ -1,0 +1,228 @@
+import assert from "node:assert/strict";
+import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
+import { z } from "zod";
+import { buildModelRequest } from "../../../src/engine/contextRequest";
+import { isCasefileError } from "../../../src/engine/errors";
+import {
+  correctExpected,
+  evalCaseFromRecords,
+  EvalCaseSchema,
+  parseOpenAIEvalsJsonl,
+  parseOwnJson,
+  parsePromptfooYaml,
+  toOpenAIEvalsJsonl,
+  toOwnJson,
+  toPromptfooYaml,
+} from "../../../src/engine/evalCase";
+import type { EvalCase, EvalCaseSource } from "../../../src/engine/evalCase";
+import type { AgentCallRecord, VerdictRecord } from "../../../src/engine/records";
+
+const proposalSchema = z.object({ action: z.enum(["approve", "hold", "escalate"]), reason: z.string(), facts: z.array(z.string()) });
+const built = buildModelRequest({
+  step: "classify",
+  messages: [
+    { role: "system", content: "Decide what to do with the invoice. Answer in JSON." },
+    { role: "user", content: 'Facts:\n- invoice.total = 1200.00 EUR (erp, v7)\n- po.total = 1180.00 EUR (erp, v3)\nRule: tolerance 2 %\n"quoted" and: colons # not a comment' },
+  ],
+  model: "gpt-4o-mini",
+  params: { temperature: 0 },
+  responseSchema: proposalSchema,
+  callIndex: 0,
+});
+const proposal = { action: "approve", reason: "within the 2 % tolerance", facts: ["invoice.total", "po.total"] };
+const raw = JSON.stringify(proposal);
+
+const call: AgentCallRecord = {
+  id: "call-7",
+  runId: "run-1",
+  superstep: 3,
+  executor: "classify",
+  request: { messages: built.messages, model: built.model, params: built.params, responseSchema: built.responseSchema },
+  hash: built.hash,
+  provider: "scripted",
+  mode: "scripted",
+  raw,
+  proposal,
+  at: "2026-12-01T07:00:00.000Z",
+  durationMs: 12,
+};
+const verdict: VerdictRecord = {
+  id: "verdict-7",
+  runId: "run-1",
+  superstep: 4,
+  executor: "commitInvoice",
+  agentCallId: "call-7",
+  proposal,
+  rules: [{ name: "withinTolerance", ok: true, message: "1.7 % <= 2 %" }],
+  verdict: "accepted",
+  reason: "all rules passed",
+  diff: { decision: { before: undefined, after: "approve" } },
+  at: "2026-12-01T07:00:01.000Z",
+};
+const source: EvalCaseSource = {
+  caseFile: "/cases/INV-2291.casefile",
+  workflow: { name: "invoice-review", version: 2 },
+  call,
+  verdict,
+  facts: {
+    "invoice.total": { value: 1200, provenance: { source: "erp", sourceVersion: "v7", readAt: "2026-12-01T06:59:00.000Z" } },
+    "po.total": { value: 1180, provenance: { source: "erp", sourceVersion: "v3", readAt: "2026-12-01T06:59:00.000Z" } },
+  },
+  rules: [{ id: "tolerance", statement: "Approve when the invoice is within 2 % of the PO", value: 0.02 }],
+};
+
+const accepted = evalCaseFromRecords(source);
+const rejectedEarly = evalCaseFromRecords({
+  ...source,
+  verdict: undefined,
+  call: { ...call, id: "call-8", raw: "not json {", proposal: undefined, rejection: { code: "INVALID_JSON", message: "answer is not JSON" } },
+});
+const corrected = correctExpected(accepted, { proposal: { action: "hold", reason: "PO line missing", facts: ["po.total"] }, verdict: "accepted", note: "the PO had a missing line" });
+const allCases: EvalCase[] = [accepted, rejectedEarly, corrected];
+
+describe("eval cases", () => {
+  describe("from records", () => {
+    it("holds the exact request, facts, rules, answer, expected outcome and provenance", () => {
+      assert.deepEqual(EvalCaseSchema.parse(accepted), accepted);
+      assert.equal(accepted.id, "run-1-classify-3");
+      assert.deepEqual(accepted.workflow, { name: "invoice-review", version: 2 });
+      assert.equal(accepted.step, "classify");
+      assert.deepEqual(accepted.request, { ...call.request, hash: built.hash });
+      assert.equal(accepted.answer, raw);
+      assert.deepEqual(accepted.expected, { action: "approve", verdict: "accepted", proposal });
+      assert.deepEqual(accepted.provenance, { caseFile: "/cases/INV-2291.casefile", runId: "run-1", superstep: 3, agentCallId: "call-7" });
+      assert.equal(accepted.facts["invoice.total"]!.provenance.sourceVersion, "v7");
+      assert.equal(accepted.rules[0]!.id, "tolerance");
+    });
+
+    it("expects escalation with no proposal when the answer was rejected before the commit step", () => {
+      assert.deepEqual(rejectedEarly.expected, { action: null, verdict: "escalated", proposal: null });
+      assert.equal(rejectedEarly.answer, "not json {");
+    });
+
+    it("refuses a call with no answer, or with neither verdict nor rejection, naming the call and step", () => {
+      assert.throws(() => evalCaseFromRecords({ ...source, call: { ...call, raw: undefined } }), /agent call call-7 \(step "classify"\) has no recorded answer/);
+      assert.throws(
+        () => evalCaseFromRecords({ ...source, verdict: undefined }),
+        (e: unknown) => isCasefileError(e) && e.code === "USAGE" && /neither a verdict nor a rejection/.test(e.message),
+      );
+    });
+
+    it("lets the developer correct the expected outcome, marking it corrected and leaving the original alone", () => {
+      assert.equal(corrected.expected.action, "hold");
+      assert.equal(corrected.expected.corrected, true);
+      assert.equal(corrected.expected.note, "the PO had a missing line");
+      assert.equal(accepted.expected.action, "approve");
+      assert.equal(accepted.expected.corrected, undefined);
+      assert.equal(correctExpected(accepted, { verdict: "escalated" }).expected.action, "approve");
+    });
+  });
+
+  describe("own JSON", () => {
+    it("round-trips every case exactly", () => {
+      for (const c of allCases) assert.deepEqual(parseOwnJson(toOwnJson(c), "case.json"), c);
+    });
+
+    it("names the file and the path of each bad field", () => {
+      const bad = JSON.parse(toOwnJson(accepted)) as Record<string, unknown>;
+      (bad.expected as Record<string, unknown>).verdict = "maybe";
+      (bad.request as { messages: unknown[] }).messages[1] = { role: "tool", content: 3 };
+      assert.throws(
+        () => parseOwnJson(JSON.stringify(bad), "evals/inv.json"),
+        (e: unknown) => {
+          assert.ok(isCasefileError(e) && e.code === "INVALID_INPUT");
+          assert.match(e.message, /^evals\/inv\.json is not a valid eval case/);
+          assert.match(e.message, /expected\.verdict/);
+          assert.match(e.message, /request\.messages\.1\.role/);
+          assert.match(e.message, /request\.messages\.1\.content/);
+          return true;
+        },
+      );
+      assert.throws(() => parseOwnJson("{", "evals/broken.json"), /evals\/broken\.json is not valid JSON/);
+    });
+  });
+
+  describe("OpenAI evals JSONL", () => {
+    const jsonl = toOpenAIEvalsJsonl(allCases);
+
+    it("writes one {input, ideal} line per case, ideal being the expected proposal as JSON text", () => {
+      const lines = jsonl.trimEnd().split("\n");
+      assert.equal(lines.length, 3);
+      for (const [i, line] of lines.entries()) {
+        const sample = JSON.parse(line) as { input: unknown; ideal: string };
+        assert.deepEqual(Object.keys(sample), ["input", "ideal"]);
+        assert.deepEqual(sample.input, allCases[i]!.request.messages);
+        assert.deepEqual(JSON.parse(sample.ideal), allCases[i]!.expected.proposal);
+      }
+    });
+
+    it("parses back the messages and the expected proposal and action", () => {
+      const back = parseOpenAIEvalsJsonl(jsonl, "cases.jsonl");
+      assert.deepEqual(
+        back,
+        allCases.map((c) => ({ request: { messages: c.request.messages }, expected: { action: c.expected.action, proposal: c.expected.proposal } })),
+      );
+    });
+
+    it("names the line at fault", () => {
+      const text = jsonl + '{"input": "hello", "ideal": "{}"}\n';
+      assert.throws(() => parseOpenAIEvalsJsonl(text, "cases.jsonl"), /cases\.jsonl line 4 is not a valid eval case:\n {2}- input/);
+    });
+  });
+
+  describe("promptfoo YAML", () => {
+    const text = toPromptfooYaml(allCases);
+    const tests = parseYaml(text) as {
+      description: string;
+      vars: Record<string, unknown>;
+      assert: { type: string; value: unknown }[];
+      metadata: { casefile: Record<string, unknown> };
+    }[];
+
+    it("round-trips every case exactly", () => {
+      assert.deepEqual(parsePromptfooYaml(text, "cases.yaml"), allCases);
+    });
+
+    it("is a list of promptfoo test cases with string vars, an is-json assert on the schema and an action check", () => {
+      assert.equal(tests.length, 3);
+      assert.match(text, /^# Casefile eval cases as promptfoo tests/);
+      assert.doesNotMatch(text, /^\s*[&*]\w|: [&*]\w/m, "no YAML anchors or aliases");
+      const t = tests[0]!;
+      assert.equal(t.description, "invoice-review v2 / classify: expect approve (accepted)");
+      // promptfoo accepts no null var and expands array vars into several tests.
+      for (const v of tests.flatMap((x) => Object.values(x.vars))) assert.equal(typeof v, "string");
+      assert.deepEqual(JSON.parse(t.vars.messages as string), accepted.request.messages);
+      assert.equal(t.vars.expected_action, "approve");
+      assert.equal("expected_action" in tests[1]!.vars, false);
+      assert.deepEqual(t.assert.map((a) => a.type), ["is-json", "javascript"]);
+      const schema = t.assert[0]!.value as Record<string, unknown>;
+      assert.equal(schema.type, "object");
+      assert.equal("$schema" in schema, false);
+      assert.deepEqual(t.metadata.casefile.provenance, accepted.provenance);
+    });
+
+    it("has an action check that passes the expected action and fails another", () => {
+      const check = new Function("output", "context", `return (${tests[0]!.assert[1]!.value as string});`) as (o: string, c: unknown) => boolean;
+      const context = { vars: tests[0]!.vars };
+      assert.equal(check(accepted.answer, context), true);
+      assert.equal(check(JSON.stringify({ ...proposal, action: "hold" }), context), false);
+    });
+
+    it("takes a correction made in the YAML", () => {
+      const edited = parseYaml(text) as typeof tests;
+      edited[0]!.vars.expected_action = "escalate";
+      edited[0]!.vars.expected_proposal = JSON.stringify({ action: "escalate", reason: "new supplier", facts: [] });
+      const back = parsePromptfooYaml(stringifyYaml(edited), "edited.yaml");
+      assert.equal(back[0]!.expected.action, "escalate");
+      assert.deepEqual(back[0]!.expected.proposal, { action: "escalate", reason: "new supplier", facts: [] });
+      assert.deepEqual(back[0]!.request, accepted.request);
+    });
+
+    it("names the file, test and field at fault", () => {
+      const broken = parseYaml(text) as typeof tests;
+      delete (broken[1]!.metadata.casefile as Record<string, unknown>).step;
+      assert.throws(() => parsePromptfooYaml(stringifyYaml(broken), "cases.yaml"), /cases\.yaml test 1 is not a valid eval case:\n {2}- step/);
+      assert.throws(() => parsePromptfooYaml("- vars: [", "bad.yaml"), /bad\.yaml is not valid YAML/);
+    });
+  });
+});
