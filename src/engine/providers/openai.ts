@@ -88,9 +88,13 @@ export class OpenAICompatibleProvider implements ModelProvider {
   async complete(request: ModelRequest, signal?: AbortSignal): Promise<ModelResponse> {
     const model = request.model || this.#defaultModel;
     if (!model) {
-      throw new CasefileError("MODEL_CALL_FAILED", `step "${request.step}": no model named in the request or the provider`, {
-        step: request.step,
-      });
+      throw new CasefileError(
+        "MODEL_CALL_FAILED",
+        `step "${request.step}": no model named in the request or the provider`,
+        {
+          step: request.step,
+        },
+      );
     }
     const body = {
       // Workflow params (temperature, seed, max_tokens…) first, so they cannot replace what
@@ -127,7 +131,12 @@ export class OpenAICompatibleProvider implements ModelProvider {
     if (choice.message.refusal) meta.refusal = this.#redact(choice.message.refusal);
     const u = completion.usage;
     const response: ModelResponse = { text: this.#redact(choice.message.content ?? ""), meta };
-    if (u) response.usage = { promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens, totalTokens: u.total_tokens };
+    if (u)
+      response.usage = {
+        promptTokens: u.prompt_tokens,
+        completionTokens: u.completion_tokens,
+        totalTokens: u.total_tokens,
+      };
     return response;
   }
 

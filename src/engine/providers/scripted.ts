@@ -128,7 +128,9 @@ export class ScriptedProvider implements ModelProvider {
       forStep.length === 0
         ? "the fixture has no entry for this step"
         : `the fixture has ${forStep.length} entr${forStep.length === 1 ? "y" : "ies"} for this step, keyed by ` +
-          forStep.map((e) => (e.hash ? e.hash + (e.call !== undefined ? ` call ${e.call}` : "") : `call ${e.call}`)).join(", ");
+          forStep
+            .map((e) => (e.hash ? e.hash + (e.call !== undefined ? ` call ${e.call}` : "") : `call ${e.call}`))
+            .join(", ");
     return new CasefileError(
       "MODEL_RESPONSE_MISSING",
       `no scripted response for step "${request.step}" with hash ${request.hash} (call ${request.callIndex}) in ${this.fixturePath}; ` +

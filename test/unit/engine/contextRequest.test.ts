@@ -58,7 +58,11 @@ describe("buildModelRequest", () => {
     // The same JSON Schema with its keys in another order, as a recorded request read back.
     const reversed = (v: unknown): unknown =>
       v && typeof v === "object" && !Array.isArray(v)
-        ? Object.fromEntries(Object.entries(v).reverse().map(([k, x]) => [k, reversed(x)]))
+        ? Object.fromEntries(
+            Object.entries(v)
+              .reverse()
+              .map(([k, x]) => [k, reversed(x)]),
+          )
         : v;
     const c = { ...a, responseSchema: reversed(a.responseSchema) as typeof a.responseSchema };
     assert.notEqual(JSON.stringify(c.responseSchema), JSON.stringify(a.responseSchema));
@@ -68,14 +72,35 @@ describe("buildModelRequest", () => {
   it("changes the hash when any part changes", () => {
     const base = buildModelRequest(input()).hash;
     const variants: Partial<BuildModelRequestInput>[] = [
-      { messages: [{ role: "system", content: "Decide what to do with the invoice." }, { role: "user", content: "Facts: invoice.total = 1201 (erp, v7)" }] },
-      { messages: [{ role: "user", content: "Decide what to do with the invoice." }, { role: "user", content: "Facts: invoice.total = 1200 (erp, v7)" }] },
-      { messages: [{ role: "user", content: "Facts: invoice.total = 1200 (erp, v7)" }, { role: "system", content: "Decide what to do with the invoice." }] },
+      {
+        messages: [
+          { role: "system", content: "Decide what to do with the invoice." },
+          { role: "user", content: "Facts: invoice.total = 1201 (erp, v7)" },
+        ],
+      },
+      {
+        messages: [
+          { role: "user", content: "Decide what to do with the invoice." },
+          { role: "user", content: "Facts: invoice.total = 1200 (erp, v7)" },
+        ],
+      },
+      {
+        messages: [
+          { role: "user", content: "Facts: invoice.total = 1200 (erp, v7)" },
+          { role: "system", content: "Decide what to do with the invoice." },
+        ],
+      },
       { model: "gpt-4o" },
       { params: { temperature: 0.2, seed: 7 } },
       { params: { temperature: 0 } },
       { responseSchema: proposal.extend({ amount: z.number() }) },
-      { responseSchema: z.object({ action: z.enum(["approve", "hold"]), reason: z.string(), facts: z.array(z.string()) }) },
+      {
+        responseSchema: z.object({
+          action: z.enum(["approve", "hold"]),
+          reason: z.string(),
+          facts: z.array(z.string()),
+        }),
+      },
     ];
     const hashes = new Set([base]);
     for (const v of variants) hashes.add(buildModelRequest(input(v)).hash);
@@ -114,7 +139,10 @@ describe("buildModelRequest", () => {
   it("refuses params JSON would silently alter, naming the step and the path", () => {
     assert.throws(
       () => buildModelRequest(input({ params: { temperature: Number.NaN } })),
-      (e: unknown) => isCasefileError(e) && e.code === "INVALID_WORKFLOW" && /step "classify": params\.temperature is NaN/.test(e.message),
+      (e: unknown) =>
+        isCasefileError(e) &&
+        e.code === "INVALID_WORKFLOW" &&
+        /step "classify": params\.temperature is NaN/.test(e.message),
     );
     assert.throws(
       () => buildModelRequest(input({ params: { when: new Date(0) as unknown as string } })),
@@ -130,7 +158,10 @@ describe("buildModelRequest", () => {
     assert.throws(() => buildModelRequest(input({ model: "" })), /step "classify": no model/);
     assert.throws(
       () => buildModelRequest(input({ responseSchema: z.object({ at: z.date() }) })),
-      (e: unknown) => isCasefileError(e) && e.code === "INVALID_WORKFLOW" && /step "classify": the response schema cannot be expressed/.test(e.message),
+      (e: unknown) =>
+        isCasefileError(e) &&
+        e.code === "INVALID_WORKFLOW" &&
+        /step "classify": the response schema cannot be expressed/.test(e.message),
     );
   });
 });

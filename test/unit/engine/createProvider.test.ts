@@ -8,10 +8,23 @@ import path from "node:path";
 import { inspect } from "node:util";
 import { isCasefileError } from "../../../src/engine/errors";
 import type { ModelRequest } from "../../../src/engine/model";
-import { createProvider, defaultFixturePath, OpenAICompatibleProvider, ScriptedProvider } from "../../../src/engine/providers";
+import {
+  createProvider,
+  defaultFixturePath,
+  OpenAICompatibleProvider,
+  ScriptedProvider,
+} from "../../../src/engine/providers";
 
 const hash = "sha256:" + "c".repeat(64);
-const request: ModelRequest = { step: "classify", hash, callIndex: 0, messages: [{ role: "user", content: "x" }], model: "gpt-4o-mini", params: {}, responseSchema: null };
+const request: ModelRequest = {
+  step: "classify",
+  hash,
+  callIndex: 0,
+  messages: [{ role: "user", content: "x" }],
+  model: "gpt-4o-mini",
+  params: {},
+  responseSchema: null,
+};
 const key = "sk-createprovider-SECRET-998877";
 
 describe("createProvider", () => {
@@ -23,7 +36,10 @@ describe("createProvider", () => {
 
   it("defaults the scripted fixture to <workflow>.responses.json beside the workflow and answers from it", async () => {
     const workflow = path.join(dir, "invoice.ts");
-    writeFileSync(path.join(dir, "invoice.responses.json"), JSON.stringify({ responses: [{ step: "classify", response: { action: "approve" } }] }));
+    writeFileSync(
+      path.join(dir, "invoice.responses.json"),
+      JSON.stringify({ responses: [{ step: "classify", response: { action: "approve" } }] }),
+    );
     const p = createProvider({ kind: "scripted" }, { workflowPath: workflow, env: {} });
     assert.ok(p instanceof ScriptedProvider);
     assert.equal(p.fixturePath, path.join(dir, "invoice.responses.json"));
@@ -31,7 +47,10 @@ describe("createProvider", () => {
   });
 
   it("resolves a configured fixture relative to the workflow's folder", () => {
-    const p = createProvider({ kind: "scripted", fixture: "fixtures/happy.json" }, { workflowPath: path.join(dir, "wf.ts"), env: {} });
+    const p = createProvider(
+      { kind: "scripted", fixture: "fixtures/happy.json" },
+      { workflowPath: path.join(dir, "wf.ts"), env: {} },
+    );
     assert.equal((p as ScriptedProvider).fixturePath, path.join(dir, "fixtures", "happy.json"));
   });
 
@@ -45,7 +64,10 @@ describe("createProvider", () => {
     const a = createProvider({ kind: "openai" }, { workflowPath: "/w/f.ts", env: { OPENAI_API_KEY: key } });
     assert.ok(a instanceof OpenAICompatibleProvider);
     assert.equal(a.name, "openai");
-    const b = createProvider({ kind: "openai", apiKeyEnv: "LOCAL_LLM_KEY", baseUrl: "http://127.0.0.1:11434/v1" }, { workflowPath: "/w/f.ts", env: { LOCAL_LLM_KEY: "ollama" } });
+    const b = createProvider(
+      { kind: "openai", apiKeyEnv: "LOCAL_LLM_KEY", baseUrl: "http://127.0.0.1:11434/v1" },
+      { workflowPath: "/w/f.ts", env: { LOCAL_LLM_KEY: "ollama" } },
+    );
     assert.ok(b instanceof OpenAICompatibleProvider);
   });
 
@@ -57,10 +79,24 @@ describe("createProvider", () => {
       assert.deepEqual(e.details, { variable });
       return true;
     };
-    assert.throws(() => createProvider({ kind: "openai" }, { workflowPath: "/w/f.ts", env: { OTHER: key } }), (e) => check(e, "OPENAI_API_KEY"));
-    assert.throws(() => createProvider({ kind: "openai", apiKeyEnv: "MY_KEY" }, { workflowPath: "/w/f.ts", env: { OPENAI_API_KEY: key, MY_KEY: "" } }), (e) => check(e, "MY_KEY"));
     assert.throws(
-      () => createProvider({ kind: "azure", endpoint: "https://x.openai.azure.com", deployment: "d1", apiVersion: "2024-10-21" }, { workflowPath: "/w/f.ts", env: { OPENAI_API_KEY: key } }),
+      () => createProvider({ kind: "openai" }, { workflowPath: "/w/f.ts", env: { OTHER: key } }),
+      (e) => check(e, "OPENAI_API_KEY"),
+    );
+    assert.throws(
+      () =>
+        createProvider(
+          { kind: "openai", apiKeyEnv: "MY_KEY" },
+          { workflowPath: "/w/f.ts", env: { OPENAI_API_KEY: key, MY_KEY: "" } },
+        ),
+      (e) => check(e, "MY_KEY"),
+    );
+    assert.throws(
+      () =>
+        createProvider(
+          { kind: "azure", endpoint: "https://x.openai.azure.com", deployment: "d1", apiVersion: "2024-10-21" },
+          { workflowPath: "/w/f.ts", env: { OPENAI_API_KEY: key } },
+        ),
       (e) => check(e, "AZURE_OPENAI_API_KEY") && /deployment "d1"/.test((e as Error).message),
     );
   });
@@ -68,7 +104,11 @@ describe("createProvider", () => {
   it("refuses vscode-lm outside the editor with a clear error", () => {
     assert.throws(
       () => createProvider({ kind: "vscode-lm" }, { workflowPath: "/w/f.ts", env: {} }),
-      (e: unknown) => isCasefileError(e) && e.code === "USAGE" && /only available inside VS Code/.test(e.message) && /"scripted", "openai" or "azure"/.test(e.message),
+      (e: unknown) =>
+        isCasefileError(e) &&
+        e.code === "USAGE" &&
+        /only available inside VS Code/.test(e.message) &&
+        /"scripted", "openai" or "azure"/.test(e.message),
     );
   });
 
@@ -82,9 +122,22 @@ describe("createProvider", () => {
         req.on("data", (c: Buffer) => (body += c.toString("utf8")));
         req.on("end", () => {
           const model = (JSON.parse(body) as { model: string }).model;
-          seen.push({ url: req.url ?? "", auth: req.headers.authorization, apiKey: req.headers["api-key"] as string | undefined, model });
+          seen.push({
+            url: req.url ?? "",
+            auth: req.headers.authorization,
+            apiKey: req.headers["api-key"] as string | undefined,
+            model,
+          });
           res.writeHead(200, { "content-type": "application/json" });
-          res.end(JSON.stringify({ id: "c1", object: "chat.completion", created: 1, model, choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }] }));
+          res.end(
+            JSON.stringify({
+              id: "c1",
+              object: "chat.completion",
+              created: 1,
+              model,
+              choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
+            }),
+          );
         });
       });
       await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -93,27 +146,53 @@ describe("createProvider", () => {
     after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
     it("sends the key from the environment to a compatible base URL, and keeps it out of the provider's printable state", async () => {
-      const p = createProvider({ kind: "openai", baseUrl: `${url}/v1`, apiKeyEnv: "CASEFILE_TEST_KEY" }, { workflowPath: "/w/f.ts", env: { CASEFILE_TEST_KEY: key } });
+      const p = createProvider(
+        { kind: "openai", baseUrl: `${url}/v1`, apiKeyEnv: "CASEFILE_TEST_KEY" },
+        { workflowPath: "/w/f.ts", env: { CASEFILE_TEST_KEY: key } },
+      );
       const r = await p.complete(request);
       assert.equal(r.text, "ok");
       assert.equal(r.usage, undefined);
-      assert.deepEqual(seen.at(-1), { url: "/v1/chat/completions", auth: `Bearer ${key}`, apiKey: undefined, model: "gpt-4o-mini" });
-      await assert.rejects(p.complete({ ...request, model: "" }), /step "classify": no model named in the request or the provider/);
-      for (const text of [JSON.stringify(p), inspect(p, { depth: 20, showHidden: true }), JSON.stringify(r)]) assert.ok(!text.includes(key), text);
+      assert.deepEqual(seen.at(-1), {
+        url: "/v1/chat/completions",
+        auth: `Bearer ${key}`,
+        apiKey: undefined,
+        model: "gpt-4o-mini",
+      });
+      await assert.rejects(
+        p.complete({ ...request, model: "" }),
+        /step "classify": no model named in the request or the provider/,
+      );
+      for (const text of [JSON.stringify(p), inspect(p, { depth: 20, showHidden: true }), JSON.stringify(r)])
+        assert.ok(!text.includes(key), text);
     });
 
     it("uses the config's model, then the caller's default, for a request without one", async () => {
-      await createProvider({ kind: "openai", baseUrl: `${url}/v1`, model: "from-config" }, { workflowPath: "/w/f.ts", env: { OPENAI_API_KEY: key }, defaultModel: "from-caller" }).complete({ ...request, model: "" });
+      await createProvider(
+        { kind: "openai", baseUrl: `${url}/v1`, model: "from-config" },
+        { workflowPath: "/w/f.ts", env: { OPENAI_API_KEY: key }, defaultModel: "from-caller" },
+      ).complete({ ...request, model: "" });
       assert.equal(seen.at(-1)!.model, "from-config");
-      await createProvider({ kind: "openai", baseUrl: `${url}/v1` }, { workflowPath: "/w/f.ts", env: { OPENAI_API_KEY: key }, defaultModel: "from-caller" }).complete({ ...request, model: "" });
+      await createProvider(
+        { kind: "openai", baseUrl: `${url}/v1` },
+        { workflowPath: "/w/f.ts", env: { OPENAI_API_KEY: key }, defaultModel: "from-caller" },
+      ).complete({ ...request, model: "" });
       assert.equal(seen.at(-1)!.model, "from-caller");
     });
 
     it("builds an Azure provider from endpoint, deployment and api-version with the key from AZURE_OPENAI_API_KEY", async () => {
-      const p = createProvider({ kind: "azure", endpoint: url, deployment: "casefile-dep", apiVersion: "2025-01-01-preview" }, { workflowPath: "/w/f.ts", env: { AZURE_OPENAI_API_KEY: key } });
+      const p = createProvider(
+        { kind: "azure", endpoint: url, deployment: "casefile-dep", apiVersion: "2025-01-01-preview" },
+        { workflowPath: "/w/f.ts", env: { AZURE_OPENAI_API_KEY: key } },
+      );
       assert.equal(p.name, "azure");
       await p.complete({ ...request, model: "" });
-      assert.deepEqual(seen.at(-1), { url: "/openai/deployments/casefile-dep/chat/completions?api-version=2025-01-01-preview", auth: undefined, apiKey: key, model: "casefile-dep" });
+      assert.deepEqual(seen.at(-1), {
+        url: "/openai/deployments/casefile-dep/chat/completions?api-version=2025-01-01-preview",
+        auth: undefined,
+        apiKey: key,
+        model: "casefile-dep",
+      });
     });
   });
 });

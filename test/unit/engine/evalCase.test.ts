@@ -17,12 +17,20 @@ import {
 import type { EvalCase, EvalCaseSource } from "../../../src/engine/evalCase";
 import type { AgentCallRecord, VerdictRecord } from "../../../src/engine/records";
 
-const proposalSchema = z.object({ action: z.enum(["approve", "hold", "escalate"]), reason: z.string(), facts: z.array(z.string()) });
+const proposalSchema = z.object({
+  action: z.enum(["approve", "hold", "escalate"]),
+  reason: z.string(),
+  facts: z.array(z.string()),
+});
 const built = buildModelRequest({
   step: "classify",
   messages: [
     { role: "system", content: "Decide what to do with the invoice. Answer in JSON." },
-    { role: "user", content: 'Facts:\n- invoice.total = 1200.00 EUR (erp, v7)\n- po.total = 1180.00 EUR (erp, v3)\nRule: tolerance 2 %\n"quoted" and: colons # not a comment' },
+    {
+      role: "user",
+      content:
+        'Facts:\n- invoice.total = 1200.00 EUR (erp, v7)\n- po.total = 1180.00 EUR (erp, v3)\nRule: tolerance 2 %\n"quoted" and: colons # not a comment',
+    },
   ],
   model: "gpt-4o-mini",
   params: { temperature: 0 },
@@ -65,7 +73,10 @@ const source: EvalCaseSource = {
   call,
   verdict,
   facts: {
-    "invoice.total": { value: 1200, provenance: { source: "erp", sourceVersion: "v7", readAt: "2026-12-01T06:59:00.000Z" } },
+    "invoice.total": {
+      value: 1200,
+      provenance: { source: "erp", sourceVersion: "v7", readAt: "2026-12-01T06:59:00.000Z" },
+    },
     "po.total": { value: 1180, provenance: { source: "erp", sourceVersion: "v3", readAt: "2026-12-01T06:59:00.000Z" } },
   },
   rules: [{ id: "tolerance", statement: "Approve when the invoice is within 2 % of the PO", value: 0.02 }],
@@ -75,9 +86,19 @@ const accepted = evalCaseFromRecords(source);
 const rejectedEarly = evalCaseFromRecords({
   ...source,
   verdict: undefined,
-  call: { ...call, id: "call-8", raw: "not json {", proposal: undefined, rejection: { code: "INVALID_JSON", message: "answer is not JSON" } },
+  call: {
+    ...call,
+    id: "call-8",
+    raw: "not json {",
+    proposal: undefined,
+    rejection: { code: "INVALID_JSON", message: "answer is not JSON" },
+  },
 });
-const corrected = correctExpected(accepted, { proposal: { action: "hold", reason: "PO line missing", facts: ["po.total"] }, verdict: "accepted", note: "the PO had a missing line" });
+const corrected = correctExpected(accepted, {
+  proposal: { action: "hold", reason: "PO line missing", facts: ["po.total"] },
+  verdict: "accepted",
+  note: "the PO had a missing line",
+});
 const allCases: EvalCase[] = [accepted, rejectedEarly, corrected];
 
 describe("eval cases", () => {
@@ -90,7 +111,12 @@ describe("eval cases", () => {
       assert.deepEqual(accepted.request, { ...call.request, hash: built.hash });
       assert.equal(accepted.answer, raw);
       assert.deepEqual(accepted.expected, { action: "approve", verdict: "accepted", proposal });
-      assert.deepEqual(accepted.provenance, { caseFile: "/cases/INV-2291.casefile", runId: "run-1", superstep: 3, agentCallId: "call-7" });
+      assert.deepEqual(accepted.provenance, {
+        caseFile: "/cases/INV-2291.casefile",
+        runId: "run-1",
+        superstep: 3,
+        agentCallId: "call-7",
+      });
       assert.equal(accepted.facts["invoice.total"]!.provenance.sourceVersion, "v7");
       assert.equal(accepted.rules[0]!.id, "tolerance");
     });
@@ -101,7 +127,10 @@ describe("eval cases", () => {
     });
 
     it("refuses a call with no answer, or with neither verdict nor rejection, naming the call and step", () => {
-      assert.throws(() => evalCaseFromRecords({ ...source, call: { ...call, raw: undefined } }), /agent call call-7 \(step "classify"\) has no recorded answer/);
+      assert.throws(
+        () => evalCaseFromRecords({ ...source, call: { ...call, raw: undefined } }),
+        /agent call call-7 \(step "classify"\) has no recorded answer/,
+      );
       assert.throws(
         () => evalCaseFromRecords({ ...source, verdict: undefined }),
         (e: unknown) => isCasefileError(e) && e.code === "USAGE" && /neither a verdict nor a rejection/.test(e.message),
@@ -160,13 +189,19 @@ describe("eval cases", () => {
       const back = parseOpenAIEvalsJsonl(jsonl, "cases.jsonl");
       assert.deepEqual(
         back,
-        allCases.map((c) => ({ request: { messages: c.request.messages }, expected: { action: c.expected.action, proposal: c.expected.proposal } })),
+        allCases.map((c) => ({
+          request: { messages: c.request.messages },
+          expected: { action: c.expected.action, proposal: c.expected.proposal },
+        })),
       );
     });
 
     it("names the line at fault", () => {
       const text = jsonl + '{"input": "hello", "ideal": "{}"}\n';
-      assert.throws(() => parseOpenAIEvalsJsonl(text, "cases.jsonl"), /cases\.jsonl line 4 is not a valid eval case:\n {2}- input/);
+      assert.throws(
+        () => parseOpenAIEvalsJsonl(text, "cases.jsonl"),
+        /cases\.jsonl line 4 is not a valid eval case:\n {2}- input/,
+      );
     });
   });
 
@@ -194,7 +229,10 @@ describe("eval cases", () => {
       assert.deepEqual(JSON.parse(t.vars.messages as string), accepted.request.messages);
       assert.equal(t.vars.expected_action, "approve");
       assert.equal("expected_action" in tests[1]!.vars, false);
-      assert.deepEqual(t.assert.map((a) => a.type), ["is-json", "javascript"]);
+      assert.deepEqual(
+        t.assert.map((a) => a.type),
+        ["is-json", "javascript"],
+      );
       const schema = t.assert[0]!.value as Record<string, unknown>;
       assert.equal(schema.type, "object");
       assert.equal("$schema" in schema, false);
@@ -202,7 +240,10 @@ describe("eval cases", () => {
     });
 
     it("has an action check that passes the expected action and fails another", () => {
-      const check = new Function("output", "context", `return (${tests[0]!.assert[1]!.value as string});`) as (o: string, c: unknown) => boolean;
+      const check = new Function("output", "context", `return (${tests[0]!.assert[1]!.value as string});`) as (
+        o: string,
+        c: unknown,
+      ) => boolean;
       const context = { vars: tests[0]!.vars };
       assert.equal(check(accepted.answer, context), true);
       assert.equal(check(JSON.stringify({ ...proposal, action: "hold" }), context), false);
@@ -221,7 +262,10 @@ describe("eval cases", () => {
     it("names the file, test and field at fault", () => {
       const broken = parseYaml(text) as typeof tests;
       delete (broken[1]!.metadata.casefile as Record<string, unknown>).step;
-      assert.throws(() => parsePromptfooYaml(stringifyYaml(broken), "cases.yaml"), /cases\.yaml test 1 is not a valid eval case:\n {2}- step/);
+      assert.throws(
+        () => parsePromptfooYaml(stringifyYaml(broken), "cases.yaml"),
+        /cases\.yaml test 1 is not a valid eval case:\n {2}- step/,
+      );
       assert.throws(() => parsePromptfooYaml("- vars: [", "bad.yaml"), /bad\.yaml is not valid YAML/);
     });
   });

@@ -82,13 +82,24 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   res.end(JSON.stringify(body));
 }
 
-function completion(body: Record<string, unknown>, content: string | null, extra: Record<string, unknown> = {}): unknown {
+function completion(
+  body: Record<string, unknown>,
+  content: string | null,
+  extra: Record<string, unknown> = {},
+): unknown {
   return {
     id: "chatcmpl-loopback",
     object: "chat.completion",
     created: 1_700_000_000,
     model: (body.model as string) ?? "unknown",
-    choices: [{ index: 0, message: { role: "assistant", content, refusal: null, ...extra }, finish_reason: "stop", logprobs: null }],
+    choices: [
+      {
+        index: 0,
+        message: { role: "assistant", content, refusal: null, ...extra },
+        finish_reason: "stop",
+        logprobs: null,
+      },
+    ],
     usage: { prompt_tokens: 42, completion_tokens: 7, total_tokens: 49 },
   };
 }
@@ -121,15 +132,28 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
   after(() => server.stop());
   beforeEach(() => server.reset());
 
-  const provider = (opts: Partial<ConstructorParameters<typeof OpenAICompatibleProvider>[0]> = {}): OpenAICompatibleProvider =>
-    new OpenAICompatibleProvider({ apiKey: key, baseUrl: `${server.url}/v1`, timeoutMs: 5_000, maxRetries: 3, ...opts });
+  const provider = (
+    opts: Partial<ConstructorParameters<typeof OpenAICompatibleProvider>[0]> = {},
+  ): OpenAICompatibleProvider =>
+    new OpenAICompatibleProvider({
+      apiKey: key,
+      baseUrl: `${server.url}/v1`,
+      timeoutMs: 5_000,
+      maxRetries: 3,
+      ...opts,
+    });
 
   it("posts the request with structured output and returns the text, usage and meta", async () => {
     server.queue({ body: completion({ model: "gpt-4o-mini-2024-07-18" }, answer) });
     const r = await provider().complete(request());
     assert.equal(r.text, answer);
     assert.deepEqual(r.usage, { promptTokens: 42, completionTokens: 7, totalTokens: 49 });
-    assert.deepEqual(r.meta, { model: "gpt-4o-mini-2024-07-18", id: "chatcmpl-loopback", requestId: "req_loopback_1", finishReason: "stop" });
+    assert.deepEqual(r.meta, {
+      model: "gpt-4o-mini-2024-07-18",
+      id: "chatcmpl-loopback",
+      requestId: "req_loopback_1",
+      finishReason: "stop",
+    });
 
     assert.equal(server.received.length, 1);
     const got = server.received[0]!;
@@ -140,7 +164,10 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     assert.equal(got.body.temperature, 0);
     assert.equal(got.body.seed, 3);
     assert.deepEqual(got.body.messages, request().messages);
-    const format = got.body.response_format as { type: string; json_schema: { name: string; strict: boolean; schema: Record<string, unknown> } };
+    const format = got.body.response_format as {
+      type: string;
+      json_schema: { name: string; strict: boolean; schema: Record<string, unknown> };
+    };
     assert.equal(format.type, "json_schema");
     assert.equal(format.json_schema.name, "classify_invoice");
     assert.equal(format.json_schema.strict, true);
@@ -150,7 +177,11 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
   });
 
   it("retries a 429 and then succeeds", async () => {
-    server.queue({ status: 429, body: { error: { message: "Rate limit reached", type: "rate_limit" } }, headers: { "retry-after-ms": "20" } });
+    server.queue({
+      status: 429,
+      body: { error: { message: "Rate limit reached", type: "rate_limit" } },
+      headers: { "retry-after-ms": "20" },
+    });
     server.queue({ body: completion({ model: "gpt-4o-mini" }, answer) });
     const r = await provider().complete(request());
     assert.equal(r.text, answer);
@@ -159,7 +190,11 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
   });
 
   it("retries a 500 and then succeeds", async () => {
-    server.queue({ status: 500, body: { error: { message: "upstream exploded" } }, headers: { "retry-after-ms": "20" } });
+    server.queue({
+      status: 500,
+      body: { error: { message: "upstream exploded" } },
+      headers: { "retry-after-ms": "20" },
+    });
     server.queue({ body: completion({ model: "gpt-4o-mini" }, answer) });
     const r = await provider().complete(request());
     assert.equal(r.text, answer);
@@ -167,7 +202,10 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
   });
 
   it("backs off exponentially when the server gives no retry-after", async () => {
-    server.queue({ status: 503, body: { error: { message: "busy" } } }, { status: 502, body: { error: { message: "busy" } } });
+    server.queue(
+      { status: 503, body: { error: { message: "busy" } } },
+      { status: 502, body: { error: { message: "busy" } } },
+    );
     server.queue({ body: completion({ model: "gpt-4o-mini" }, answer) });
     await provider().complete(request());
     assert.equal(server.received.length, 3);
@@ -179,12 +217,19 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
   });
 
   it("gives up after maxRetries with MODEL_CALL_FAILED naming the step and the status", async () => {
-    const limited = { status: 429, body: { error: { message: "Rate limit reached" } }, headers: { "retry-after-ms": "10" } };
+    const limited = {
+      status: 429,
+      body: { error: { message: "Rate limit reached" } },
+      headers: { "retry-after-ms": "10" },
+    };
     server.queue(limited, limited, limited);
     await assert.rejects(provider({ maxRetries: 1 }).complete(request()), (e: unknown) => {
       assert.ok(isCasefileError(e));
       assert.equal(e.code, "MODEL_CALL_FAILED");
-      assert.match(e.message, /step "classify invoice": model call to http:\/\/127\.0\.0\.1:\d+\/v1 failed with HTTP 429: Rate limit reached/);
+      assert.match(
+        e.message,
+        /step "classify invoice": model call to http:\/\/127\.0\.0\.1:\d+\/v1 failed with HTTP 429: Rate limit reached/,
+      );
       assert.equal(e.details.status, 429);
       return true;
     });
@@ -227,8 +272,16 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
   });
 
   it("reports an unreachable server as MODEL_CALL_FAILED", async () => {
-    const dead = new OpenAICompatibleProvider({ apiKey: key, baseUrl: "http://127.0.0.1:9/v1", maxRetries: 0, timeoutMs: 2_000 });
-    await assert.rejects(dead.complete(request()), /step "classify invoice": model call to http:\/\/127\.0\.0\.1:9\/v1 could not connect/);
+    const dead = new OpenAICompatibleProvider({
+      apiKey: key,
+      baseUrl: "http://127.0.0.1:9/v1",
+      maxRetries: 0,
+      timeoutMs: 2_000,
+    });
+    await assert.rejects(
+      dead.complete(request()),
+      /step "classify invoice": model call to http:\/\/127\.0\.0\.1:9\/v1 could not connect/,
+    );
   });
 
   it("honours an abort signal", async () => {
@@ -286,7 +339,9 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     server.queue({ status: 503, body: `overloaded for ${key}`, headers: { "content-type": "text/plain" } });
     await p.complete(request()).catch((e: unknown) => record(e));
     server.queue({ delayMs: 1_000, body: completion({ model: "x" }, "late") });
-    await provider({ timeoutMs: 100, maxRetries: 0 }).complete(request()).catch((e: unknown) => record(e));
+    await provider({ timeoutMs: 100, maxRetries: 0 })
+      .complete(request())
+      .catch((e: unknown) => record(e));
     await new OpenAICompatibleProvider({ apiKey: key, baseUrl: "http://127.0.0.1:9/v1", maxRetries: 0 })
       .complete(request())
       .catch((e: unknown) => record(e));

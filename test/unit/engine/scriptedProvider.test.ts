@@ -10,7 +10,15 @@ const hashA = "sha256:" + "a".repeat(64);
 const hashB = "sha256:" + "b".repeat(64);
 
 function request(step: string, hash: string, callIndex = 0): ModelRequest {
-  return { step, hash, callIndex, messages: [{ role: "user", content: "x" }], model: "gpt-4o-mini", params: {}, responseSchema: {} };
+  return {
+    step,
+    hash,
+    callIndex,
+    messages: [{ role: "user", content: "x" }],
+    model: "gpt-4o-mini",
+    params: {},
+    responseSchema: {},
+  };
 }
 
 describe("ScriptedProvider", () => {
@@ -31,7 +39,12 @@ describe("ScriptedProvider", () => {
       responses: [
         { step: "classify", response: "catch-all" },
         { step: "classify", call: 0, response: "by call" },
-        { step: "classify", hash: hashA, response: { action: "approve", reason: "by hash" }, usage: { promptTokens: 10, completionTokens: 4 } },
+        {
+          step: "classify",
+          hash: hashA,
+          response: { action: "approve", reason: "by hash" },
+          usage: { promptTokens: 10, completionTokens: 4 },
+        },
         { step: "other", hash: hashB, response: "other step" },
       ],
     });
@@ -80,7 +93,12 @@ describe("ScriptedProvider", () => {
   });
 
   it("reports a missing response as MODEL_RESPONSE_MISSING naming the step, the hash and what the fixture has", async () => {
-    const file = write("f.json", { responses: [{ step: "classify", hash: hashB, response: "x" }, { step: "classify", call: 4, response: "y" }] });
+    const file = write("f.json", {
+      responses: [
+        { step: "classify", hash: hashB, response: "x" },
+        { step: "classify", call: 4, response: "y" },
+      ],
+    });
     await assert.rejects(new ScriptedProvider(file).complete(request("classify", hashA, 1)), (e: unknown) => {
       assert.ok(isCasefileError(e));
       assert.equal(e.code, "MODEL_RESPONSE_MISSING");
@@ -95,7 +113,10 @@ describe("ScriptedProvider", () => {
 
   it("says when the fixture has no entry for the step at all", async () => {
     const file = write("f.json", { responses: [] });
-    await assert.rejects(new ScriptedProvider(file).complete(request("review", hashA)), /step "review".*no entry for this step/s);
+    await assert.rejects(
+      new ScriptedProvider(file).complete(request("review", hashA)),
+      /step "review".*no entry for this step/s,
+    );
   });
 
   it("reports a missing fixture file as a missing response naming the file, step and hash", async () => {
@@ -142,6 +163,9 @@ describe("ScriptedProvider", () => {
     const file = write("f.json", { responses: [{ step: "classify", response: "x" }] });
     const ac = new AbortController();
     ac.abort();
-    await assert.rejects(new ScriptedProvider(file).complete(request("classify", hashA), ac.signal), /step "classify": the call was aborted/);
+    await assert.rejects(
+      new ScriptedProvider(file).complete(request("classify", hashA), ac.signal),
+      /step "classify": the call was aborted/,
+    );
   });
 });
