@@ -1,0 +1,32 @@
+import * as path from "node:path";
+import type * as vscode from "vscode";
+import type { InspectorViewModel } from "../protocol/webview";
+import { canRunWorkflowCode } from "./trust";
+
+/**
+ * Reads case files for the extension's views and panels. sql.js and the tokenizer are loaded here,
+ * on first use, never on activation: `import()` keeps them out of the activation path.
+ */
+
+export const CASE_FILE_GLOB = "**/*.casefile";
+
+/** Opens the case file read-only (no lock: a running workflow may hold it), builds the view model, closes it. */
+export async function loadInspectorViewModel(caseFile: vscode.Uri, runId: string | undefined): Promise<InspectorViewModel> {
+  const [{ openCaseFile }, { buildInspectorViewModel }, { countTokens }] = await Promise.all([
+    import("../casefile/index.js"),
+    import("./viewModel.js"),
+    import("../engine/tokens.js"),
+  ]);
+  const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
+  try {
+    return buildInspectorViewModel(store, {
+      caseFile: { path: caseFile.fsPath, name: path.basename(caseFile.fsPath) },
+      ...(runId !== undefined ? { runId } : {}),
+      canRun: canRunWorkflowCode(),
+      // A message's share of the request: the count with it minus the count of an empty request.
+      countMessageTokens: (m, model) => countTokens([m], model).count - countTokens([], model).count,
+    });
+  } finally {
+    store.close();
+  }
+}

@@ -1,0 +1,51 @@
+import * as vscode from "vscode";
+import type { Ctx } from "./commands";
+import { commands } from "./commands";
+import { loadInspectorViewModel } from "./caseFiles";
+import type { InspectorActions } from "./inspectorPanel";
+import { canRunWorkflowCode } from "./trust";
+import { CasefileViews } from "./views";
+
+/**
+ * Entry point. Activation stays light: it registers commands and views and nothing else. sql.js,
+ * the tokenizer and esbuild load on first use, inside the handlers that need them.
+ */
+export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
+  const log = vscode.window.createOutputChannel("Casefile", { log: true });
+  const views = new CasefileViews();
+  const ctx: Ctx = { extension: context, log, views, inspector: inspectorActions() };
+  context.subscriptions.push(log, views);
+  for (const [name, factory] of Object.entries(commands)) {
+    context.subscriptions.push(vscode.commands.registerCommand(`casefile.${name}`, factory(ctx)));
+  }
+  // Returned for the e2e suite, which reads the log channel and views through it.
+  return { ctx };
+}
+
+export function deactivate(): void {}
+
+function inspectorActions(): InspectorActions {
+  return {
+    load: loadInspectorViewModel,
+    perform: async (_caseFile, action) => {
+      if (action.type !== "exportStepAsEval") {
+        const trust = canRunWorkflowCode();
+        if (!trust.ok) return trust.reason;
+      }
+      switch (action.type) {
+        case "resumeFrom":
+          return `Resume from checkpoint ${action.checkpointId} is not built yet: the runner integration is still to come.`;
+        case "forkWithEditedState":
+          return `Fork with edited state from checkpoint ${action.checkpointId} is not built yet: the state editor is still to come.`;
+        case "replayStep":
+          return `Replay (${action.mode}) of step ${action.stepId} is not built yet: the runner integration is still to come.`;
+        case "exportStepAsEval":
+          return `Export of step ${action.stepId} as a ${action.format} eval case is not built yet.`;
+        default: {
+          const never: never = action;
+          throw new Error(`unhandled action ${JSON.stringify(never)}`);
+        }
+      }
+    },
+  };
+}

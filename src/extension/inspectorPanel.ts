@@ -1,0 +1,183 @@
+import { randomBytes } from "node:crypto";
+import * as path from "node:path";
+import * as vscode from "vscode";
+import type { HostToInspector, InspectorToHost, InspectorViewModel } from "../protocol/webview";
+import { parseInspectorMessage } from "../protocol/webview";
+
+/**
+ * The Run Inspector: one webview panel per case file. The panel owns the webview's lifetime and
+ * its message boundary; what an action does is decided by the `InspectorActions` it is given.
+ *
+ * Protocol (src/protocol/webview.ts): the webview says `ready` once its script runs; the host
+ * posts nothing before that (a message posted earlier would be lost), then sends `load` with the
+ * view model. Every message from the webview is parsed; a malformed one is dropped and logged and
+ * the panel carries on.
+ */
+
+export interface InspectorActions {
+  /** Builds the view model for a run of the case file (the latest run when runId is absent). */
+  load(caseFile: vscode.Uri, runId: string | undefined): Promise<InspectorViewModel>;
+  /** Carries out an action the person asked for; the returned sentence is shown in the panel. */
+  perform(caseFile: vscode.Uri, action: Exclude<InspectorToHost, { type: "ready" | "selectRun" }>): Promise<string>;
+}
+
+export class InspectorPanel implements vscode.Disposable {
+  static readonly viewType = "casefile.runInspector";
+  private static readonly open = new Map<string, InspectorPanel>();
+
+  private ready = false;
+  /** Messages waiting for `ready`; only the newest `load` matters, so it replaces older ones. */
+  private queue: HostToInspector[] = [];
+  private readonly disposables: vscode.Disposable[] = [];
+  private runId: string | undefined;
+  private disposed = false;
+  /** Messages dropped at the boundary: counted for the tests and the log. */
+  dropped = 0;
+
+  /** Opens (or reveals) the inspector for a case file. Called by the openInspector command. */
+  static async show(
+    extensionUri: vscode.Uri,
+    log: vscode.LogOutputChannel,
+    actions: InspectorActions,
+    caseFile: vscode.Uri,
+    runId?: string,
+  ): Promise<InspectorPanel> {
+    const existing = InspectorPanel.open.get(caseFile.toString());
+    if (existing) {
+      existing.panel.reveal();
+      if (runId !== undefined && runId !== existing.runId) await existing.reload(runId);
+      return existing;
+    }
+    const media = vscode.Uri.joinPath(extensionUri, "media");
+    const panel = vscode.window.createWebviewPanel(
+      InspectorPanel.viewType,
+      `Run Inspector: ${path.basename(caseFile.fsPath)}`,
+      vscode.ViewColumn.Active,
+      { enableScripts: true, localResourceRoots: [media], retainContextWhenHidden: false },
+    );
+    const inspector = new InspectorPanel(panel, media, log, actions, caseFile);
+    InspectorPanel.open.set(caseFile.toString(), inspector);
+    await inspector.reload(runId);
+    return inspector;
+  }
+
+  /** The open inspector for a case file, if any: used by the e2e suite and by refresh. */
+  static get(caseFile: vscode.Uri): InspectorPanel | undefined {
+    return InspectorPanel.open.get(caseFile.toString());
+  }
+
+  private constructor(
+    readonly panel: vscode.WebviewPanel,
+    private readonly media: vscode.Uri,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly actions: InspectorActions,
+    readonly caseFile: vscode.Uri,
+  ) {
+    panel.iconPath = vscode.Uri.joinPath(media, "casefile.svg");
+    panel.webview.html = this.html();
+    this.disposables.push(
+      panel.webview.onDidReceiveMessage((data: unknown) => void this.receive(data)),
+      panel.onDidDispose(() => this.dispose()),
+    );
+  }
+
+  /** Rebuilds the view model from the case file and sends it (after `ready`). */
+  async reload(runId?: string): Promise<void> {
+    try {
+      const model = await this.actions.load(this.caseFile, runId);
+      this.runId = model.run.id;
+      this.post({ type: "load", model });
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      this.log.error(`Run Inspector: cannot load ${this.caseFile.fsPath}: ${message}`);
+      this.post({ type: "notice", level: "error", message: `Cannot show this case file: ${message}` });
+    }
+  }
+
+  private post(message: HostToInspector): void {
+    if (!this.ready) {
+      if (message.type === "load") this.queue = this.queue.filter((m) => m.type !== "load");
+      this.queue.push(message);
+      return;
+    }
+    void this.panel.webview.postMessage(message);
+  }
+
+  /** Called by VS Code for every message the webview posts. */
+  private async receive(data: unknown): Promise<void> {
+    const parsed = parseInspectorMessage(data);
+    if (!parsed.ok) {
+      this.dropped++;
+      this.log.warn(`Run Inspector: dropped a malformed message from the webview: ${parsed.error}`);
+      return;
+    }
+    const message = parsed.message;
+    switch (message.type) {
+      case "ready": {
+        this.ready = true;
+        const queued = this.queue;
+        this.queue = [];
+        for (const m of queued) void this.panel.webview.postMessage(m);
+        return;
+      }
+      case "selectRun":
+        await this.reload(message.runId);
+        return;
+      case "resumeFrom":
+      case "forkWithEditedState":
+      case "replayStep":
+      case "exportStepAsEval": {
+        try {
+          const outcome = await this.actions.perform(this.caseFile, message);
+          this.post({ type: "notice", level: "info", message: outcome });
+        } catch (err) {
+          const text = err instanceof Error ? err.message : String(err);
+          this.post({ type: "notice", level: "warning", message: text });
+        }
+        return;
+      }
+      default:
+        assertNever(message);
+    }
+  }
+
+  private html(): string {
+    const webview = this.panel.webview;
+    const nonce = randomBytes(16).toString("base64");
+    const asset = (name: string): string => webview.asWebviewUri(vscode.Uri.joinPath(this.media, name)).toString();
+    const csp = [
+      "default-src 'none'",
+      `style-src ${webview.cspSource}`,
+      `font-src ${webview.cspSource}`,
+      `img-src ${webview.cspSource}`,
+      `script-src 'nonce-${nonce}'`,
+    ].join("; ");
+    return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${asset("codicon.css")}">
+<link rel="stylesheet" href="${asset("inspector.css")}">
+<title>Run Inspector</title>
+</head>
+<body>
+<div id="app" class="app"><p class="loading">Loading the case file…</p></div>
+<script nonce="${nonce}" src="${asset("inspector.js")}"></script>
+</body>
+</html>`;
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    InspectorPanel.open.delete(this.caseFile.toString());
+    for (const d of this.disposables.splice(0)) d.dispose();
+    this.panel.dispose();
+  }
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unhandled message ${JSON.stringify(value)}`);
+}

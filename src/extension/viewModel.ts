@@ -1,0 +1,314 @@
+import type {
+  AgentCallRecord,
+  ChatMessage,
+  FactRecord,
+  IntentRecord,
+  Provenance,
+  RunRecord,
+  StepRecord,
+  VerdictRecord,
+} from "../engine/records";
+import type { CaseStore } from "../engine/store";
+import type {
+  BranchView,
+  ContextView,
+  DecisionView,
+  InspectorViewModel,
+  IntentView,
+  StateEntryView,
+  StepView,
+  SuperstepView,
+} from "../protocol/webview";
+
+/**
+ * Builds the Run Inspector's view model from a case store. Pure apart from reading the store: no
+ * vscode, no I/O of its own, so it is tested in plain Node against a real store. Called by the
+ * inspector panel when it opens and whenever the case file changes.
+ *
+ * Nothing is invented: where the store has no record for something (no model call for a step, no
+ * checkpoint for a superstep), the view model carries a sentence saying so.
+ */
+
+export interface ViewModelOptions {
+  caseFile: { path: string; name: string };
+  /** The run to show; defaults to the most recently updated run in the case file. */
+  runId?: string;
+  canRun: InspectorViewModel["canRun"];
+  /** Counts one message's tokens for the model; without it per-message counts are null. */
+  countMessageTokens?: (message: ChatMessage, model: string) => number;
+}
+
+export class NoRunsError extends Error {
+  constructor(caseFile: string) {
+    super(`The case file ${caseFile} holds no runs yet.`);
+    this.name = "NoRunsError";
+  }
+}
+
+export class UnknownRunError extends Error {
+  constructor(runId: string, caseFile: string) {
+    super(`Run ${runId} is not in the case file ${caseFile}.`);
+    this.name = "UnknownRunError";
+  }
+}
+
+export function buildInspectorViewModel(store: CaseStore, opts: ViewModelOptions): InspectorViewModel {
+  const runs = store.listRuns();
+  if (runs.length === 0) throw new NoRunsError(opts.caseFile.path);
+  const run = opts.runId !== undefined ? store.getRun(opts.runId) : latest(runs);
+  if (!run) throw new UnknownRunError(opts.runId ?? "", opts.caseFile.path);
+
+  const calls = indexBy(store.listAgentCalls(run.id), (c) => stepKey(c.superstep, c.executor));
+  const verdicts = store.listVerdicts(run.id);
+  const verdictByStep = indexBy(verdicts, (v) => stepKey(v.superstep, v.executor));
+  const verdictByCall = new Map<string, VerdictRecord>();
+  for (const v of verdicts) if (v.agentCallId !== undefined) verdictByCall.set(v.agentCallId, v);
+  const callById = new Map<string, AgentCallRecord>();
+  for (const list of calls.values()) for (const c of list) callById.set(c.id, c);
+  const intents = indexBy(store.listIntents({ runId: run.id }), (i) => stepKey(i.superstep, i.executor));
+  const provenance = new ProvenanceIndex(store);
+
+  const stepsBySuperstep = new Map<number, StepRecord[]>();
+  for (const s of store.listSteps(run.id)) {
+    const list = stepsBySuperstep.get(s.superstep);
+    if (list) list.push(s);
+    else stepsBySuperstep.set(s.superstep, [s]);
+  }
+  const checkpoints = new Map(store.listCheckpoints(run.id).map((c) => [c.superstep, c]));
+  const numbers = [...new Set([...stepsBySuperstep.keys(), ...checkpoints.keys()])].sort((a, b) => a - b);
+
+  const supersteps: SuperstepView[] = numbers.map((n) => {
+    const summary = checkpoints.get(n);
+    const steps = (stepsBySuperstep.get(n) ?? []).map((s) =>
+      stepView(s, {
+        call: first(calls.get(stepKey(n, s.executor))),
+        verdict: decisionFor(s, calls, verdictByStep, verdictByCall),
+        callById,
+        intents: intents.get(stepKey(n, s.executor)) ?? [],
+        countMessageTokens: opts.countMessageTokens,
+      }),
+    );
+    let state: SuperstepView["state"];
+    const cp = summary ? store.getCheckpoint(summary.id) : undefined;
+    if (!cp) {
+      state = { absent: `No checkpoint was recorded after superstep ${n}.` };
+    } else {
+      const values = store.readValues(cp.keys);
+      const entries: StateEntryView[] = Object.keys(cp.keys)
+        .sort()
+        .map((key) => {
+          const ref = cp.keys[key]!;
+          return {
+            key,
+            value: values[key] ?? null,
+            version: ref.version,
+            writtenBy: ref.run,
+            provenance: provenance.lookup(ref.run, key, ref.version),
+          };
+        });
+      state = { entries };
+    }
+    return { superstep: n, checkpointId: summary?.id ?? null, at: summary?.createdAt ?? null, steps, state };
+  });
+
+  return {
+    v: 1,
+    caseFile: opts.caseFile,
+    run: {
+      id: run.id,
+      workflow: { name: run.workflow.name, version: run.workflow.version },
+      status: run.status,
+      createdAt: run.createdAt,
+      updatedAt: run.updatedAt,
+      parentRunId: run.parentRunId ?? null,
+      parentCheckpointId: run.parentCheckpointId ?? null,
+      error: run.error ? { code: run.error.code, message: run.error.message } : null,
+    },
+    branches: branchTree(runs),
+    supersteps,
+    canRun: opts.canRun,
+  };
+}
+
+interface StepInputs {
+  call: AgentCallRecord | undefined;
+  verdict: VerdictRecord | undefined;
+  callById: Map<string, AgentCallRecord>;
+  intents: IntentRecord[];
+  countMessageTokens: ViewModelOptions["countMessageTokens"];
+}
+
+function stepView(s: StepRecord, inp: StepInputs): StepView {
+  return {
+    id: s.id,
+    executor: s.executor,
+    kind: s.kind,
+    status: s.status,
+    durationMs: s.durationMs,
+    writes: [...s.writes],
+    error: s.error ? { code: s.error.code, message: s.error.message } : null,
+    context: contextView(s, inp),
+    decision: decisionView(s, inp),
+    intents:
+      s.kind === "effect" ? inp.intents.map(intentView) : { absent: `Only effect steps record intents; this is a ${s.kind} step.` },
+  };
+}
+
+function contextView(s: StepRecord, { call, countMessageTokens }: StepInputs): ContextView | { absent: string } {
+  if (s.kind !== "agent") return { absent: `Only agent steps give a model a context; this is a ${s.kind} step.` };
+  if (!call) return { absent: "No model call was recorded for this step." };
+  const model = call.request.model;
+  return {
+    agentCallId: call.id,
+    model,
+    provider: call.provider,
+    mode: call.mode,
+    hash: call.hash,
+    originalHash: call.originalHash ?? null,
+    messages: call.request.messages.map((m) => ({
+      role: m.role,
+      content: m.content,
+      tokens: countMessageTokens ? countMessageTokens(m, model) : null,
+    })),
+    tokens: call.tokens
+      ? { count: call.tokens.count, soft: call.tokens.soft ?? null, hard: call.tokens.hard ?? null, tokenizer: call.tokens.tokenizer }
+      : null,
+    raw: call.raw ?? null,
+  };
+}
+
+/** Agent steps show the verdict that judged their proposal; commit steps show their own verdict. */
+function decisionFor(
+  s: StepRecord,
+  calls: Map<string, AgentCallRecord[]>,
+  byStep: Map<string, VerdictRecord[]>,
+  byCall: Map<string, VerdictRecord>,
+): VerdictRecord | undefined {
+  if (s.kind === "commit") return first(byStep.get(stepKey(s.superstep, s.executor)));
+  if (s.kind === "agent") {
+    for (const c of calls.get(stepKey(s.superstep, s.executor)) ?? []) {
+      const v = byCall.get(c.id);
+      if (v) return v;
+    }
+  }
+  return undefined;
+}
+
+function decisionView(s: StepRecord, { verdict, callById }: StepInputs): DecisionView | { absent: string } {
+  if (s.kind !== "agent" && s.kind !== "commit") {
+    return { absent: `Proposal vs commit applies to agent and commit steps; this is a ${s.kind} step.` };
+  }
+  if (!verdict) {
+    return {
+      absent:
+        s.kind === "agent"
+          ? "No commit step has judged this step's proposal in this run."
+          : "No verdict was recorded for this commit step.",
+    };
+  }
+  const call = verdict.agentCallId !== undefined ? callById.get(verdict.agentCallId) : undefined;
+  return {
+    verdictId: verdict.id,
+    proposedBy: call ? { executor: call.executor, agentCallId: call.id } : null,
+    committedBy: verdict.executor,
+    proposal: verdict.proposal ?? call?.proposal ?? null,
+    rejection: call?.rejection ? { code: call.rejection.code, message: call.rejection.message } : null,
+    rules: verdict.rules.map((r) => ({ name: r.name, ok: r.ok, message: r.message })),
+    verdict: verdict.verdict,
+    reason: verdict.reason,
+    diff: Object.keys(verdict.diff)
+      .sort()
+      .map((key) => {
+        const d = verdict.diff[key]!;
+        return { key, before: d.before ?? null, hadBefore: d.before !== undefined, after: d.after };
+      }),
+  };
+}
+
+function intentView(i: IntentRecord): IntentView {
+  return {
+    id: i.id,
+    executor: i.executor,
+    superstep: i.superstep,
+    action: i.action,
+    target: i.target,
+    status: i.status,
+    payload: i.payload,
+    reliesOn: i.reliesOn,
+    reference: i.reference ?? null,
+    error: i.error ? { code: i.error.code, message: i.error.message } : null,
+    drift: i.drift ?? null,
+    createdAt: i.createdAt,
+    updatedAt: i.updatedAt,
+  };
+}
+
+/** Roots first, each run followed by its branches (depth first), so the picker reads as a tree. */
+function branchTree(runs: RunRecord[]): BranchView[] {
+  const ids = new Set(runs.map((r) => r.id));
+  const children = new Map<string | undefined, RunRecord[]>();
+  for (const r of runs) {
+    const parent = r.parentRunId !== undefined && ids.has(r.parentRunId) ? r.parentRunId : undefined;
+    const list = children.get(parent);
+    if (list) list.push(r);
+    else children.set(parent, [r]);
+  }
+  const out: BranchView[] = [];
+  const visit = (parent: string | undefined): void => {
+    for (const r of children.get(parent) ?? []) {
+      out.push({
+        runId: r.id,
+        parentRunId: r.parentRunId ?? null,
+        parentCheckpointId: r.parentCheckpointId ?? null,
+        status: r.status,
+        createdAt: r.createdAt,
+      });
+      visit(r.id);
+    }
+  };
+  visit(undefined);
+  return out;
+}
+
+/** Facts are recorded per writing run; a branch's inherited keys point into its parent's facts. */
+class ProvenanceIndex {
+  private readonly byRun = new Map<string, Map<string, Provenance>>();
+  constructor(private readonly store: CaseStore) {}
+
+  lookup(run: string, key: string, version: number): Provenance | null {
+    let index = this.byRun.get(run);
+    if (!index) {
+      index = new Map();
+      for (const f of this.store.listFacts(run)) index.set(`${f.key}\0${f.version}`, provenanceOf(f));
+      this.byRun.set(run, index);
+    }
+    return index.get(`${key}\0${version}`) ?? null;
+  }
+}
+
+function provenanceOf(f: FactRecord): Provenance {
+  return { source: f.source, sourceVersion: f.sourceVersion, readAt: f.readAt };
+}
+
+function latest(runs: RunRecord[]): RunRecord {
+  return runs.reduce((a, b) => (b.updatedAt > a.updatedAt ? b : a));
+}
+
+function stepKey(superstep: number, executor: string): string {
+  return `${superstep}\0${executor}`;
+}
+
+function indexBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
+  const m = new Map<string, T[]>();
+  for (const it of items) {
+    const k = key(it);
+    const list = m.get(k);
+    if (list) list.push(it);
+    else m.set(k, [it]);
+  }
+  return m;
+}
+
+function first<T>(list: T[] | undefined): T | undefined {
+  return list?.[0];
+}

@@ -1,0 +1,185 @@
+import { z } from "zod";
+
+/**
+ * Messages between the extension host and the Run Inspector webview, and the view model the host
+ * sends. Both sides import this module: the host parses every message from the webview, the
+ * webview parses every message from the host. One discriminated union per direction; whatever
+ * fails to parse is dropped and logged by the receiver.
+ *
+ * The view model is plain JSON built from the case file by src/extension/viewModel.ts. Where a
+ * record does not exist (a feature not built yet, a step that made no model call), the field
+ * says so with `null` or an `absent` reason; the webview shows that reason, never a made-up value.
+ */
+
+type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+const json: z.ZodType<JsonValue> = z.lazy(() =>
+  z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(json), z.record(z.string(), json)]),
+);
+
+/** Why a section has nothing to show, in words a person can act on. */
+const Absent = z.object({ absent: z.string() });
+
+export const ProvenanceSchema = z.object({ source: z.string(), sourceVersion: z.string(), readAt: z.string() });
+
+export const ContextMessageSchema = z.object({
+  role: z.enum(["system", "user", "assistant"]),
+  content: z.string(),
+  /** Tokens of this message alone; null when no tokenizer was available to the host. */
+  tokens: z.number().int().nonnegative().nullable(),
+});
+
+export const ContextSchema = z.object({
+  agentCallId: z.string(),
+  model: z.string(),
+  provider: z.string(),
+  mode: z.enum(["recorded", "live", "edited", "scripted"]),
+  hash: z.string(),
+  originalHash: z.string().nullable(),
+  messages: z.array(ContextMessageSchema),
+  /** The whole request's count as recorded when the step ran, with the budget it was held to. */
+  tokens: z
+    .object({
+      count: z.number(),
+      soft: z.number().nullable(),
+      hard: z.number().nullable(),
+      tokenizer: z.string(),
+    })
+    .nullable(),
+  raw: z.string().nullable(),
+});
+
+export const RuleResultSchema = z.object({ name: z.string(), ok: z.boolean(), message: z.string() });
+
+export const DecisionSchema = z.object({
+  verdictId: z.string(),
+  /** The agent step whose proposal the commit step judged; null when the commit ran without one. */
+  proposedBy: z.object({ executor: z.string(), agentCallId: z.string() }).nullable(),
+  committedBy: z.string(),
+  proposal: json.nullable(),
+  /** Why the model's answer was refused before any rule ran (bad JSON, schema, unknown action). */
+  rejection: z.object({ code: z.string(), message: z.string() }).nullable(),
+  rules: z.array(RuleResultSchema),
+  verdict: z.enum(["accepted", "rejected", "escalated"]),
+  reason: z.string(),
+  diff: z.array(z.object({ key: z.string(), before: json.nullable(), hadBefore: z.boolean(), after: json })),
+});
+
+export const IntentSchema = z.object({
+  id: z.string(),
+  executor: z.string(),
+  superstep: z.number().int(),
+  action: z.string(),
+  target: z.string(),
+  status: z.enum(["open", "done", "failed", "needs_replanning"]),
+  payload: json,
+  reliesOn: json,
+  reference: json.nullable(),
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  drift: json.nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+export const StepSchema = z.object({
+  id: z.string(),
+  executor: z.string(),
+  kind: z.enum(["code", "loader", "agent", "commit", "effect", "request"]),
+  status: z.enum(["ok", "failed", "waiting"]),
+  durationMs: z.number(),
+  writes: z.array(z.string()),
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  context: z.union([ContextSchema, Absent]),
+  decision: z.union([DecisionSchema, Absent]),
+  intents: z.union([z.array(IntentSchema), Absent]),
+});
+
+export const StateEntrySchema = z.object({
+  key: z.string(),
+  value: json,
+  version: z.number().int(),
+  /** The run that wrote this version: differs from the run shown for keys inherited by a branch. */
+  writtenBy: z.string(),
+  /** Set when the key holds a fact of record. */
+  provenance: ProvenanceSchema.nullable(),
+});
+
+export const SuperstepSchema = z.object({
+  superstep: z.number().int(),
+  checkpointId: z.string().nullable(),
+  at: z.string().nullable(),
+  steps: z.array(StepSchema),
+  state: z.union([z.object({ entries: z.array(StateEntrySchema) }), Absent]),
+});
+
+export const BranchSchema = z.object({
+  runId: z.string(),
+  parentRunId: z.string().nullable(),
+  parentCheckpointId: z.string().nullable(),
+  status: z.string(),
+  createdAt: z.string(),
+});
+
+export const InspectorViewModelSchema = z.object({
+  v: z.literal(1),
+  caseFile: z.object({ path: z.string(), name: z.string() }),
+  run: z.object({
+    id: z.string(),
+    workflow: z.object({ name: z.string(), version: z.number() }),
+    status: z.string(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    parentRunId: z.string().nullable(),
+    parentCheckpointId: z.string().nullable(),
+    error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  }),
+  /** Every run in the case file, for the branch picker: roots first, children after parents. */
+  branches: z.array(BranchSchema),
+  supersteps: z.array(SuperstepSchema),
+  /** Restricted Mode: inspecting works, nothing that runs workflow code does. */
+  canRun: z.union([z.object({ ok: z.literal(true) }), z.object({ ok: z.literal(false), reason: z.string() })]),
+});
+
+export type InspectorViewModel = z.infer<typeof InspectorViewModelSchema>;
+export type SuperstepView = z.infer<typeof SuperstepSchema>;
+export type StepView = z.infer<typeof StepSchema>;
+export type ContextView = z.infer<typeof ContextSchema>;
+export type DecisionView = z.infer<typeof DecisionSchema>;
+export type IntentView = z.infer<typeof IntentSchema>;
+export type StateEntryView = z.infer<typeof StateEntrySchema>;
+export type BranchView = z.infer<typeof BranchSchema>;
+
+export const ReplayModeSchema = z.enum(["recorded", "live", "edited"]);
+export type ReplayMode = z.infer<typeof ReplayModeSchema>;
+export const EvalFormatSchema = z.enum(["promptfoo", "jsonl"]);
+export type EvalFormat = z.infer<typeof EvalFormatSchema>;
+
+const id = z.string().min(1).max(200);
+
+/** What the webview may ask of the host. Every action names the run and the place it is about. */
+export const InspectorToHostSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("ready") }),
+  z.object({ type: z.literal("resumeFrom"), runId: id, checkpointId: id }),
+  z.object({ type: z.literal("forkWithEditedState"), runId: id, checkpointId: id }),
+  z.object({ type: z.literal("replayStep"), runId: id, stepId: id, mode: ReplayModeSchema }),
+  z.object({ type: z.literal("exportStepAsEval"), runId: id, stepId: id, format: EvalFormatSchema }),
+  z.object({ type: z.literal("selectRun"), runId: id }),
+]);
+export type InspectorToHost = z.infer<typeof InspectorToHostSchema>;
+
+export const HostToInspectorSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("load"), model: InspectorViewModelSchema }),
+  /** A line for the panel's status area: the outcome of an action, or why it could not run. */
+  z.object({ type: z.literal("notice"), level: z.enum(["info", "warning", "error"]), message: z.string() }),
+]);
+export type HostToInspector = z.infer<typeof HostToInspectorSchema>;
+
+/** Parses a message from the webview; returns the zod error's summary instead of throwing. */
+export function parseInspectorMessage(data: unknown): { ok: true; message: InspectorToHost } | { ok: false; error: string } {
+  const r = InspectorToHostSchema.safeParse(data);
+  return r.success ? { ok: true, message: r.data } : { ok: false, error: z.prettifyError(r.error) };
+}
+
+export function parseHostMessage(data: unknown): { ok: true; message: HostToInspector } | { ok: false; error: string } {
+  const r = HostToInspectorSchema.safeParse(data);
+  return r.success ? { ok: true, message: r.data } : { ok: false, error: z.prettifyError(r.error) };
+}

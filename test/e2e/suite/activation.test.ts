@@ -1,0 +1,52 @@
+import * as assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
+import * as vscode from "vscode";
+
+const EXTENSION_ID = "casefile.casefile";
+
+interface Manifest {
+  contributes: {
+    commands: { command: string; title: string; category?: string }[];
+    viewsContainers: { activitybar: { id: string; title: string }[] };
+    views: Record<string, { id: string; name: string }[]>;
+  };
+  capabilities: { untrustedWorkspaces: { supported: string | boolean; description?: string } };
+}
+
+describe("Casefile extension in VS Code", () => {
+  let manifest: Manifest;
+
+  before(async () => {
+    const ext = vscode.extensions.getExtension(EXTENSION_ID);
+    assert.ok(ext, `extension ${EXTENSION_ID} is loaded from the development path`);
+    await ext.activate();
+    manifest = JSON.parse(readFileSync(path.join(ext.extensionPath, "package.json"), "utf8")) as Manifest;
+  });
+
+  it("activates", () => {
+    assert.equal(vscode.extensions.getExtension(EXTENSION_ID)?.isActive, true);
+  });
+
+  it("registers every contributed command, each in the Casefile category", async () => {
+    const registered = new Set(await vscode.commands.getCommands(true));
+    const contributed = manifest.contributes.commands;
+    assert.ok(contributed.length >= 4, "contributes run, step, openInspector and refreshViews at least");
+    for (const c of contributed) {
+      assert.ok(registered.has(c.command), `${c.command} is registered`);
+      assert.equal(c.category, "Casefile", `${c.command} has category Casefile`);
+    }
+  });
+});
+
+describe("Casefile views", () => {
+  const views = ["casefile.workflows", "casefile.runs", "casefile.intents", "casefile.requests", "casefile.rules"];
+
+  it("contributes the Casefile container with Workflows, Runs, Intents, Requests and Rules", async () => {
+    const registered = new Set(await vscode.commands.getCommands(true));
+    // The workbench makes a `<view>.focus` command for each view it has registered.
+    for (const v of views) assert.ok(registered.has(`${v}.focus`), `view ${v} exists in the workbench`);
+    await vscode.commands.executeCommand("workbench.view.extension.casefile");
+    for (const v of views) await vscode.commands.executeCommand(`${v}.focus`);
+  });
+});

@@ -1,0 +1,48 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import * as path from "node:path";
+import { suiteConfig } from "./config";
+
+/**
+ * Handshake with the harness for what only the browser can see: a webview's DOM. A test writes
+ * `<name>.request.json` into the exchange dir; the harness (which drives Chromium) finds the frame
+ * showing `waitFor`, reads the text of each selector, performs the clicks, reads again, and writes
+ * `<name>.answer.json`. Under @vscode/test-electron there is no browser harness: `askBrowser`
+ * returns undefined and the tests that need it say so in their title's outcome.
+ */
+
+export interface InspectorDomRequest {
+  name: string;
+  waitFor: string;
+  read: Record<string, string>;
+  click?: string[];
+  readAfterClicks?: Record<string, string>;
+}
+
+export interface BrowserChecks {
+  found: boolean;
+  texts: Record<string, string[]>;
+  after?: Record<string, string[]>;
+  error?: string;
+}
+
+export function browserAvailable(): boolean {
+  return process.env.CASEFILE_E2E_EXCHANGE !== undefined;
+}
+
+export async function askBrowser(request: InspectorDomRequest, timeoutMs = 40_000): Promise<BrowserChecks> {
+  const dir = suiteConfig().exchangeDir;
+  const answer = path.join(dir, `${request.name}.answer.json`);
+  writeFileSync(path.join(dir, `${request.name}.request.json`), JSON.stringify(request));
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (existsSync(answer)) {
+      try {
+        return JSON.parse(readFileSync(answer, "utf8")) as BrowserChecks;
+      } catch {
+        /* being written */
+      }
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`the harness did not answer ${request.name} within ${timeoutMs / 1000} s`);
+}

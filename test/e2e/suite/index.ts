@@ -1,0 +1,60 @@
+import { readdirSync, writeFileSync } from "node:fs";
+import * as path from "node:path";
+import Mocha from "mocha";
+import { suiteConfig } from "./config";
+
+/**
+ * The e2e suite's entry, called by VS Code's extension host exactly as `@vscode/test-electron`
+ * calls it: `run()` resolves when the tests are done. It writes the counts and failures to the
+ * result file the harness (test/e2e/run.ts or electron.ts) waits for, then resolves or rejects.
+ *
+ * The suite is bundled to JavaScript first (test/e2e/buildSuite.ts): the extension host cannot
+ * run TypeScript. Each `*.test.js` beside this file is loaded; which ones run depends on the mode
+ * (a trusted workspace, or Restricted Mode).
+ */
+
+export interface SuiteResult {
+  mode: string;
+  passes: number;
+  failures: number;
+  pending: number;
+  durationMs: number;
+  tests: { title: string; state: "passed" | "failed" | "pending"; durationMs: number; error?: string }[];
+}
+
+export async function run(): Promise<void> {
+  const config = suiteConfig();
+  const mocha = new Mocha({ ui: "bdd", timeout: 60_000, color: false, reporter: "spec" });
+  const files = readdirSync(__dirname)
+    .filter((f) => f.endsWith(".test.js"))
+    .filter((f) => (config.mode === "restricted" ? f.startsWith("restricted") : !f.startsWith("restricted")))
+    .sort();
+  for (const f of files) mocha.addFile(path.join(__dirname, f));
+  await mocha.loadFilesAsync();
+
+  const started = Date.now();
+  const result: SuiteResult = { mode: config.mode, passes: 0, failures: 0, pending: 0, durationMs: 0, tests: [] };
+  await new Promise<void>((resolve) => {
+    const runner = mocha.run(() => resolve());
+    runner.on("pass", (t) => {
+      result.passes++;
+      result.tests.push({ title: t.fullTitle(), state: "passed", durationMs: t.duration ?? 0 });
+    });
+    runner.on("fail", (t, err: unknown) => {
+      result.failures++;
+      const e = err instanceof Error ? `${err.message}\n${err.stack ?? ""}` : String(err);
+      result.tests.push({ title: t.fullTitle(), state: "failed", durationMs: t.duration ?? 0, error: e });
+    });
+    runner.on("pending", (t) => {
+      result.pending++;
+      result.tests.push({ title: t.fullTitle(), state: "pending", durationMs: 0 });
+    });
+  });
+  result.durationMs = Date.now() - started;
+  if (files.length === 0) {
+    result.failures++;
+    result.tests.push({ title: "suite", state: "failed", durationMs: 0, error: `no test files for mode ${config.mode} in ${__dirname}` });
+  }
+  writeFileSync(config.resultFile, JSON.stringify(result, null, 2));
+  if (result.failures > 0) throw new Error(`${result.failures} e2e test(s) failed`);
+}
