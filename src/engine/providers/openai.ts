@@ -45,6 +45,12 @@ export interface OpenAICompatibleOptions {
 const defaultTimeoutMs = 60_000;
 const defaultMaxRetries = 3;
 const redacted = "[redacted]";
+/**
+ * Keys shorter than this are placeholders for local servers that ignore them ("ollama", "x"):
+ * removing every "x" from a model's answer would corrupt it, so answer text is redacted only for
+ * keys at least this long. Errors and meta are always redacted.
+ */
+const minRedactedAnswerKey = 8;
 
 export class OpenAICompatibleProvider implements ModelProvider {
   readonly name: string;
@@ -74,12 +80,19 @@ export class OpenAICompatibleProvider implements ModelProvider {
     if (options.azure) {
       const { endpoint, deployment, apiVersion } = options.azure;
       this.#client = new AzureOpenAI({ ...common, endpoint, deployment, apiVersion });
-      this.#target = `${endpoint.replace(/\/+$/, "")}/openai/deployments/${deployment}`;
+      this.#target = `${displayUrl(endpoint).replace(/\/+$/, "")}/openai/deployments/${deployment}`;
       this.name = options.name ?? "azure";
     } else {
       const baseURL = options.baseUrl ?? "https://api.openai.com/v1";
+      if (/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(baseURL)) {
+        // fetch refuses such URLs, and the refusal would quote the password.
+        throw new CasefileError(
+          "USAGE",
+          `the base URL ${displayUrl(baseURL)} carries a user name or password; pass the key as the API key instead`,
+        );
+      }
       this.#client = new OpenAI({ ...common, baseURL });
-      this.#target = baseURL.replace(/\?.*$/, "");
+      this.#target = displayUrl(baseURL);
       this.name = options.name ?? "openai";
     }
   }
@@ -130,7 +143,9 @@ export class OpenAICompatibleProvider implements ModelProvider {
     // escalated, like any unusable answer) and the refusal is kept beside it.
     if (choice.message.refusal) meta.refusal = this.#redact(choice.message.refusal);
     const u = completion.usage;
-    const response: ModelResponse = { text: this.#redact(choice.message.content ?? ""), meta };
+    const content = choice.message.content ?? "";
+    const text = this.#apiKey.length >= minRedactedAnswerKey ? this.#redact(content) : content;
+    const response: ModelResponse = { text, meta };
     if (u)
       response.usage = {
         promptTokens: u.prompt_tokens,
@@ -165,7 +180,11 @@ export class OpenAICompatibleProvider implements ModelProvider {
   }
 
   #redact(text: string): string {
-    return text.split(this.#apiKey).join(redacted);
+    // Also drop any user:password@ in a URL quoted by an underlying error.
+    return text
+      .split(this.#apiKey)
+      .join(redacted)
+      .replace(/(\/\/)[^\s/@]*@/g, "$1");
   }
 }
 
@@ -181,4 +200,18 @@ function responseFormat(request: ModelRequest): { response_format?: Json } {
   const { $schema: _ignored, ...rest } = schema;
   const name = request.step.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64) || "proposal";
   return { response_format: { type: "json_schema", json_schema: { name, schema: rest, strict: true } } };
+}
+
+/** A URL for messages: without user:password, query or fragment, which may carry credentials. */
+function displayUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = "";
+    u.password = "";
+    u.search = "";
+    u.hash = "";
+    return u.toString().replace(/\/$/, "");
+  } catch {
+    return url.replace(/[?#].*$/, "");
+  }
 }

@@ -306,6 +306,26 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     assert.equal("response_format" in server.received[0]!.body, false);
   });
 
+  it("keeps a model's answer intact when the key is a short placeholder for a local server", async () => {
+    server.queue({ body: completion({ model: "llama3.1" }, '{"action":"hold","reason":"x-ray of box x"}') });
+    const r = await provider({ apiKey: "x" }).complete(request());
+    assert.equal(r.text, '{"action":"hold","reason":"x-ray of box x"}');
+    assert.equal(server.received[0]!.headers.authorization, "Bearer x");
+  });
+
+  it("refuses a base URL with credentials in it without quoting them", () => {
+    assert.throws(
+      () =>
+        new OpenAICompatibleProvider({ apiKey: key, baseUrl: "http://someone:hunter2-password@127.0.0.1:9/v1?x=1" }),
+      (e: unknown) => {
+        assert.ok(isCasefileError(e) && e.code === "USAGE");
+        assert.match(e.message, /the base URL http:\/\/127\.0\.0\.1:9\/v1 carries a user name or password/);
+        assert.ok(!JSON.stringify(e).includes("hunter2") && !e.message.includes("hunter2"), e.message);
+        return true;
+      },
+    );
+  });
+
   it("never lets the key appear in an answer, an error, its fields or meta, even when the server echoes it", async () => {
     const seen: string[] = [];
     const record = (v: unknown): void => {
