@@ -127,7 +127,7 @@ export function prepareBatch(batch: CommitBatch, ctx: PrepareContext): PreparedB
         if (ctx.exists(table, key)) throw invalid(`${label} already exists; ${table} are append-only and cannot be replaced`);
         seenInBatch.add(key);
       }
-      out[table].push(copyJson(r, label, []));
+      out[table].push(copyJson(r, label));
     });
   }
   let seq = ctx.nextEventSeq;
@@ -161,46 +161,58 @@ function checkCheckpoint(r: Record<string, unknown>, label: string): void {
  * A deep copy that admits only what JSON can carry: plain objects, arrays, strings, finite
  * numbers, booleans and null. Object members that are undefined are dropped, as JSON.stringify
  * drops them, so that the in-memory store returns exactly what the SQLite store would.
+ * Runs on every row of every commit, so the path to the current value is one mutable stack,
+ * turned into text only for an error message.
  */
-export function copyJson(value: unknown, label: string, path: (string | number)[], ancestors: object[] = []): Json {
+export function copyJson(value: unknown, label: string): Json {
+  const path: (string | number)[] = [];
+  const ancestors: object[] = [];
   const at = (): string => label + path.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("");
-  switch (typeof value) {
-    case "string":
-    case "boolean":
-      return value;
-    case "number":
-      if (!Number.isFinite(value)) throw invalid(`${at()}: ${value} is not a JSON number`);
-      return value;
-    case "object": {
-      if (value === null) return null;
-      if (ancestors.includes(value)) throw invalid(`${at()}: circular reference`);
-      ancestors.push(value);
-      try {
-        if (Array.isArray(value)) {
-          const arr: Json[] = [];
-          for (let i = 0; i < value.length; i++) {
-            if (!(i in value) || value[i] === undefined) throw invalid(`${at()}[${i}]: undefined in an array is not JSON`);
-            arr.push(copyJson(value[i], label, [...path, i], ancestors));
+  const copy = (v: unknown): Json => {
+    switch (typeof v) {
+      case "string":
+      case "boolean":
+        return v;
+      case "number":
+        if (!Number.isFinite(v)) throw invalid(`${at()}: ${v} is not a JSON number`);
+        return v;
+      case "object": {
+        if (v === null) return null;
+        if (ancestors.includes(v)) throw invalid(`${at()}: circular reference`);
+        ancestors.push(v);
+        let result: Json;
+        if (Array.isArray(v)) {
+          const arr: Json[] = new Array(v.length);
+          for (let i = 0; i < v.length; i++) {
+            path.push(i);
+            if (!(i in v) || v[i] === undefined) throw invalid(`${at()}: undefined in an array is not JSON`);
+            arr[i] = copy(v[i]);
+            path.pop();
           }
-          return arr;
+          result = arr;
+        } else {
+          const proto = Object.getPrototypeOf(v);
+          if (proto !== Object.prototype && proto !== null) {
+            throw invalid(`${at()}: a ${proto?.constructor?.name ?? "non-plain"} object is not JSON (store plain data only)`);
+          }
+          const obj: { [k: string]: Json } = {};
+          for (const k in v) {
+            const member = (v as Record<string, unknown>)[k];
+            if (member === undefined || !Object.prototype.hasOwnProperty.call(v, k)) continue;
+            path.push(k);
+            obj[k] = copy(member);
+            path.pop();
+          }
+          result = obj;
         }
-        const proto = Object.getPrototypeOf(value);
-        if (proto !== Object.prototype && proto !== null) {
-          throw invalid(`${at()}: a ${proto?.constructor?.name ?? "non-plain"} object is not JSON (store plain data only)`);
-        }
-        const obj: { [k: string]: Json } = {};
-        for (const [k, v] of Object.entries(value)) {
-          if (v === undefined) continue;
-          obj[k] = copyJson(v, label, [...path, k], ancestors);
-        }
-        return obj;
-      } finally {
         ancestors.pop();
+        return result;
       }
+      default:
+        throw invalid(`${at()}: a ${typeof v} is not JSON`);
     }
-    default:
-      throw invalid(`${at()}: a ${typeof value} is not JSON`);
-  }
+  };
+  return copy(value);
 }
 
 export function summarize(cp: Checkpoint): CheckpointSummary {

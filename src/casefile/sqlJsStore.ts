@@ -54,6 +54,10 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     private readonly lock?: LockHandle,
   ) {
     super(db, file);
+    // The database lives in sql.js memory and our journal is what makes commits durable, so
+    // SQLite's own rollback journal need only support ROLLBACK (MEMORY) and never sync.
+    db.run("PRAGMA journal_mode = MEMORY");
+    db.run("PRAGMA synchronous = OFF");
     this.nextJournalSeq = info.journalSeq + 1;
     this.nextEventSeq = this.lastEventSeq() + 1;
     this.dbFileBytes = existsSync(file) ? statSync(file).size : 0;
