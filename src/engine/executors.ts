@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import { z } from "zod";
 import type { ChatMessage, Fact, Json, RuleResult, Verdict } from "./records";
 
 /**
@@ -108,13 +108,20 @@ export interface CommitSpec<S = AnyState> extends BaseSpec {
   apply(outcome: CommitOutcome<S>, ctx: StepContext<S>): Json | void | Promise<Json | void>;
 }
 
+/** The default answer to a request step: approve, reject or choose one option, with a comment. */
+export const ApprovalAnswer = z.object({
+  decision: z.enum(["approve", "reject", "choose"]),
+  choice: z.string().optional(),
+  comment: z.string().optional(),
+});
+
 export interface RequestPrompt {
   title: string;
   detail?: string;
   options?: string[];
 }
 
-export interface RequestSpec<S = AnyState, A extends z.ZodType = z.ZodType> extends BaseSpec {
+export interface RequestSpec<S = AnyState, A extends z.ZodType = typeof ApprovalAnswer> extends BaseSpec {
   /** What to ask the person, built from state when the request opens. */
   prompt(state: Readonly<S>, message: Json): RequestPrompt;
   /** Schema of the answer; defaults to ApprovalAnswer (approve, reject or choose, with a comment). */
@@ -147,7 +154,7 @@ export type ExecutorSpec =
   | ({ kind: "loader" } & LoaderSpec)
   | ({ kind: "agent" } & AgentSpec)
   | ({ kind: "commit" } & CommitSpec)
-  | ({ kind: "request" } & RequestSpec)
+  | ({ kind: "request" } & RequestSpec<AnyState, z.ZodType>)
   | ({ kind: "effect" } & EffectSpec);
 
 export function code<S = AnyState>(spec: CodeSpec<S>): ExecutorSpec {
@@ -162,8 +169,8 @@ export function agent<S = AnyState, P extends z.ZodType = z.ZodType>(spec: Agent
 export function commit<S = AnyState>(spec: CommitSpec<S>): ExecutorSpec {
   return { kind: "commit", ...(spec as unknown as CommitSpec) };
 }
-export function request<S = AnyState, A extends z.ZodType = z.ZodType>(spec: RequestSpec<S, A>): ExecutorSpec {
-  return { kind: "request", ...(spec as unknown as RequestSpec) };
+export function request<S = AnyState, A extends z.ZodType = typeof ApprovalAnswer>(spec: RequestSpec<S, A>): ExecutorSpec {
+  return { kind: "request", ...(spec as unknown as RequestSpec<AnyState, z.ZodType>) };
 }
 export function effect<S = AnyState>(spec: EffectSpec<S>): ExecutorSpec {
   return { kind: "effect", ...(spec as unknown as EffectSpec) };

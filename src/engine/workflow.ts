@@ -47,11 +47,7 @@ export interface GraphDescription {
   keys: { key: string; fact: boolean; owner?: string }[];
 }
 
-export const ApprovalAnswer = z.object({
-  decision: z.enum(["approve", "reject", "choose"]),
-  choice: z.string().optional(),
-  comment: z.string().optional(),
-});
+export { ApprovalAnswer } from "./executors";
 
 export function isFactKey(decl: KeyDecl): decl is FactKey {
   return typeof decl === "object" && decl !== null && (decl as FactKey).kind === "fact" && "schema" in decl;

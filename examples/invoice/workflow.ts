@@ -1,0 +1,173 @@
+/**
+ * Invoice variance: the worked example of the design.
+ *
+ * A loader reads the invoice and its purchase order from the ERP (facts, with their ETags);
+ * code computes the variance; an agent step proposes approve_variance, request_credit_note or
+ * escalate, citing the facts it relied on; the commit step applies the tolerance rule, so an
+ * "approve" for a 9% variance becomes an escalation with the reason; an escalated case waits
+ * for a person's review.
+ *
+ * Input: { invoiceId, erpUrl? }. The ERP's address defaults to $ERP_URL.
+ */
+import { agent, code, commit, defineWorkflow, edge, fact, loader, request, z, type StateOf } from "casefile";
+
+const TOLERANCE_PCT = 5;
+
+const Invoice = z.object({
+  id: z.string(),
+  supplier: z.string(),
+  poNumber: z.string(),
+  currency: z.string(),
+  lines: z.array(z.object({ sku: z.string(), qty: z.number(), unitPrice: z.number() })),
+  total: z.number(),
+});
+const PurchaseOrder = z.object({
+  number: z.string(),
+  supplier: z.string(),
+  currency: z.string(),
+  lines: z.array(z.object({ sku: z.string(), qty: z.number(), unitPrice: z.number() })),
+  total: z.number(),
+});
+const Proposal = z.object({
+  action: z.enum(["approve_variance", "request_credit_note", "escalate"]),
+  reason: z.string().min(1),
+  facts: z.array(z.string()),
+});
+const Decision = z.object({
+  action: z.enum(["approve_variance", "request_credit_note", "escalate"]),
+  verdict: z.enum(["accepted", "rejected", "escalated"]),
+  reason: z.string(),
+  decidedBy: z.string(),
+});
+
+const state = {
+  invoice: fact(Invoice),
+  po: fact(PurchaseOrder),
+  variance: z.object({ amount: z.number(), pct: z.number() }),
+  decision: Decision,
+  review: z.object({ decision: z.string(), comment: z.string().optional() }),
+};
+type State = StateOf<typeof state>;
+
+async function getFact(base: string, path: string): Promise<{ body: { data: unknown }; etag: string }> {
+  const res = await fetch(`${base}${path}`);
+  if (!res.ok) throw new Error(`ERP ${path} answered ${res.status}`);
+  return { body: (await res.json()) as { data: unknown }, etag: res.headers.get("etag") ?? "none" };
+}
+
+export default defineWorkflow({
+  name: "invoice-variance",
+  version: 1,
+  state,
+  input: z.object({ invoiceId: z.string(), erpUrl: z.string().url().optional() }),
+  start: "load",
+  executors: {
+    load: loader<State>({
+      owns: ["invoice", "po"],
+      description: "Reads the invoice and its PO from the ERP",
+      async run(ctx) {
+        const input = ctx.message as { invoiceId: string; erpUrl?: string };
+        const base = input.erpUrl ?? process.env.ERP_URL;
+        if (!base) throw new Error("no ERP address: pass erpUrl in the input or set ERP_URL");
+        const inv = await getFact(base, `/invoices/${encodeURIComponent(input.invoiceId)}`);
+        const invoice = Invoice.parse(inv.body.data);
+        ctx.fact("invoice", invoice, { source: `${base}/invoices/${invoice.id}`, sourceVersion: inv.etag });
+        const po = await getFact(base, `/purchase-orders/${encodeURIComponent(invoice.poNumber)}`);
+        ctx.fact("po", PurchaseOrder.parse(po.body.data), { source: `${base}/purchase-orders/${invoice.poNumber}`, sourceVersion: po.etag });
+        return "loaded";
+      },
+    }),
+
+    variance: code<State>({
+      reads: ["invoice", "po"],
+      owns: ["variance"],
+      description: "Computes the variance between invoice and PO",
+      run(ctx) {
+        const inv = ctx.state.invoice!.value;
+        const po = ctx.state.po!.value;
+        const amount = Math.round((inv.total - po.total) * 100) / 100;
+        const pct = Math.round((amount / po.total) * 1000) / 10;
+        ctx.write("variance", { amount, pct });
+        return { amount, pct };
+      },
+    }),
+
+    propose: agent<State>({
+      reads: ["invoice", "po", "variance"],
+      description: "Proposes what to do about the variance",
+      proposal: Proposal,
+      model: { model: "gpt-4o-mini", params: { temperature: 0 } },
+      budget: { soft: 1500, hard: 4000 },
+      context: (s) => [
+        {
+          role: "system",
+          content:
+            "You review supplier invoices that do not match their purchase order. Choose one action: " +
+            "approve_variance, request_credit_note or escalate. Cite the facts you relied on by name. " +
+            'Answer JSON: {"action", "reason", "facts"}.',
+        },
+        {
+          role: "user",
+          content: [
+            `Fact "invoice" (source ${s.invoice!.provenance.source}, version ${s.invoice!.provenance.sourceVersion}):`,
+            JSON.stringify(s.invoice!.value),
+            `Fact "po" (source ${s.po!.provenance.source}, version ${s.po!.provenance.sourceVersion}):`,
+            JSON.stringify(s.po!.value),
+            `Variance: ${s.variance!.amount} ${s.invoice!.value.currency} (${s.variance!.pct}% of the PO).`,
+            "Decide: what should happen to this invoice?",
+          ].join("\n"),
+        },
+      ],
+    }),
+
+    decide: commit<State>({
+      reads: ["variance"],
+      owns: ["decision"],
+      description: "Applies the tolerance rule to the proposal",
+      rules: {
+        withinTolerance: ({ proposal, state: s }) => {
+          if (proposal.action !== "approve_variance") return { ok: true, message: "not an approval" };
+          const pct = Math.abs(s.variance!.pct);
+          return pct <= TOLERANCE_PCT
+            ? { ok: true, message: `variance ${pct}% is within the ${TOLERANCE_PCT}% tolerance` }
+            : { ok: false, message: `variance ${pct}% exceeds the ${TOLERANCE_PCT}% tolerance for approval` };
+        },
+      },
+      apply(outcome, ctx) {
+        const action = outcome.verdict === "accepted" ? (outcome.proposal!.action as State["decision"] & string) : "escalate";
+        ctx.write("decision", { action: action as "escalate", verdict: outcome.verdict, reason: outcome.reason, decidedBy: "rules" });
+        return { verdict: outcome.verdict, action };
+      },
+    }),
+
+    review: request<State>({
+      reads: ["invoice", "variance", "decision"],
+      owns: ["review"],
+      description: "A person reviews an escalated invoice",
+      prompt: (s) => ({
+        title: `Review invoice ${s.invoice!.value.id}: variance ${s.variance!.pct}%`,
+        detail: s.decision!.reason,
+        options: ["approve", "reject"],
+      }),
+      onAnswer(answer, ctx) {
+        ctx.write("review", { decision: answer.decision, comment: answer.comment });
+        ctx.yield({ invoice: ctx.state.invoice!.value.id, outcome: `${answer.decision} by reviewer` });
+      },
+    }),
+
+    settle: code<State>({
+      reads: ["invoice", "decision"],
+      description: "Records the automatic outcome",
+      run(ctx) {
+        ctx.yield({ invoice: ctx.state.invoice!.value.id, outcome: ctx.state.decision!.action });
+      },
+    }),
+  },
+  edges: [
+    edge("load", "variance"),
+    edge("variance", "propose"),
+    edge("propose", "decide"),
+    edge("decide", "settle", { when: (m) => (m as { verdict: string }).verdict === "accepted", label: "accepted" }),
+    edge("decide", "review", { when: (m) => (m as { verdict: string }).verdict !== "accepted", label: "escalated" }),
+  ],
+});

@@ -1,0 +1,167 @@
+import path from "node:path";
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { openCaseFile } from "../casefile/index";
+import { CasefileError, isCasefileError } from "../engine/errors";
+import type { Json } from "../engine/records";
+import { ProviderConfigSchema, type ProviderConfig, type RunCommand } from "../protocol/runner";
+import { runSession, type SessionResult } from "../runner/session";
+import { formatInspection, inspectRuns } from "./inspect";
+
+/**
+ * `casefile` — the runner in-process, for terminals and CI.
+ *
+ * Exit codes: 0 the command did what was asked (a run completed or is waiting for a person);
+ * 1 the run ended failed or stopped; 2 usage error; 3 refused (bad case file, invalid input,
+ * workflow error...). Errors are one line on stderr: `casefile: CODE: message`.
+ */
+
+const USAGE = `usage:
+  casefile run <workflow.ts> [--case-file F] [--input JSON] [--provider JSON]
+  casefile resume <case file> --checkpoint ID [--patch JSON] [--workflow F]
+  casefile respond <case file> --request ID --answer JSON
+  casefile inspect <case file> [--run ID] [--json]`;
+
+export type Command = (args: string[], io: Io) => Promise<number>;
+
+export interface Io {
+  out: (line: string) => void;
+  err: (line: string) => void;
+  env: NodeJS.ProcessEnv;
+}
+
+function parse<T extends ParseArgsConfig["options"]>(args: string[], options: T) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new CasefileError("USAGE", (e as Error).message);
+  }
+}
+
+function jsonArg(value: string | undefined, name: string): Json | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return JSON.parse(value) as Json;
+  } catch (e) {
+    throw new CasefileError("USAGE", `--${name} is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+function providerArg(value: string | undefined, io: Io): ProviderConfig | undefined {
+  const raw = jsonArg(value, "provider") ?? jsonArg(io.env.CASEFILE_PROVIDER, "provider (CASEFILE_PROVIDER)");
+  if (raw === undefined) return undefined;
+  const parsed = ProviderConfigSchema.safeParse(raw);
+  if (!parsed.success) throw new CasefileError("USAGE", `--provider: ${parsed.error.issues[0]!.message} at "${parsed.error.issues[0]!.path.join(".")}"`);
+  return parsed.data;
+}
+
+async function session(command: RunCommand, provider: ProviderConfig | undefined, io: Io): Promise<number> {
+  const result: SessionResult = await runSession(command, {
+    provider,
+    env: io.env,
+    log: (m) => io.err(m),
+    onEvent: (e) => {
+      if (e.type === "warning") io.err(`warning: ${(e.data as { message?: string }).message}`);
+    },
+  });
+  io.out(`run ${result.runId} ${result.status} at superstep ${result.superstep} (checkpoint ${result.checkpointId})`);
+  io.out(`case file: ${result.caseFile}`);
+  if (result.error) io.err(`casefile: ${result.error.code}: ${result.error.message}`);
+  return result.status === "completed" || result.status === "waiting" ? 0 : 1;
+}
+
+export const commands: Record<string, Command> = {
+  async run(args, io) {
+    const { values, positionals } = parse(args, { "case-file": { type: "string" }, input: { type: "string" }, provider: { type: "string" } });
+    const workflowPath = positionals[0];
+    if (!workflowPath) throw new CasefileError("USAGE", "run needs a workflow file");
+    const caseFile = values["case-file"] ?? defaultCaseFile(workflowPath);
+    return session({ kind: "run", workflowPath, caseFile, input: jsonArg(values.input, "input") }, providerArg(values.provider, io), io);
+  },
+
+  async resume(args, io) {
+    const { values, positionals } = parse(args, {
+      checkpoint: { type: "string" },
+      patch: { type: "string" },
+      workflow: { type: "string" },
+      provider: { type: "string" },
+    });
+    const caseFile = positionals[0];
+    if (!caseFile || !values.checkpoint) throw new CasefileError("USAGE", "resume needs a case file and --checkpoint ID");
+    const patch = jsonArg(values.patch, "patch");
+    if (patch !== undefined && (typeof patch !== "object" || patch === null || Array.isArray(patch))) {
+      throw new CasefileError("USAGE", "--patch must be a JSON object of state key -> new value");
+    }
+    return session(
+      { kind: "resume", caseFile, checkpointId: values.checkpoint, patch: patch as Record<string, Json> | undefined, workflowPath: values.workflow },
+      providerArg(values.provider, io),
+      io,
+    );
+  },
+
+  async respond(args, io) {
+    const { values, positionals } = parse(args, { request: { type: "string" }, answer: { type: "string" }, workflow: { type: "string" }, provider: { type: "string" } });
+    const caseFile = positionals[0];
+    if (!caseFile || !values.request || values.answer === undefined) throw new CasefileError("USAGE", "respond needs a case file, --request ID and --answer JSON");
+    return session(
+      { kind: "respond", caseFile, requestId: values.request, answer: jsonArg(values.answer, "answer"), workflowPath: values.workflow },
+      providerArg(values.provider, io),
+      io,
+    );
+  },
+
+  async inspect(args, io) {
+    const { values, positionals } = parse(args, { run: { type: "string" }, json: { type: "boolean" } });
+    const caseFile = positionals[0];
+    if (!caseFile) throw new CasefileError("USAGE", "inspect needs a case file");
+    const store = await openCaseFile(caseFile, { readOnly: true });
+    try {
+      const runs = inspectRuns(store, values.run);
+      if (values.run && runs.length === 0) throw new CasefileError("UNKNOWN_RUN", `no run "${values.run}" in ${path.resolve(caseFile)}`);
+      io.out(values.json ? JSON.stringify({ caseFile: path.resolve(caseFile), runs }, null, 2) : formatInspection(path.resolve(caseFile), runs));
+      return 0;
+    } finally {
+      store.close();
+    }
+  },
+};
+
+/** `examples/invoice/workflow.ts` -> `examples/invoice/workflow.casefile`. */
+function defaultCaseFile(workflowPath: string): string {
+  return workflowPath.replace(/\.[cm]?[tj]s$/, "") + ".casefile";
+}
+
+export async function main(argv: string[], io: Io): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === "--help" || name === "-h") {
+    io.out(USAGE);
+    return name ? 0 : 2;
+  }
+  const command = commands[name];
+  if (!command) {
+    io.err(`casefile: USAGE: unknown command "${name}"\n${USAGE}`);
+    return 2;
+  }
+  try {
+    return await command(rest, io);
+  } catch (e) {
+    if (isCasefileError(e)) {
+      io.err(`casefile: ${e.code}: ${e.message.split("\n").join(" ")}`);
+      return e.code === "USAGE" ? 2 : 3;
+    }
+    io.err(`casefile: INTERNAL: ${(e as Error).stack ?? String(e)}`);
+    return 3;
+  }
+}
+
+/** Entry point of bin/casefile.js: the process's arguments, streams and exit code. */
+export function cli(): void {
+  void main(process.argv.slice(2), {
+    out: (l) => process.stdout.write(l + "\n"),
+    err: (l) => process.stderr.write(l + "\n"),
+    env: process.env,
+  }).then((code) => {
+    process.exitCode = code;
+  });
+}
+
+if (require.main === module) cli();

@@ -1,0 +1,73 @@
+import { createRequire } from "node:module";
+import path from "node:path";
+import vm from "node:vm";
+import * as runtime from "../engine/index";
+import * as zod from "zod";
+import { CasefileError } from "../engine/errors";
+import type { Workflow } from "../engine/workflow";
+
+/** The modules a workflow file may import without an npm install of its own. */
+const PROVIDED: Record<string, unknown> = { casefile: runtime, zod };
+
+export interface LoadedWorkflow {
+  workflow: Workflow;
+  path: string;
+  /** Files the bundle was built from, for watching and for diagnostics. */
+  inputs: string[];
+}
+
+/**
+ * Bundles a workflow `.ts` file with esbuild and evaluates it. Imports of `casefile` and `zod`
+ * resolve to the copies inside the extension (the runner's own modules, so the workflow and
+ * the engine share one runtime); anything else is bundled from the user's folder. Only the
+ * runner calls this, and only for a workflow file in a trusted workspace: it runs user code.
+ */
+export async function loadWorkflow(file: string): Promise<LoadedWorkflow> {
+  const abs = path.resolve(file);
+  // esbuild is loaded here, not at startup: it is heavy and only needed to run a workflow.
+  const esbuild = await import("esbuild");
+  let result: import("esbuild").BuildResult<{ write: false; metafile: true }>;
+  try {
+    result = await esbuild.build({
+      entryPoints: [abs],
+      bundle: true,
+      write: false,
+      metafile: true,
+      platform: "node",
+      format: "cjs",
+      target: "node18",
+      sourcemap: "inline",
+      logLevel: "silent",
+      external: Object.keys(PROVIDED),
+    });
+  } catch (e) {
+    const errors = (e as { errors?: import("esbuild").Message[] }).errors ?? [];
+    const first = errors[0];
+    const where = first?.location ? `${first.location.file}:${first.location.line}:${first.location.column + 1}` : abs;
+    throw new CasefileError("BUNDLE_FAILED", `cannot bundle workflow ${where}: ${first?.text ?? (e as Error).message}`, {
+      file: first?.location?.file ?? abs,
+      line: first?.location?.line ?? 0,
+      column: first?.location?.column ?? 0,
+    });
+  }
+  const code = result.outputFiles[0]!.text;
+  const userRequire = createRequire(abs);
+  const module = { exports: {} as Record<string, unknown> };
+  const wrapper = vm.runInThisContext(`(function (exports, require, module, __filename, __dirname) {${code}\n})`, { filename: abs });
+  const req = (id: string): unknown => (id in PROVIDED ? PROVIDED[id] : userRequire(id));
+  wrapper(module.exports, req, module, abs, path.dirname(abs));
+
+  const exported = module.exports.default ?? module.exports.workflow;
+  if (!isWorkflow(exported)) {
+    throw new CasefileError(
+      "INVALID_WORKFLOW",
+      `${abs} does not export a workflow: write \`export default defineWorkflow({ ... })\``,
+      { file: abs },
+    );
+  }
+  return { workflow: exported, path: abs, inputs: Object.keys(result.metafile.inputs).map((p) => path.resolve(p)) };
+}
+
+function isWorkflow(v: unknown): v is Workflow {
+  return typeof v === "object" && v !== null && typeof (v as Workflow).graphHash === "string" && typeof (v as Workflow).executors === "object";
+}

@@ -1,0 +1,89 @@
+import path from "node:path";
+import { openCaseFile, type SqlJsStore } from "../casefile/index";
+import type { AgentReplay } from "../engine/agentStep";
+import { RunControl } from "../engine/control";
+import { Engine, type RunResult } from "../engine/engine";
+import { CasefileError } from "../engine/errors";
+import type { ModelProvider } from "../engine/model";
+import { createProvider } from "../engine/providers/index";
+import type { EventRecord, Json } from "../engine/records";
+import type { ProviderConfig, RunCommand } from "../protocol/runner";
+import { loadWorkflow } from "./bundle";
+
+export interface SessionOptions {
+  control?: RunControl;
+  provider?: ProviderConfig;
+  /** Overrides `provider` (the runner passes a provider that asks the editor's host). */
+  providerInstance?: ModelProvider;
+  onEvent?: (event: EventRecord) => void;
+  log?: (message: string) => void;
+  env?: NodeJS.ProcessEnv;
+  replay?: AgentReplay;
+  tenant?: string;
+}
+
+export interface SessionResult extends RunResult {
+  caseFile: string;
+  workflowPath: string;
+}
+
+/**
+ * Runs one command (run, resume, respond) against a case file, in this process: the CLI calls
+ * it directly and the runner child process calls it for the editor. It owns the case file for
+ * the command's duration (the store's lock) and always closes it, which compacts the journal.
+ */
+export async function runSession(command: RunCommand, opts: SessionOptions = {}): Promise<SessionResult> {
+  const caseFile = path.resolve(command.caseFile);
+  const store = await openCaseFile(caseFile, { create: command.kind === "run", tenant: opts.tenant });
+  try {
+    for (const w of store.warnings) opts.log?.(`warning: ${w}`);
+    const workflowPath = command.kind === "run" ? path.resolve(command.workflowPath) : resolveWorkflowPath(store, caseFile, command);
+    const { workflow } = await loadWorkflow(workflowPath);
+    const provider =
+      opts.providerInstance ??
+      createProvider(opts.provider ?? { kind: "scripted" }, { workflowPath, env: opts.env ?? process.env });
+    const engine = new Engine(workflow, store, {
+      provider,
+      control: opts.control ?? new RunControl(),
+      onEvent: opts.onEvent,
+      log: opts.log,
+      replay: opts.replay,
+      workflowPath,
+    });
+    let result: RunResult;
+    switch (command.kind) {
+      case "run":
+        result = await engine.run((command.input ?? null) as Json);
+        break;
+      case "resume":
+        result = await engine.resume(command.checkpointId, { patch: command.patch as Record<string, Json> | undefined });
+        break;
+      case "respond":
+        result = await engine.respond(command.requestId, command.answer as Json);
+        break;
+      default: {
+        const never: never = command;
+        throw new CasefileError("USAGE", `unknown command ${JSON.stringify(never)}`);
+      }
+    }
+    return { ...result, caseFile, workflowPath };
+  } finally {
+    store.close();
+  }
+}
+
+/** A resumed or answered run finds its workflow file where the run that made it recorded it. */
+function resolveWorkflowPath(store: SqlJsStore, caseFile: string, command: Exclude<RunCommand, { kind: "run" }>): string {
+  if (command.workflowPath) return path.resolve(command.workflowPath);
+  let runId: string | undefined;
+  if (command.kind === "resume") {
+    runId = store.getCheckpoint(command.checkpointId)?.runId;
+    if (!runId) throw new CasefileError("UNKNOWN_CHECKPOINT", `no checkpoint "${command.checkpointId}" in ${caseFile}`);
+  } else {
+    runId = store.listRuns().find((r) => store.latestCheckpoint(r.id)?.waiting.some((w) => w.id === command.requestId))?.id;
+    if (!runId) throw new CasefileError("UNKNOWN_REQUEST", `no run in ${caseFile} is waiting on request "${command.requestId}"`);
+  }
+  const recorded = store.getRun(runId)?.workflow.path;
+  if (!recorded) throw new CasefileError("USAGE", `run "${runId}" did not record its workflow file: pass --workflow`);
+  return recorded;
+}
