@@ -6,7 +6,7 @@ import { Engine, type RunResult } from "../engine/engine";
 import { CasefileError } from "../engine/errors";
 import type { ModelProvider } from "../engine/model";
 import { createProvider } from "../engine/providers/index";
-import type { EventRecord, Json } from "../engine/records";
+import type { AgentCallRecord, EventRecord, Json } from "../engine/records";
 import type { ProviderConfig, RunCommand } from "../protocol/runner";
 import { loadWorkflow } from "./bundle";
 
@@ -28,7 +28,7 @@ export interface SessionResult extends RunResult {
 }
 
 /**
- * Runs one command (run, resume, respond) against a case file, in this process: the CLI calls
+ * Runs one command (run, resume, respond, replay) against a case file, in this process: the CLI calls
  * it directly and the runner child process calls it for the editor. It owns the case file for
  * the command's duration (the store's lock) and always closes it, which compacts the journal.
  */
@@ -42,12 +42,13 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
     const provider =
       opts.providerInstance ??
       createProvider(opts.provider ?? { kind: "scripted" }, { workflowPath, env: opts.env ?? process.env });
+    const replayed = command.kind === "replay" ? replayOf(store, caseFile, command) : undefined;
     const engine = new Engine(workflow, store, {
       provider,
       control: opts.control ?? new RunControl(),
       onEvent: opts.onEvent,
       log: opts.log,
-      replay: opts.replay,
+      replay: replayed?.replay ?? opts.replay,
       workflowPath,
     });
     let result: RunResult;
@@ -60,6 +61,10 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
         break;
       case "respond":
         result = await engine.respond(command.requestId, command.answer as Json);
+        break;
+      case "replay":
+        // Always a branch: the run that recorded the step stays exactly as it was.
+        result = await engine.resume(replayed!.checkpointId, { branch: true });
         break;
       default: {
         const never: never = command;
@@ -79,6 +84,8 @@ function resolveWorkflowPath(store: SqlJsStore, caseFile: string, command: Exclu
   if (command.kind === "resume") {
     runId = store.getCheckpoint(command.checkpointId)?.runId;
     if (!runId) throw new CasefileError("UNKNOWN_CHECKPOINT", `no checkpoint "${command.checkpointId}" in ${caseFile}`);
+  } else if (command.kind === "replay") {
+    runId = findAgentCall(store, caseFile, command.agentCallId).runId;
   } else {
     runId = store.listRuns().find((r) => store.latestCheckpoint(r.id)?.waiting.some((w) => w.id === command.requestId))?.id;
     if (!runId) throw new CasefileError("UNKNOWN_REQUEST", `no run in ${caseFile} is waiting on request "${command.requestId}"`);
@@ -86,4 +93,44 @@ function resolveWorkflowPath(store: SqlJsStore, caseFile: string, command: Exclu
   const recorded = store.getRun(runId)?.workflow.path;
   if (!recorded) throw new CasefileError("USAGE", `run "${runId}" did not record its workflow file: pass --workflow`);
   return recorded;
+}
+
+/**
+ * What replaying an agent step needs: its recorded call (the recorded answer and hash, for the
+ * `recorded` mode's check) and the checkpoint the branch starts from, the last one of the call's
+ * run before the call's superstep.
+ */
+function replayOf(
+  store: SqlJsStore,
+  caseFile: string,
+  command: Extract<RunCommand, { kind: "replay" }>,
+): { replay: AgentReplay; checkpointId: string } {
+  const call = findAgentCall(store, caseFile, command.agentCallId);
+  if (command.mode === "edited" && !command.messages?.length) {
+    throw new CasefileError("USAGE", `replaying step "${call.id}" in edited mode needs the edited context messages (--messages FILE.json)`);
+  }
+  if (command.mode !== "edited" && command.messages) {
+    throw new CasefileError("USAGE", `edited messages were given for step "${call.id}", but the replay mode is "${command.mode}"; use --mode edited`);
+  }
+  const before = store
+    .listCheckpoints(call.runId)
+    .filter((c) => c.superstep < call.superstep)
+    .at(-1);
+  if (!before) {
+    throw new CasefileError("UNKNOWN_CHECKPOINT", `run "${call.runId}" in ${caseFile} has no checkpoint before superstep ${call.superstep}, where step "${call.id}" ran`);
+  }
+  const replay: AgentReplay = { executor: call.executor, mode: command.mode, recorded: call };
+  if (command.messages) replay.messages = command.messages;
+  return { replay, checkpointId: before.id };
+}
+
+function findAgentCall(store: SqlJsStore, caseFile: string, id: string): AgentCallRecord {
+  const call = store.getAgentCall(id);
+  if (call) return call;
+  const known = store.listAgentCalls().map((c) => c.id);
+  throw new CasefileError(
+    "USAGE",
+    `no agent step "${id}" in ${caseFile}` + (known.length ? `; agent steps: ${known.slice(0, 10).join(", ")}${known.length > 10 ? ", ..." : ""}` : "; it records no agent steps"),
+    { step: id, file: caseFile },
+  );
 }

@@ -1,0 +1,105 @@
+/**
+ * The runner child process. The extension host forks it (dist/runner.js) for each run, resume
+ * or answer; it runs the workflow with the engine, owns the case file while it runs, streams
+ * typed events to the host, and obeys pause / step / continue / stop at superstep boundaries.
+ * Every message from the host is parsed with the shared schema; anything else is logged and
+ * dropped.
+ */
+import { randomUUID } from "node:crypto";
+import { RunControl } from "../engine/control";
+import { CasefileError, describeError, isCasefileError } from "../engine/errors";
+import type { ModelProvider, ModelRequest, ModelResponse } from "../engine/model";
+import { HostToRunnerSchema, type HostToRunner, type RunnerToHost } from "../protocol/runner";
+import { runSession } from "./session";
+
+function post(message: RunnerToHost): void {
+  process.send?.(message);
+}
+
+/** The VS Code Language Model API, reached through the host: the runner never imports vscode. */
+class HostModelProvider implements ModelProvider {
+  readonly name = "vscode-lm";
+  private readonly waiting = new Map<string, { resolve: (r: ModelResponse) => void; reject: (e: Error) => void }>();
+
+  complete(request: ModelRequest): Promise<ModelResponse> {
+    const id = randomUUID();
+    post({ type: "modelRequest", id, request: { step: request.step, messages: request.messages, model: request.model } });
+    return new Promise((resolve, reject) => this.waiting.set(id, { resolve, reject }));
+  }
+
+  settle(message: Extract<HostToRunner, { type: "modelResult" }>): void {
+    const pending = this.waiting.get(message.id);
+    if (!pending) return;
+    this.waiting.delete(message.id);
+    if (message.ok && message.text !== undefined) pending.resolve({ text: message.text });
+    else pending.reject(new CasefileError("MODEL_CALL_FAILED", message.error ?? "the editor's language model call failed"));
+  }
+}
+
+function main(): void {
+  if (!process.send) {
+    process.stderr.write("runner: must be started by the Casefile extension (no IPC channel)\n");
+    process.exit(2);
+  }
+  let control: RunControl | undefined;
+  const host = new HostModelProvider();
+  let started = false;
+
+  process.on("message", (raw: unknown) => {
+    const parsed = HostToRunnerSchema.safeParse(raw);
+    if (!parsed.success) {
+      post({ type: "log", level: "warn", message: `dropped a malformed message from the host: ${parsed.error.issues[0]?.message}` });
+      return;
+    }
+    const message = parsed.data;
+    switch (message.type) {
+      case "start":
+        if (started) {
+          post({ type: "log", level: "warn", message: "dropped a second start: one runner runs one command" });
+          return;
+        }
+        started = true;
+        control = new RunControl(message.stepMode);
+        void start(message, control, host);
+        return;
+      case "control":
+        if (!control) return;
+        control[message.action]();
+        return;
+      case "modelResult":
+        host.settle(message);
+        return;
+      default: {
+        const never: never = message;
+        post({ type: "log", level: "warn", message: `unhandled message ${JSON.stringify(never)}` });
+      }
+    }
+  });
+  // The host going away is a stop: finish the current superstep's commit and exit.
+  process.on("disconnect", () => control?.stop());
+  post({ type: "ready" });
+}
+
+async function start(message: Extract<HostToRunner, { type: "start" }>, control: RunControl, host: HostModelProvider): Promise<void> {
+  try {
+    const result = await runSession(message.command, {
+      control,
+      provider: message.provider,
+      providerInstance: message.provider?.kind === "vscode-lm" ? host : undefined,
+      onEvent: (event) => {
+        post({ type: "event", event });
+        if (event.type === "run_paused") post({ type: "paused", runId: event.runId, superstep: event.superstep });
+      },
+      log: (m) => post({ type: "log", level: m.startsWith("warning") ? "warn" : "info", message: m }),
+    });
+    post({ type: "done", runId: result.runId, status: result.status, caseFile: result.caseFile });
+  } catch (e) {
+    const err = isCasefileError(e) ? e.toJSON() : describeError(e);
+    post({ type: "error", error: { code: err.code, message: err.message } });
+  } finally {
+    // Let the last messages flush before exiting.
+    process.disconnect?.();
+  }
+}
+
+main();
