@@ -104,9 +104,11 @@ export class Engine {
    * Resumes from any checkpoint. The latest checkpoint of an unfinished run (killed, stopped,
    * failed) continues that run; any other checkpoint, a patch, or a migrated state starts a
    * branch run that points at its parent run and checkpoint. The parent is never changed.
+   * `branch: true` always starts a branch, even from the latest checkpoint of an unfinished run:
+   * replaying a step must leave the run that recorded it as it was.
    */
-  async resume(fromCheckpointId: string, opts: { patch?: Record<string, Json> } = {}): Promise<RunResult> {
-    const { run, cp, values } = this.prepare(fromCheckpointId, opts.patch);
+  async resume(fromCheckpointId: string, opts: { patch?: Record<string, Json>; branch?: boolean } = {}): Promise<RunResult> {
+    const { run, cp, values } = this.prepare(fromCheckpointId, opts.patch, false, opts.branch ?? false);
     return this.loop(run, cp, values);
   }
 
@@ -167,6 +169,7 @@ export class Engine {
     fromId: string,
     patch: Record<string, Json> | undefined,
     answering = false,
+    forceBranch = false,
   ): { run: RunRecord; cp: Checkpoint; values: Record<string, Json> } {
     const wf = this.workflow;
     const source = this.store.getCheckpoint(fromId);
@@ -220,6 +223,7 @@ export class Engine {
 
     const latest = this.store.latestCheckpoint(parent.id);
     const sameRun =
+      !forceBranch &&
       changed.size === 0 &&
       source.workflow.graphHash === wf.graphHash &&
       latest?.id === source.id &&
@@ -350,7 +354,9 @@ export class Engine {
             provider: this.options.provider,
             store: this.store,
             callIndex,
-            replay: this.options.replay,
+            // A replay names one step: the one in the first superstep after the checkpoint the
+            // run resumed from. Later calls of the same executor (a loop) run normally.
+            replay: superstep === start.superstep + 1 ? this.options.replay : undefined,
             log: (m) => this.options.log?.(m),
           });
         }),

@@ -32,6 +32,9 @@ export const ProviderConfigSchema = z.discriminatedUnion("kind", [
 export type ProviderConfig = z.infer<typeof ProviderConfigSchema>;
 
 export const ReplayModeSchema = z.enum(["recorded", "live", "edited"]);
+export type ReplayMode = z.infer<typeof ReplayModeSchema>;
+
+export const ChatMessageSchema = z.object({ role: z.enum(["system", "user", "assistant"]), content: z.string() });
 
 export const RunCommandSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("run"), workflowPath: z.string(), caseFile: z.string(), input: json.optional() }),
@@ -48,6 +51,19 @@ export const RunCommandSchema = z.discriminatedUnion("kind", [
     caseFile: z.string(),
     requestId: z.string(),
     answer: json,
+    workflowPath: z.string().optional(),
+  }),
+  /**
+   * Replays one agent step as a branch from the checkpoint just before its superstep. `edited`
+   * needs `messages`: the context the developer edited, sent instead of the one built from state.
+   */
+  z.object({
+    kind: z.literal("replay"),
+    caseFile: z.string(),
+    /** AgentCallRecord id, e.g. `run-1a2b3c4d:3:propose`. */
+    agentCallId: z.string(),
+    mode: ReplayModeSchema,
+    messages: z.array(ChatMessageSchema).optional(),
     workflowPath: z.string().optional(),
   }),
 ]);
