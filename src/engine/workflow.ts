@@ -129,7 +129,12 @@ export function defineWorkflow(spec: WorkflowSpec): Workflow {
       grew = false;
       for (const e of edges) {
         if (e.from.some((f) => reached.has(f))) {
-          for (const t of e.to) if (!reached.has(t)) (reached.add(t), (grew = true));
+          for (const t of e.to) {
+            if (!reached.has(t)) {
+              reached.add(t);
+              grew = true;
+            }
+          }
         }
       }
     }
