@@ -46,6 +46,9 @@ const targets = [
 mkdirSync("dist", { recursive: true });
 // sql.js finds its wasm next to the bundle that loads it (see src/casefile/sqlite.ts).
 copyFileSync(path.join(path.dirname(require.resolve("sql.js")), "sql-wasm.wasm"), "dist/sql-wasm.wasm");
+// The webviews' icon font, served from media/ (their only local resource root).
+const codicons = path.join(path.dirname(require.resolve("@vscode/codicons/package.json")), "dist");
+for (const f of ["codicon.css", "codicon.ttf"]) copyFileSync(path.join(codicons, f), path.join("media", f));
 
 if (watch) {
   for (const t of targets) await (await esbuild.context(t)).watch();

@@ -1,0 +1,629 @@
+/**
+ * The Run Inspector's webview script (bundled to media/inspector.js). It renders the view model
+ * the host sends and posts back what the person asks for. Plain DOM, no framework: the only heavy
+ * part is the timeline, which is virtualised (only the rows in view exist), so a run of 10,000
+ * supersteps paints as fast as one of ten.
+ *
+ * Every message from the host is parsed with the shared schema (src/protocol/webview.ts); one that
+ * does not parse is dropped and logged to the console, and the panel keeps what it shows.
+ */
+import type {
+  ContextView,
+  DecisionView,
+  HostToInspector,
+  InspectorToHost,
+  InspectorViewModel,
+  IntentView,
+  StateEntryView,
+  StepView,
+  SuperstepView,
+} from "../protocol/webview";
+import { EvalFormatSchema, parseHostMessage, ReplayModeSchema } from "../protocol/webview";
+import { ROW_HEIGHT, visibleRange } from "./timelineWindow";
+
+interface VsCodeApi {
+  postMessage(message: InspectorToHost): void;
+  getState(): unknown;
+  setState(state: unknown): void;
+}
+declare function acquireVsCodeApi(): VsCodeApi;
+
+type Tab = "context" | "decision" | "state" | "intents";
+const TABS: { id: Tab; label: string; icon: string }[] = [
+  { id: "context", label: "Context", icon: "comment-discussion" },
+  { id: "decision", label: "Proposal vs Commit", icon: "law" },
+  { id: "state", label: "State", icon: "database" },
+  { id: "intents", label: "Intents", icon: "zap" },
+];
+
+const KIND_ICON: Record<StepView["kind"], string> = {
+  code: "code",
+  loader: "cloud-download",
+  agent: "sparkle",
+  commit: "law",
+  effect: "zap",
+  request: "person",
+};
+const VERDICT_ICON: Record<DecisionView["verdict"], string> = { accepted: "pass", rejected: "error", escalated: "warning" };
+
+interface UiState {
+  runId?: string;
+  superstepIndex: number;
+  stepIndex: number;
+  tab: Tab;
+}
+
+const vscode = acquireVsCodeApi();
+const app = document.getElementById("app")!;
+let model: InspectorViewModel | undefined;
+let ui: UiState = restoreUiState();
+let timeline: Timeline | undefined;
+/** When the message being handled arrived: the paint time reported for a load counts from here. */
+let receivedAt = 0;
+
+function post(message: InspectorToHost): void {
+  vscode.postMessage(message);
+}
+
+window.addEventListener("message", (event: MessageEvent<unknown>) => {
+  receivedAt = performance.now();
+  const parsed = parseHostMessage(event.data);
+  if (!parsed.ok) {
+    console.warn(`Run Inspector: dropped a malformed message from the host: ${parsed.error}`);
+    return;
+  }
+  receive(parsed.message);
+});
+
+function receive(message: HostToInspector): void {
+  switch (message.type) {
+    case "load": {
+      const started = receivedAt;
+      if (message.model.run.id !== ui.runId) ui = { runId: message.model.run.id, superstepIndex: 0, stepIndex: 0, tab: ui.tab };
+      model = message.model;
+      render();
+      // Read by the webview tests: when the first paint after a load was laid out.
+      requestAnimationFrame(() => {
+        document.body.dataset.paintMs = (performance.now() - started).toFixed(1);
+        document.body.dataset.loaded = message.model.run.id;
+      });
+      return;
+    }
+    case "notice":
+      showNotice(message.level, message.message);
+      return;
+    default: {
+      const never: never = message;
+      console.warn(`Run Inspector: unhandled message ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+function restoreUiState(): UiState {
+  const s = vscode.getState() as Partial<UiState> | undefined;
+  const tab = TABS.some((t) => t.id === s?.tab) ? (s!.tab as Tab) : "decision";
+  return {
+    ...(typeof s?.runId === "string" ? { runId: s.runId } : {}),
+    superstepIndex: typeof s?.superstepIndex === "number" ? s.superstepIndex : 0,
+    stepIndex: typeof s?.stepIndex === "number" ? s.stepIndex : 0,
+    tab,
+  };
+}
+
+function saveUiState(): void {
+  vscode.setState(ui);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layout
+
+function render(): void {
+  if (!model) return;
+  const m = model;
+  ui.superstepIndex = clamp(ui.superstepIndex, 0, Math.max(0, m.supersteps.length - 1));
+  app.replaceChildren(
+    header(m),
+    el("div", { className: "notice", id: "notice", role: "status", ariaLive: "polite" }),
+    m.canRun.ok ? nothing() : restrictedBanner(m.canRun.reason),
+    el("div", { className: "main" }, [timelinePane(m), el("section", { className: "detail", id: "detail" })]),
+  );
+  renderDetail();
+}
+
+function header(m: InspectorViewModel): HTMLElement {
+  const select = el("select", { className: "branch-select", title: "Branch", ariaLabel: "Branch" });
+  for (const b of m.branches) {
+    const depth = branchDepth(m, b.runId);
+    const option = el("option", { value: b.runId }, `${"\u00a0\u00a0".repeat(depth)}${depth ? "↳ " : ""}${b.runId} (${b.status})`);
+    if (b.runId === m.run.id) option.selected = true;
+    select.append(option);
+  }
+  select.addEventListener("change", () => post({ type: "selectRun", runId: select.value }));
+  const parent =
+    m.run.parentRunId !== null
+      ? el("span", { className: "muted branch-of" }, [
+          icon("git-branch"),
+          ` branch of ${m.run.parentRunId}${m.run.parentCheckpointId ? ` at checkpoint ${m.run.parentCheckpointId}` : ""}`,
+        ])
+      : nothing();
+  return el("header", { className: "header" }, [
+    el("div", { className: "title" }, [
+      icon("checklist"),
+      el("strong", {}, `${m.run.workflow.name}`),
+      el("span", { className: "muted" }, ` v${m.run.workflow.version}`),
+      el("span", { className: `status status-${m.run.status}` }, m.run.status.replace("_", " ")),
+      parent,
+    ]),
+    el("div", { className: "header-right" }, [el("span", { className: "muted" }, m.caseFile.name), select]),
+    m.run.error ? el("div", { className: "run-error" }, [icon("error"), ` ${m.run.error.code}: ${m.run.error.message}`]) : nothing(),
+  ]);
+}
+
+function restrictedBanner(reason: string): HTMLElement {
+  return el("div", { className: "banner", role: "note" }, [icon("shield"), el("span", {}, ` Restricted Mode. ${reason}`)]);
+}
+
+function branchDepth(m: InspectorViewModel, runId: string): number {
+  let depth = 0;
+  let cur = m.branches.find((b) => b.runId === runId);
+  while (cur?.parentRunId && depth < 50) {
+    depth++;
+    const parentId = cur.parentRunId;
+    cur = m.branches.find((b) => b.runId === parentId);
+  }
+  return depth;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timeline: a virtualised list; only the rows in view (plus a few) exist in the DOM.
+
+class Timeline {
+  readonly root: HTMLElement;
+  private readonly viewport: HTMLElement;
+  private readonly spacer: HTMLElement;
+  private readonly rows: HTMLElement;
+  private frame = 0;
+
+  constructor(private readonly supersteps: SuperstepView[]) {
+    this.spacer = el("div", { className: "timeline-spacer" });
+    this.spacer.style.height = `${supersteps.length * ROW_HEIGHT}px`;
+    this.rows = el("div", { className: "timeline-rows", role: "presentation" });
+    this.viewport = el("div", {
+      className: "timeline-viewport",
+      tabIndex: 0,
+      role: "listbox",
+      ariaLabel: `Supersteps (${supersteps.length})`,
+    });
+    this.viewport.append(this.spacer, this.rows);
+    this.viewport.addEventListener("scroll", () => this.schedule());
+    this.viewport.addEventListener("keydown", (e) => this.onKey(e));
+    this.rows.addEventListener("click", (e) => {
+      const row = (e.target as HTMLElement).closest<HTMLElement>(".timeline-row");
+      if (row) select(Number(row.dataset.index), 0);
+    });
+    new ResizeObserver(() => this.schedule()).observe(this.viewport);
+    this.root = this.viewport;
+  }
+
+  private schedule(): void {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.paint();
+    });
+  }
+
+  /** Renders the rows in view; called on scroll, resize and selection. */
+  paint(): void {
+    const { first, last } = visibleRange(this.viewport.scrollTop, this.viewport.clientHeight || 600, this.supersteps.length);
+    const out: HTMLElement[] = [];
+    for (let i = first; i < last; i++) out.push(this.row(i));
+    this.rows.style.transform = `translateY(${first * ROW_HEIGHT}px)`;
+    this.rows.replaceChildren(...out);
+  }
+
+  private row(i: number): HTMLElement {
+    const s = this.supersteps[i]!;
+    const selected = i === ui.superstepIndex;
+    const verdicts = s.steps.flatMap((st) => ("verdict" in st.decision && st.kind === "commit" ? [st.decision.verdict] : []));
+    const failed = s.steps.some((st) => st.status === "failed");
+    const row = el("div", {
+      className: `timeline-row${selected ? " selected" : ""}${failed ? " failed" : ""}`,
+      role: "option",
+      ariaSelected: String(selected),
+    });
+    row.dataset.index = String(i);
+    row.style.height = `${ROW_HEIGHT}px`;
+    row.append(
+      el("span", { className: "superstep-number" }, `#${s.superstep}`),
+      el(
+        "span",
+        { className: "row-steps" },
+        s.steps.map((st) => el("span", { className: `step-chip kind-${st.kind}`, title: `${st.kind} step` }, [icon(KIND_ICON[st.kind]), st.executor])),
+      ),
+      el(
+        "span",
+        { className: "row-badges" },
+        verdicts.map((v) => el("span", { className: `verdict verdict-${v}` }, [icon(VERDICT_ICON[v]), v])),
+      ),
+      s.checkpointId === null ? el("span", { className: "muted", title: "No checkpoint recorded" }, [icon("circle-slash")]) : nothing(),
+    );
+    return row;
+  }
+
+  /** Keeps the selected row in view (keyboard navigation, programmatic selection). */
+  reveal(index: number): void {
+    const top = index * ROW_HEIGHT;
+    const bottom = top + ROW_HEIGHT;
+    if (top < this.viewport.scrollTop) this.viewport.scrollTop = top;
+    else if (bottom > this.viewport.scrollTop + this.viewport.clientHeight) this.viewport.scrollTop = bottom - this.viewport.clientHeight;
+    this.paint();
+  }
+
+  private onKey(e: KeyboardEvent): void {
+    const page = Math.max(1, Math.floor(this.viewport.clientHeight / ROW_HEIGHT) - 1);
+    const moves: Record<string, number> = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page };
+    let next: number | undefined;
+    if (e.key in moves) next = ui.superstepIndex + moves[e.key]!;
+    else if (e.key === "Home") next = 0;
+    else if (e.key === "End") next = this.supersteps.length - 1;
+    if (next === undefined) return;
+    e.preventDefault();
+    select(clamp(next, 0, this.supersteps.length - 1), 0);
+  }
+}
+
+function timelinePane(m: InspectorViewModel): HTMLElement {
+  const title = el("div", { className: "pane-title" }, [icon("history"), ` Supersteps `, el("span", { className: "count" }, String(m.supersteps.length))]);
+  if (m.supersteps.length === 0) {
+    timeline = undefined;
+    return el("nav", { className: "timeline" }, [title, el("p", { className: "absent" }, "This run has no supersteps recorded yet.")]);
+  }
+  timeline = new Timeline(m.supersteps);
+  const nav = el("nav", { className: "timeline" }, [title, timeline.root]);
+  // Paint once the viewport has a size; the ResizeObserver repaints on later changes.
+  queueMicrotask(() => timeline?.paint());
+  return nav;
+}
+
+function select(superstepIndex: number, stepIndex: number): void {
+  ui.superstepIndex = superstepIndex;
+  ui.stepIndex = stepIndex;
+  saveUiState();
+  timeline?.reveal(superstepIndex);
+  renderDetail();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Detail: the selected superstep, its steps, the tabs and the actions.
+
+function renderDetail(): void {
+  const detail = document.getElementById("detail");
+  if (!detail || !model) return;
+  const s = model.supersteps[ui.superstepIndex];
+  if (!s) {
+    detail.replaceChildren(el("p", { className: "absent" }, "Select a superstep."));
+    return;
+  }
+  ui.stepIndex = clamp(ui.stepIndex, 0, Math.max(0, s.steps.length - 1));
+  const step = s.steps[ui.stepIndex];
+  const stepPicker = el(
+    "div",
+    { className: "step-picker", role: "tablist", ariaLabel: "Steps in this superstep" },
+    s.steps.map((st, i) => {
+      const b = el("button", { className: `step-button kind-${st.kind}${i === ui.stepIndex ? " selected" : ""}`, role: "tab" }, [
+        icon(KIND_ICON[st.kind]),
+        ` ${st.executor}`,
+        el("span", { className: "muted" }, ` ${st.kind}`),
+        st.status === "ok" ? nothing() : el("span", { className: `step-status status-${st.status}` }, ` ${st.status}`),
+      ]);
+      b.setAttribute("aria-selected", String(i === ui.stepIndex));
+      b.addEventListener("click", () => select(ui.superstepIndex, i));
+      return b;
+    }),
+  );
+  const tabs = el(
+    "div",
+    { className: "tabs", role: "tablist" },
+    TABS.map((t) => {
+      const b = el("button", { className: `tab${t.id === ui.tab ? " active" : ""}`, role: "tab" }, [icon(t.icon), ` ${t.label}`]);
+      b.dataset.tab = t.id;
+      b.setAttribute("aria-selected", String(t.id === ui.tab));
+      b.addEventListener("click", () => {
+        ui.tab = t.id;
+        saveUiState();
+        renderDetail();
+      });
+      return b;
+    }),
+  );
+  const body = el("div", { className: `tab-body tab-${ui.tab}`, role: "tabpanel" });
+  if (ui.tab === "state") body.append(stateTab(s, model.supersteps[ui.superstepIndex - 1]));
+  else if (!step) body.append(el("p", { className: "absent" }, `No step ran in superstep ${s.superstep}.`));
+  else if (ui.tab === "context") body.append(contextTab(step.context));
+  else if (ui.tab === "decision") body.append(decisionTab(step.decision));
+  else body.append(intentsTab(step.intents));
+
+  detail.replaceChildren(
+    el("div", { className: "detail-head" }, [
+      el("h2", {}, [`Superstep ${s.superstep}`]),
+      el("span", { className: "muted" }, s.checkpointId ? ` checkpoint ${s.checkpointId}${s.at ? ` · ${s.at}` : ""}` : " no checkpoint recorded"),
+    ]),
+    stepPicker,
+    step ? stepSummary(step) : nothing(),
+    actions(s, step),
+    tabs,
+    body,
+  );
+}
+
+function stepSummary(step: StepView): HTMLElement {
+  return el("div", { className: "step-summary muted" }, [
+    `${step.durationMs} ms`,
+    step.writes.length ? ` · writes ${step.writes.join(", ")}` : " · writes nothing",
+    step.error ? el("span", { className: "error-text" }, ` · ${step.error.code}: ${step.error.message}`) : nothing(),
+  ]);
+}
+
+function actions(s: SuperstepView, step: StepView | undefined): HTMLElement {
+  const m = model!;
+  const runBlocked = m.canRun.ok ? undefined : m.canRun.reason;
+  const noCheckpoint = s.checkpointId === null ? `No checkpoint was recorded after superstep ${s.superstep}.` : undefined;
+  const notAgent = step?.kind === "agent" ? undefined : "Only agent steps can be replayed or exported as eval cases.";
+
+  const resume = button("debug-restart", "Resume from here", "resume", runBlocked ?? noCheckpoint, () =>
+    post({ type: "resumeFrom", runId: m.run.id, checkpointId: s.checkpointId! }),
+  );
+  resume.classList.add("primary");
+  const fork = button("repo-forked", "Fork with edited state", "fork", runBlocked ?? noCheckpoint, () =>
+    post({ type: "forkWithEditedState", runId: m.run.id, checkpointId: s.checkpointId! }),
+  );
+  const modeSelect = el("select", { className: "replay-mode", ariaLabel: "Replay mode" });
+  for (const mode of ReplayModeSchema.options) modeSelect.append(el("option", { value: mode }, mode));
+  const replay = button("debug-rerun", "Replay step", "replay", runBlocked ?? notAgent, () =>
+    post({ type: "replayStep", runId: m.run.id, stepId: step!.id, mode: ReplayModeSchema.parse(modeSelect.value) }),
+  );
+  const formatSelect = el("select", { className: "eval-format", ariaLabel: "Eval format" });
+  for (const f of EvalFormatSchema.options) formatSelect.append(el("option", { value: f }, f));
+  const exportButton = button("export", "Export as eval", "export", notAgent, () =>
+    post({ type: "exportStepAsEval", runId: m.run.id, stepId: step!.id, format: EvalFormatSchema.parse(formatSelect.value) }),
+  );
+  modeSelect.disabled = replay.disabled;
+  formatSelect.disabled = exportButton.disabled;
+  return el("div", { className: "actions" }, [
+    resume,
+    fork,
+    el("span", { className: "group" }, [replay, modeSelect]),
+    el("span", { className: "group" }, [exportButton, formatSelect]),
+  ]);
+}
+
+/** A button that, when disabled, says why in its tooltip and its accessible description. */
+function button(iconName: string, label: string, action: string, disabledReason: string | undefined, onClick: () => void): HTMLButtonElement {
+  const b = el("button", { className: "action" }, [icon(iconName), ` ${label}`]);
+  b.dataset.action = action;
+  if (disabledReason) {
+    b.disabled = true;
+    b.title = disabledReason;
+  } else {
+    b.addEventListener("click", onClick);
+  }
+  return b;
+}
+
+function contextTab(c: ContextView | { absent: string }): HTMLElement {
+  if ("absent" in c) return absent(c.absent);
+  const budget = c.tokens
+    ? el("div", { className: "budget" }, [
+        el("span", { className: "token-total" }, `${c.tokens.count.toLocaleString("en-US")} tokens`),
+        c.tokens.soft !== null || c.tokens.hard !== null
+          ? el(
+              "span",
+              { className: "muted" },
+              ` of budget ${[c.tokens.soft !== null ? `${c.tokens.soft} soft` : "", c.tokens.hard !== null ? `${c.tokens.hard} hard` : ""].filter(Boolean).join(" / ")}`,
+            )
+          : el("span", { className: "muted" }, " (no budget set)"),
+        el("span", { className: "muted" }, ` · ${c.tokens.tokenizer}`),
+        meter(c.tokens.count, c.tokens.hard ?? c.tokens.soft),
+      ])
+    : el("div", { className: "budget absent" }, "No token count was recorded for this call.");
+  return el("div", {}, [
+    el("div", { className: "kv" }, [
+      kv("model", c.model),
+      kv("provider", c.provider),
+      kv("mode", c.mode),
+      kv("context hash", c.hash),
+      c.originalHash ? kv("replaces context", c.originalHash) : nothing(),
+    ]),
+    budget,
+    el(
+      "ol",
+      { className: "messages" },
+      c.messages.map((msg) =>
+        el("li", { className: `message role-${msg.role}` }, [
+          el("div", { className: "message-head" }, [
+            el("span", { className: "role" }, msg.role),
+            el("span", { className: "muted tokens" }, msg.tokens === null ? "tokens not counted" : `${msg.tokens} tokens`),
+          ]),
+          el("pre", { className: "message-content" }, msg.content),
+        ]),
+      ),
+    ),
+    c.raw !== null ? el("details", { className: "raw" }, [el("summary", {}, "Raw model answer"), el("pre", {}, c.raw)]) : nothing(),
+    el("p", { className: "absent small" }, "Diff against another step or branch: not built yet."),
+  ]);
+}
+
+function meter(count: number, limit: number | null): HTMLElement | Text {
+  if (limit === null || limit <= 0) return nothing();
+  const pct = Math.min(100, (count / limit) * 100);
+  const bar = el("span", { className: `meter${count > limit ? " over" : ""}`, title: `${pct.toFixed(0)}% of ${limit}` });
+  const fill = el("span", { className: "meter-fill" });
+  fill.style.width = `${pct}%`;
+  bar.append(fill);
+  return bar;
+}
+
+function decisionTab(d: DecisionView | { absent: string }): HTMLElement {
+  if ("absent" in d) return absent(d.absent);
+  const proposal = el("section", { className: "column proposal" }, [
+    el("h3", {}, [icon("sparkle"), " Proposal"]),
+    el("div", { className: "muted" }, d.proposedBy ? `by ${d.proposedBy.executor} (call ${d.proposedBy.agentCallId})` : "no agent call linked to this verdict"),
+    d.rejection ? el("div", { className: "error-text" }, [icon("error"), ` refused before the rules: ${d.rejection.code}: ${d.rejection.message}`]) : nothing(),
+    d.proposal === null ? absent("No proposal was recorded.") : jsonBlock(d.proposal, "proposal-json"),
+  ]);
+  const commit = el("section", { className: "column commit" }, [
+    el("h3", {}, [icon("law"), ` Commit by ${d.committedBy}`]),
+    el("div", { className: `verdict verdict-${d.verdict} verdict-large` }, [icon(VERDICT_ICON[d.verdict]), ` ${d.verdict}`]),
+    el("p", { className: "reason" }, d.reason),
+    el(
+      "ul",
+      { className: "rules" },
+      d.rules.map((r) =>
+        el("li", { className: `rule ${r.ok ? "ok" : "broken"}` }, [
+          icon(r.ok ? "pass" : "error"),
+          el("span", { className: "rule-name" }, ` ${r.name}`),
+          el("span", { className: "muted" }, ` ${r.message}`),
+        ]),
+      ),
+    ),
+    el("h4", {}, "State diff"),
+    d.diff.length === 0
+      ? el("p", { className: "muted" }, "The commit changed no state.")
+      : table(
+          ["key", "before", "after"],
+          d.diff.map((row) => [row.key, row.hadBefore ? jsonInline(row.before) : el("span", { className: "muted" }, "(unset)"), jsonInline(row.after)]),
+          "diff",
+        ),
+  ]);
+  return el("div", { className: "columns" }, [proposal, commit]);
+}
+
+function stateTab(s: SuperstepView, previous: SuperstepView | undefined): HTMLElement {
+  if ("absent" in s.state) return absent(s.state.absent);
+  const before = previous && "entries" in previous.state ? new Map(previous.state.entries.map((e) => [e.key, e])) : undefined;
+  const changed = (e: StateEntryView): string => {
+    if (!before) return "";
+    const p = before.get(e.key);
+    if (!p) return "new";
+    return p.version !== e.version || p.writtenBy !== e.writtenBy ? "changed" : "";
+  };
+  return el("div", {}, [
+    el(
+      "p",
+      { className: "muted" },
+      before ? `State after superstep ${s.superstep}; marks compare with superstep ${previous!.superstep}.` : `State after superstep ${s.superstep}.`,
+    ),
+    table(
+      ["key", "value", "version", "provenance"],
+      s.state.entries.map((e) => {
+        const mark = changed(e);
+        return [
+          el("span", {}, [e.key, mark ? el("span", { className: `mark mark-${mark}` }, mark) : nothing()]),
+          jsonInline(e.value),
+          el("span", {}, [`v${e.version}`, e.writtenBy !== model!.run.id ? el("div", { className: "muted small" }, `from ${e.writtenBy}`) : nothing()]),
+          e.provenance
+            ? el("span", { className: "provenance" }, [
+                icon("cloud-download"),
+                ` fact of record from ${e.provenance.source}`,
+                el("div", { className: "muted small" }, `version ${e.provenance.sourceVersion} · read ${e.provenance.readAt}`),
+              ])
+            : el("span", { className: "muted" }, "workflow state"),
+        ];
+      }),
+      "state",
+    ),
+  ]);
+}
+
+function intentsTab(i: IntentView[] | { absent: string }): HTMLElement {
+  if (!Array.isArray(i)) return absent(i.absent);
+  if (i.length === 0) return absent("This effect step recorded no intent.");
+  return el(
+    "div",
+    { className: "intents" },
+    i.map((intent) =>
+      el("section", { className: `intent intent-${intent.status}` }, [
+        el("h3", {}, [icon("zap"), ` ${intent.action} → ${intent.target} `, el("span", { className: `status status-${intent.status}` }, intent.status.replace("_", " "))]),
+        el("div", { className: "kv" }, [kv("idempotency key", intent.id), kv("created", intent.createdAt), kv("updated", intent.updatedAt)]),
+        el("h4", {}, "Payload"),
+        jsonBlock(intent.payload),
+        el("h4", {}, "Relies on"),
+        jsonBlock(intent.reliesOn),
+        intent.reference !== null ? el("div", {}, [el("h4", {}, "Reference"), jsonBlock(intent.reference)]) : nothing(),
+        intent.error ? el("div", { className: "error-text" }, `${intent.error.code}: ${intent.error.message}`) : nothing(),
+        intent.drift !== null ? el("div", {}, [el("h4", {}, "Live record changed"), jsonBlock(intent.drift)]) : nothing(),
+      ]),
+    ),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small DOM helpers
+
+let noticeTimer: ReturnType<typeof setTimeout> | undefined;
+function showNotice(level: "info" | "warning" | "error", text: string): void {
+  const n = document.getElementById("notice");
+  if (!n) {
+    app.replaceChildren(el("p", { className: `notice-standalone ${level}` }, text));
+    return;
+  }
+  n.className = `notice visible ${level}`;
+  n.replaceChildren(icon(level === "info" ? "info" : level), ` ${text}`);
+  if (noticeTimer) clearTimeout(noticeTimer);
+  if (level === "info") noticeTimer = setTimeout(() => (n.className = "notice"), 8000);
+}
+
+function absent(text: string): HTMLElement {
+  return el("p", { className: "absent" }, [icon("info"), ` ${text}`]);
+}
+
+function kv(key: string, value: string): HTMLElement {
+  return el("span", { className: "kv-item" }, [el("span", { className: "muted" }, `${key} `), el("code", {}, value)]);
+}
+
+function jsonBlock(value: unknown, className = ""): HTMLElement {
+  return el("pre", { className: `json ${className}` }, JSON.stringify(value, null, 2));
+}
+
+function jsonInline(value: unknown): HTMLElement {
+  const text = JSON.stringify(value, null, 2);
+  return el("pre", { className: "json inline" }, text.length > 2000 ? `${text.slice(0, 2000)}…` : text);
+}
+
+function table(headers: string[], rows: (string | Node)[][], className: string): HTMLElement {
+  return el("table", { className: `grid ${className}` }, [
+    el("thead", {}, [el("tr", {}, headers.map((h) => el("th", {}, h)))]),
+    el(
+      "tbody",
+      {},
+      rows.map((r) => el("tr", {}, r.map((c) => el("td", {}, [c])))),
+    ),
+  ]);
+}
+
+function icon(name: string): HTMLElement {
+  return el("span", { className: `codicon codicon-${name}`, ariaHidden: "true" });
+}
+
+function nothing(): Text {
+  return document.createTextNode("");
+}
+
+type Props<K extends keyof HTMLElementTagNameMap> = Partial<Omit<HTMLElementTagNameMap[K], "style">>;
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: Props<K> = {},
+  children: string | (string | Node)[] = [],
+): HTMLElementTagNameMap[K] {
+  const node = Object.assign(document.createElement(tag), props);
+  if (typeof children === "string") node.textContent = children;
+  else node.append(...children);
+  return node;
+}
+
+function clamp(n: number, lo: number, hi: number): number {
+  return Math.min(hi, Math.max(lo, Number.isFinite(n) ? n : lo));
+}
+
+post({ type: "ready" });

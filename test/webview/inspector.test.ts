@@ -1,0 +1,316 @@
+import * as assert from "node:assert/strict";
+import type { Browser, Page } from "playwright-core";
+import { MemoryStore } from "../../src/casefile/index";
+import type { CommitBatch } from "../../src/engine/store";
+import { countTokens } from "../../src/engine/tokens";
+import type { InspectorViewModel } from "../../src/protocol/webview";
+import { buildInspectorViewModel } from "../../src/extension/viewModel";
+import { commitInvoiceRun, INVOICE_BRANCH, INVOICE_RUN } from "../fixtures/casefile/fixture";
+import { deliver, launchBrowser, openWebview, posted, screenshot } from "./webviewHost";
+import type { Theme } from "./webviewHost";
+
+/**
+ * The Run Inspector's bundle (media/inspector.js, built by `npm run build`) in headless Chromium,
+ * fed view models built from the invoice fixture by the real view-model builder and store. The
+ * tests read what a person sees and check what each action posts to the host.
+ */
+
+const caseFile = { path: "/workspace/invoice.casefile", name: "invoice.casefile" };
+
+function invoiceModel(runId: string, canRun: InspectorViewModel["canRun"] = { ok: true }): InspectorViewModel {
+  const store = new MemoryStore();
+  commitInvoiceRun(store);
+  return buildInspectorViewModel(store, {
+    caseFile,
+    runId,
+    canRun,
+    countMessageTokens: (m, model) => countTokens([m], model).count - countTokens([], model).count,
+  });
+}
+
+async function openInspector(browser: Browser, model: InspectorViewModel, theme: Theme = "dark"): Promise<Page> {
+  const page = await openWebview(browser, { script: "media/inspector.js", styles: ["media/codicon.css", "media/inspector.css"], theme });
+  await deliver(page, { type: "load", model });
+  await page.waitForSelector(`body[data-loaded="${model.run.id}"]`);
+  return page;
+}
+
+/** The text as a person sees it (innerText: CSS text-transform applied), whitespace collapsed. */
+const text = (page: Page, selector: string): Promise<string> =>
+  page.$eval(selector, (e) => (e as HTMLElement).innerText.replace(/\s+/g, " ").trim());
+const texts = (page: Page, selector: string): Promise<string[]> =>
+  page.$$eval(selector, (els) => els.map((e) => (e as HTMLElement).innerText.replace(/\s+/g, " ").trim()));
+const rowTexts = (page: Page): Promise<string[]> => texts(page, ".timeline-row");
+
+async function selectSuperstep(page: Page, n: number): Promise<void> {
+  await page.click(`.timeline-row:has(.superstep-number:text-is("#${n}"))`);
+  await page.waitForSelector(`.detail-head h2:text-is("Superstep ${n}")`);
+}
+
+async function openTab(page: Page, tab: "context" | "decision" | "state" | "intents"): Promise<void> {
+  await page.click(`.tab[data-tab="${tab}"]`);
+  await page.waitForSelector(`.tab-body.tab-${tab}`);
+}
+
+describe("Run Inspector webview (headless Chromium)", function () {
+  let browser: Browser;
+
+  before(async () => {
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  it("says ready before anything else and shows nothing invented before the host loads a run", async () => {
+    const page = await openWebview(browser, { script: "media/inspector.js", styles: ["media/codicon.css", "media/inspector.css"] });
+    assert.deepEqual(await posted(page), [{ type: "ready" }]);
+    assert.equal(await page.$$eval(".timeline-row", (r) => r.length), 0);
+    await page.close();
+  });
+
+  it("shows the run's supersteps in the timeline with their steps and verdicts", async () => {
+    const page = await openInspector(browser, invoiceModel(INVOICE_RUN));
+    assert.equal(await text(page, ".title strong"), "invoice");
+    assert.equal(await text(page, ".title .status"), "COMPLETED");
+    assert.deepEqual(await rowTexts(page), [
+      "#0 loadInvoice loadSupplier",
+      "#1 triage",
+      "#2 decide accepted",
+      "#3 postPayment",
+    ]);
+    await page.close();
+  });
+
+  it("shows proposal vs commit side by side: proposal, each rule, the verdict and the state diff", async () => {
+    const page = await openInspector(browser, invoiceModel(INVOICE_RUN));
+    await selectSuperstep(page, 2);
+    await openTab(page, "decision");
+    const proposal = JSON.parse(await page.$eval(".proposal-json", (e) => e.textContent ?? "")) as { action: string; facts: string[] };
+    assert.equal(proposal.action, "approve");
+    assert.deepEqual(proposal.facts, ["invoice", "supplier"]);
+    assert.match(await text(page, ".proposal"), /by triage/);
+    assert.equal(await text(page, ".verdict-large"), "Accepted");
+    const rules = await page.$$eval(".rule", (els) => els.map((e) => `${e.className.includes("ok") ? "ok" : "broken"} ${(e as HTMLElement).innerText.trim()}`));
+    assert.equal(rules.length, 3);
+    assert.ok(rules.every((r) => r.startsWith("ok")), rules.join("\n"));
+    assert.match(rules[1]!, /iban-matches-supplier/);
+    const diff = await texts(page, "table.diff tbody tr");
+    assert.deepEqual(diff, ['decision (unset) { "status": "approved", "approvedAmount": 1840.5 }']);
+    await screenshot(page, "inspector-decision-dark");
+    await page.close();
+  });
+
+  it("shows a rejected proposal's broken rule and the escalation in a branch run", async () => {
+    const page = await openInspector(browser, invoiceModel(INVOICE_BRANCH));
+    assert.match(await text(page, ".header"), new RegExp(`branch of ${INVOICE_RUN} at checkpoint ${INVOICE_RUN}-cp1`));
+    await openTab(page, "decision");
+    assert.equal(await text(page, ".verdict-large"), "Escalated");
+    const broken = await texts(page, ".rule.broken");
+    assert.deepEqual(broken, ["cites-known-facts creditScore is not a fact of record"]);
+    assert.match(await text(page, ".proposal"), /no agent call linked/);
+    await page.close();
+  });
+
+  it("switches tabs: context with per-message tokens and budget, state with provenance, intents", async () => {
+    const page = await openInspector(browser, invoiceModel(INVOICE_RUN));
+    await selectSuperstep(page, 1);
+    await openTab(page, "context");
+    assert.match(await text(page, ".budget"), /118 tokens of budget 2000 soft \/ 4000 hard · o200k_base/);
+    const messages = await page.$$eval(".message", (els) =>
+      els.map((e) => [".role", ".tokens", ".message-content"].map((s) => e.querySelector(s)!.textContent).join(" | ")),
+    );
+    assert.equal(messages.length, 2);
+    assert.match(messages[0]!, /^system \| \d+ tokens \| You triage supplier invoices/);
+    assert.match(messages[1]!, /^user \| \d+ tokens \| Invoice INV-1042/);
+    await screenshot(page, "inspector-context-dark");
+
+    await openTab(page, "state");
+    const state = await texts(page, "table.state tbody tr");
+    assert.equal(state.length, 3);
+    assert.match(state.find((r) => r.startsWith("invoice"))!, /fact of record from erp:invoices\/INV-1042 version etag-"a9f1"/);
+    assert.match(state.find((r) => r.startsWith("proposal"))!, /^proposal ?NEW \{ "action": "approve", .* \} v1 workflow state$/);
+    await screenshot(page, "inspector-state-dark");
+
+    await selectSuperstep(page, 3);
+    await openTab(page, "intents");
+    assert.match(await text(page, ".intent h3"), /postPayment → bank:payments DONE/);
+    assert.match(await text(page, ".intent"), /invoice:INV-1042:postPayment/);
+    await page.close();
+  });
+
+  it("says plainly where a step has nothing to show instead of inventing it", async () => {
+    const page = await openInspector(browser, invoiceModel(INVOICE_RUN));
+    await selectSuperstep(page, 0);
+    await openTab(page, "context");
+    assert.equal(await text(page, ".tab-body .absent"), "Only agent steps give a model a context; this is a loader step.");
+    await openTab(page, "decision");
+    assert.match(await text(page, ".tab-body .absent"), /applies to agent and commit steps; this is a loader step/);
+    await openTab(page, "intents");
+    assert.match(await text(page, ".tab-body .absent"), /Only effect steps record intents/);
+    await page.close();
+  });
+
+  it("posts the right message for each action", async () => {
+    const page = await openInspector(browser, invoiceModel(INVOICE_RUN));
+    await selectSuperstep(page, 1);
+    const stepId = `${INVOICE_RUN}-s1-triage`;
+    await page.click('button[data-action="resume"]');
+    await page.click('button[data-action="fork"]');
+    await page.selectOption("select.replay-mode", "live");
+    await page.click('button[data-action="replay"]');
+    await page.selectOption("select.eval-format", "jsonl");
+    await page.click('button[data-action="export"]');
+    const branchSelect = "select.branch-select";
+    await page.selectOption(branchSelect, INVOICE_BRANCH);
+    const messages = (await posted(page)).slice(1);
+    assert.deepEqual(messages, [
+      { type: "resumeFrom", runId: INVOICE_RUN, checkpointId: `${INVOICE_RUN}-cp1` },
+      { type: "forkWithEditedState", runId: INVOICE_RUN, checkpointId: `${INVOICE_RUN}-cp1` },
+      { type: "replayStep", runId: INVOICE_RUN, stepId, mode: "live" },
+      { type: "exportStepAsEval", runId: INVOICE_RUN, stepId, format: "jsonl" },
+      { type: "selectRun", runId: INVOICE_BRANCH },
+    ]);
+    // The host's answer shows in the status line.
+    await deliver(page, { type: "notice", level: "info", message: "Resumed as run r-2." });
+    assert.match(await text(page, "#notice"), /Resumed as run r-2\./);
+    await page.close();
+  });
+
+  it("keeps replay and export to agent steps, and says why elsewhere", async () => {
+    const page = await openInspector(browser, invoiceModel(INVOICE_RUN));
+    await selectSuperstep(page, 2);
+    for (const action of ["replay", "export"]) {
+      const b = await page.$(`button[data-action="${action}"]`);
+      assert.equal(await b!.isDisabled(), true, `${action} disabled on a commit step`);
+      assert.match((await b!.getAttribute("title")) ?? "", /Only agent steps/);
+    }
+    assert.equal(await page.isDisabled('button[data-action="resume"]'), false);
+    await page.close();
+  });
+
+  it("in Restricted Mode disables what runs workflow code, with the reason, and still inspects", async () => {
+    const reason = "Casefile does not run workflow code in Restricted Mode.";
+    const page = await openInspector(browser, invoiceModel(INVOICE_RUN, { ok: false, reason }));
+    assert.match(await text(page, ".banner"), /Restricted Mode\. Casefile does not run workflow code/);
+    await selectSuperstep(page, 1);
+    for (const action of ["resume", "fork", "replay"]) {
+      assert.equal(await page.isDisabled(`button[data-action="${action}"]`), true, `${action} disabled`);
+      assert.equal(await page.getAttribute(`button[data-action="${action}"]`, "title"), reason);
+    }
+    assert.equal(await page.isDisabled('button[data-action="export"]'), false, "export reads the case file only");
+    await page.click('button[data-action="resume"]', { force: true });
+    assert.deepEqual(await posted(page), [{ type: "ready" }], "a disabled action posts nothing");
+    await page.close();
+  });
+
+  it("drops a malformed or hostile message from the host and keeps working", async () => {
+    const page = await openInspector(browser, invoiceModel(INVOICE_RUN));
+    const warnings: string[] = [];
+    page.on("console", (m) => {
+      if (m.type() === "warning") warnings.push(m.text());
+    });
+    const before = await rowTexts(page);
+    await deliver(page, { type: "load", model: { v: 1, run: "<img src=x onerror=alert(1)>" } });
+    await deliver(page, { type: "evil", html: "<script>alert(1)</script>" });
+    await deliver(page, "not even an object");
+    await deliver(page, { type: "notice", level: "info", message: "<b>still here</b>" });
+    await page.waitForSelector("#notice.visible");
+    assert.deepEqual(await rowTexts(page), before);
+    assert.equal(warnings.filter((w) => w.includes("dropped a malformed message")).length, 3);
+    // Text from the host is shown as text, never parsed as HTML.
+    assert.match(await text(page, "#notice"), /<b>still here<\/b>/);
+    assert.deepEqual((page as Page & { errors: string[] }).errors, []);
+    await page.close();
+  });
+
+  it("paints a 10,000-superstep run quickly and scrolls it with only the rows in view in the DOM", async function () {
+    this.timeout(120_000);
+    const store = new MemoryStore();
+    const runId = "run-10k";
+    const batches = hugeRun(runId, 10_000);
+    const t0 = performance.now();
+    for (const b of batches) store.commit(b);
+    const tStore = performance.now();
+    const model = buildInspectorViewModel(store, { caseFile, canRun: { ok: true } });
+    const tModel = performance.now();
+    const page = await openWebview(browser, { script: "media/inspector.js", styles: ["media/codicon.css", "media/inspector.css"] });
+    // Handed over as a JSON string: the page parses it and posts it to itself, as VS Code delivers it.
+    const payload = JSON.stringify({ type: "load", model });
+    const tDeliver = performance.now();
+    await page.evaluate((json) => window.postMessage(JSON.parse(json), "*"), payload);
+    await page.waitForSelector(`body[data-loaded="${runId}"]`);
+    const tPainted = performance.now();
+    const inPage = Number(await page.getAttribute("body", "data-paint-ms"));
+    console.log(
+      `      10,000 supersteps: store ${(tStore - t0).toFixed(0)} ms, view model ${(tModel - tStore).toFixed(0)} ms (${(JSON.stringify(model).length / 1e6).toFixed(1)} MB JSON), ` +
+        `load message to first frame ${inPage.toFixed(0)} ms in the page (schema parse + render), ${(tPainted - tDeliver).toFixed(0)} ms seen from the test (transfer included)`,
+    );
+    const rows = await page.$$eval(".timeline-row", (r) => r.length);
+    assert.ok(rows > 10 && rows < 80, `only the rows in view exist (${rows})`);
+    assert.equal(await text(page, ".pane-title"), "SUPERSTEPS 10000");
+    await screenshot(page, "inspector-10k-top");
+
+    await page.focus(".timeline-viewport");
+    await page.keyboard.press("End");
+    await page.waitForSelector('.detail-head h2:text-is("Superstep 9999")');
+    const last = await rowTexts(page);
+    assert.equal(last[last.length - 1], "#9999 work");
+    assert.ok((await page.$$eval(".timeline-row", (r) => r.length)) < 80);
+    const box = (await (await page.$(".timeline-viewport"))!.boundingBox())!;
+    await page.mouse.move(box.x + 50, box.y + 50);
+    const tScroll = performance.now();
+    for (let i = 0; i < 20; i++) await page.mouse.wheel(0, -3000);
+    await page.waitForFunction(() => document.querySelector(".timeline-viewport")!.scrollTop < 9000 * 30);
+    console.log(`      scrolled 60,000 px in 20 wheel steps in ${(performance.now() - tScroll).toFixed(0)} ms`);
+    await screenshot(page, "inspector-10k-end");
+    await page.close();
+  });
+
+  for (const theme of ["light", "hc"] as const) {
+    it(`renders in the ${theme === "hc" ? "high-contrast" : theme} theme with the theme's colours`, async () => {
+      const page = await openInspector(browser, invoiceModel(INVOICE_RUN), theme);
+      await selectSuperstep(page, 2);
+      await openTab(page, "decision");
+      const bg = await page.$eval("body", (b) => getComputedStyle(b).backgroundColor);
+      assert.equal(bg, theme === "light" ? "rgb(255, 255, 255)" : "rgb(0, 0, 0)");
+      const iconFont = await page.$eval(".verdict-large .codicon", (e) => getComputedStyle(e).fontFamily);
+      assert.match(iconFont, /codicon/);
+      await screenshot(page, `inspector-decision-${theme}`);
+      await page.close();
+    });
+  }
+});
+
+/** A run of `n` supersteps, one code step each, a checkpoint after each: written as the engine would. */
+function hugeRun(runId: string, n: number): CommitBatch[] {
+  const at = "2026-11-30T10:00:00.000Z";
+  const workflow = { name: "bulk", version: 1, graphHash: "g-bulk" };
+  const batches: CommitBatch[] = [
+    { runs: [{ id: runId, workflow, status: "completed", createdAt: at, updatedAt: at }] },
+  ];
+  for (let i = 0; i < n; i++) {
+    batches.push({
+      values: [{ run: runId, key: "counter", version: i + 1, value: i }],
+      steps: [
+        { id: `${runId}-s${i}`, runId, superstep: i, executor: "work", kind: "code", status: "ok", startedAt: at, endedAt: at, durationMs: 1, writes: ["counter"], sent: 1 },
+      ],
+      checkpoints: [
+        {
+          v: 1,
+          id: `${runId}-cp${i}`,
+          runId,
+          superstep: i,
+          createdAt: at,
+          workflow: { ...workflow, executors: ["work"] },
+          keys: { counter: { version: i + 1, run: runId } },
+          pending: [],
+          fanIn: {},
+          local: {},
+          waiting: [],
+        },
+      ],
+    });
+  }
+  return batches;
+}

@@ -1,0 +1,77 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import * as path from "node:path";
+import { pathToFileURL } from "node:url";
+import { chromium } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+
+/**
+ * Loads a built webview bundle (media/*.js) into a page of Debian's headless Chromium, the way
+ * VS Code hosts it: the theme's CSS variables on :root, a `vscode-<theme>` class on body, and
+ * `acquireVsCodeApi()` provided by the host. Here the host's API is a recorder: what the webview
+ * posts lands in `window.__posted`, in order, for the test to read.
+ */
+
+export const ROOT = path.resolve(__dirname, "../..");
+export const SHOTS = path.join(ROOT, "test-output", "webview");
+const CHROMIUM = "/usr/bin/chromium";
+const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+export type Theme = "dark" | "light" | "hc";
+
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+}
+
+export async function openWebview(browser: Browser, opts: { script: string; styles: string[]; theme?: Theme; width?: number; height?: number }): Promise<Page> {
+  const theme = opts.theme ?? "dark";
+  const dir = path.join(ROOT, "test-output", "webview", "host");
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${path.basename(opts.script, ".js")}-${theme}.html`);
+  const url = (p: string): string => pathToFileURL(path.join(ROOT, p)).toString();
+  const bodyClass = theme === "hc" ? "vscode-high-contrast" : `vscode-${theme}`;
+  writeFileSync(
+    file,
+    `<!DOCTYPE html>
+<html lang="en"><head><meta charset="UTF-8">
+<link rel="stylesheet" href="${url(`test/fixtures/webview/theme-${theme}.css`)}">
+${opts.styles.map((s) => `<link rel="stylesheet" href="${url(s)}">`).join("\n")}
+<script>
+  window.__posted = [];
+  window.__state = undefined;
+  window.acquireVsCodeApi = () => ({
+    postMessage: (m) => window.__posted.push(JSON.parse(JSON.stringify(m))),
+    getState: () => window.__state,
+    setState: (s) => { window.__state = s; },
+  });
+</script>
+</head>
+<body class="${bodyClass}">
+<div id="app" class="app"></div>
+<script src="${url(opts.script)}"></script>
+</body></html>`,
+  );
+  const page = await browser.newPage({ viewport: { width: opts.width ?? 1280, height: opts.height ?? 800 } });
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  (page as Page & { errors: string[] }).errors = errors;
+  await page.goto(pathToFileURL(file).toString());
+  await page.waitForFunction(() => (window as unknown as { __posted: unknown[] }).__posted.length > 0);
+  return page;
+}
+
+/** What the webview has posted so far. */
+export function posted(page: Page): Promise<{ type: string; [k: string]: unknown }[]> {
+  return page.evaluate(() => (window as unknown as { __posted: { type: string }[] }).__posted);
+}
+
+/** Delivers a message as VS Code does: a `message` event on the webview's window. */
+export async function deliver(page: Page, message: unknown): Promise<void> {
+  await page.evaluate((m) => window.postMessage(m, "*"), message);
+}
+
+export async function screenshot(page: Page, name: string): Promise<string> {
+  mkdirSync(SHOTS, { recursive: true });
+  const file = path.join(SHOTS, `${name}.png`);
+  await page.screenshot({ path: file });
+  return file;
+}
