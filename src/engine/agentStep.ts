@@ -34,7 +34,7 @@ export interface AgentMessage {
  * (or the reason it was rejected) goes to the commit step as a message.
  */
 export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonly<AnyState>, out: TaskOutcome): Promise<Json> {
-  const built = spec.context(state, input.message.payload);
+  const built = spec.context(state, input.message.payload, input.rules?.() ?? []);
   const replay = input.replay?.executor === input.executor ? input.replay : undefined;
   const original = buildModelRequest({
     step: input.executor,

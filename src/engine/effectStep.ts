@@ -1,80 +1,364 @@
-import { CasefileError, describeError } from "./errors";
-import type { AnyState, EffectSpec, StepContext } from "./executors";
-import type { IntentRecord, Json } from "./records";
+import { CasefileError, describeError, isCasefileError } from "./errors";
+import type { AnyState, EffectIntent, EffectSpec, LiveRecord, PlannedEffect, StepContext } from "./executors";
+import { canonicalJson, stableHash } from "./hash";
+import type { EventRecord, IntentRecord, Json } from "./records";
+import type { CaseStore } from "./store";
 import type { TaskInput, TaskOutcome } from "./steps";
+import type { Workflow } from "./workflow";
 
 /**
- * An effect on an outside system, written as an intent first. Order of durable writes:
- * the intent (open), then the action (the idempotency key always sent), then the reference
- * (done). An intent already done is never acted on again; an open one (a crash between the
- * action and its reference) is reconciled by looking the key up before anything else.
+ * An effect on an outside system, written as an intent first. Order of durable writes: the
+ * intent (open), then the action (the idempotency key always sent, If-Match where the system
+ * has it), then the reference (done). Before the intent opens, the live record is read again
+ * and compared with what the plan relied on. An intent already done is never acted on again;
+ * an open one (a crash between the action and its reference) is looked up by its key first.
  */
+
+/** Thrown by an effect's `act` when the system refused a conditional write (HTTP 412). */
+export class PreconditionFailedError extends CasefileError {
+  constructor(
+    message: string,
+    /** The record as the system now holds it, when the refusal says (kept beside the plan's). */
+    readonly current?: LiveRecord,
+  ) {
+    super("PRECONDITION_FAILED", message, current ? { current } : {});
+    this.name = "CasefileError";
+  }
+}
+
+/** How the live record compares with what an effect planned against. */
+export interface PreconditionResult {
+  outcome: "unchanged" | "unrelated_change" | "relied_on_change";
+  /** Field paths whose value differs between the basis and the live record. */
+  changed: string[];
+  /** Relied-on paths whose live value no longer matches: what it relied on, what is there now. */
+  reliedOnChanged: { path: string; expected: Json; actual: Json | null }[];
+}
+
+/**
+ * Compares a live record with an intent's `reliesOn` (and its `basis`, if any). Pure: the effect
+ * step calls it before opening an intent and again before acting after a restart.
+ */
+export function comparePrecondition(intent: Pick<EffectIntent, "reliesOn" | "basis">, live: LiveRecord): PreconditionResult {
+  const reliedOnChanged: PreconditionResult["reliedOnChanged"] = [];
+  for (const [p, expected] of reliedPaths(intent.reliesOn)) {
+    const actual = getPath(live.record, p);
+    const same =
+      typeof expected === "string" && expected.startsWith("sha256:")
+        ? stableHash(actual ?? null) === expected || canonicalJson(actual) === canonicalJson(expected)
+        : canonicalJson(actual ?? null) === canonicalJson(expected);
+    if (!same) reliedOnChanged.push({ path: p, expected, actual: actual ?? null });
+  }
+  const changed = intent.basis ? diffPaths(intent.basis.record, live.record) : [];
+  // A version that moved without a visible field change (a touch, a metadata update) still
+  // counts as a change: the person reading the drift sees the two versions.
+  const moved = intent.basis !== undefined && intent.basis.version !== live.version;
+  const outcome = reliedOnChanged.length > 0 ? "relied_on_change" : moved || changed.length > 0 ? "unrelated_change" : "unchanged";
+  return { outcome, changed, reliedOnChanged };
+}
+
+export function intentKey(caseId: string, executor: string, superstep: number, index = 0): string {
+  // Index 0 keeps the key of the basic effect runner, so intents recorded before stay found.
+  return `${caseId}:${executor}:${superstep}${index > 0 ? `#${index}` : ""}`;
+}
+
+/** What the effect machinery needs besides the spec; a TaskInput provides it, and so does a resume. */
+interface EffectIo {
+  store: CaseStore;
+  runId: string;
+  superstep: number;
+  executor: string;
+  now: () => string;
+  log: (message: string) => void;
+  warn: (message: string) => void;
+}
+
+/** Called by runTask for an effect executor's message. */
 export async function runEffect(
   spec: EffectSpec,
   input: TaskInput,
   state: Readonly<AnyState>,
   ctx: StepContext,
-  _out: TaskOutcome,
+  out: TaskOutcome,
 ): Promise<Json | void> {
   const declared = spec.intent(state, input.message.payload);
-  const key = `${input.caseId}:${input.executor}:${input.superstep}`;
-  const intent = { ...declared, key };
-  const now = input.now();
-  let record = input.store.getIntent(key);
+  const key = intentKey(input.caseId, input.executor, input.superstep, input.index);
+  const io: EffectIo = {
+    store: input.store,
+    runId: input.runId,
+    superstep: input.superstep,
+    executor: input.executor,
+    now: input.now,
+    log: (m) => input.log(`[${input.executor}] ${m}`),
+    warn: (m) => out.warnings.push(m),
+  };
+  const finish = (reference: Json): Json | void | Promise<Json | void> => (spec.done ? spec.done(reference, ctx) : { reference });
 
+  let record = input.store.getIntent(key);
   if (record?.status === "done") {
-    input.log(`[${input.executor}] intent ${key} already done; not acting again`);
-    return spec.done ? spec.done(record.reference ?? null, ctx) : { reference: record.reference ?? null };
+    io.log(`intent ${key} already done; not acting again`);
+    return finish(record.reference ?? null);
   }
-  if (record?.status === "open" && spec.reconcile) {
-    const found = await spec.reconcile(intent);
-    if (found !== null) {
-      record = { ...record, status: "done", reference: found, updatedAt: input.now() };
-      commitIntent(input, record, "reconciled: found");
-      return spec.done ? spec.done(found, ctx) : { reference: found };
+  if (record && (record.status === "open" || record.status === "failed")) {
+    // The act may have reached the system before the crash or the error: look before acting.
+    const found = await lookUp(spec, record, io);
+    if (found !== null) return finish(found);
+  }
+  const planned: PlannedEffect = { ...declared, key };
+  const base: IntentRecord = {
+    id: key,
+    runId: input.runId,
+    superstep: input.superstep,
+    executor: input.executor,
+    action: declared.action,
+    target: declared.target,
+    payload: declared.payload,
+    reliesOn: declared.reliesOn,
+    status: "open",
+    createdAt: record?.createdAt ?? input.now(),
+    updatedAt: input.now(),
+  };
+  if (declared.basis) base.basis = declared.basis;
+  record = base;
+  return finish(await checkThenAct(spec, planned, record, ctx, io));
+}
+
+/**
+ * Called by the engine when a run resumes, before its first superstep: every open intent of the
+ * case is resolved, so nothing runs again while an earlier effect's outcome is unknown. Found by
+ * its key: recorded done with the reference. Not found: checked and acted on (with the same key).
+ * The step itself then runs again in the superstep and, finding its intent done, only calls done.
+ * Returns the error that stops the run (needs replanning, effect failed), or undefined.
+ */
+export async function resolveOpenIntents(args: {
+  workflow: Workflow;
+  store: CaseStore;
+  caseId: string;
+  runId: string;
+  superstep: number;
+  state: Readonly<Record<string, Json>>;
+  now: () => string;
+  signal: AbortSignal;
+  log: (message: string) => void;
+}): Promise<{ code: string; message: string; executor: string } | undefined> {
+  const open = args.store.listIntents({ status: "open" }).filter((i) => i.id.startsWith(`${args.caseId}:`));
+  for (const record of open) {
+    const spec = args.workflow.executors[record.executor];
+    const io: EffectIo = {
+      store: args.store,
+      runId: args.runId,
+      superstep: args.superstep,
+      executor: record.executor,
+      now: args.now,
+      log: (m) => args.log(`[${record.executor}] ${m}`),
+      warn: (m) => args.log(`warning: ${m}`),
+    };
+    if (!spec || spec.kind !== "effect") {
+      // The workflow changed under the case: leave the intent open for a person, but say so.
+      io.warn(`open intent ${record.id} names executor "${record.executor}", which is no longer an effect step; left open`);
+      continue;
+    }
+    try {
+      const found = await lookUp(spec, record, io);
+      if (found !== null) continue;
+      const ctx = resolvingContext(args, record.executor, spec);
+      await checkThenAct(spec, plannedFrom(record), { ...record, updatedAt: args.now() }, ctx, io);
+    } catch (e) {
+      const err = describeError(e);
+      return { code: err.code, message: `executor "${record.executor}" failed: ${err.message}`, executor: record.executor };
     }
   }
-  if (!record) {
-    record = {
-      id: key,
-      runId: input.runId,
-      superstep: input.superstep,
-      executor: input.executor,
-      action: declared.action,
-      target: declared.target,
-      payload: declared.payload,
-      reliesOn: declared.reliesOn,
-      status: "open",
-      createdAt: now,
-      updatedAt: now,
-    };
-    commitIntent(input, record, "opened");
+  return undefined;
+}
+
+/** Reconciles an open or failed intent by its key. Returns the reference if the effect happened. */
+async function lookUp(spec: EffectSpec, record: IntentRecord, io: EffectIo): Promise<Json | null> {
+  if (!spec.reconcile) {
+    io.warn(`intent ${record.id} (${record.action} on ${record.target}) was left ${record.status} and "${record.executor}" has no reconcile: acting again with the same idempotency key, which the target must honour`);
+    return null;
   }
+  let found: Json | null;
+  try {
+    found = await spec.reconcile(plannedFrom(record));
+  } catch (e) {
+    throw effectFailed(record, "reconcile", e);
+  }
+  if (found === null) {
+    io.log(`intent ${record.id}: key not found in ${record.target}; the effect did not happen`);
+    return null;
+  }
+  commitIntent(io, { ...record, status: "done", reference: found, updatedAt: io.now() }, "reconciled: found");
+  io.log(`intent ${record.id}: found by its key in ${record.target}; recorded done`);
+  return found;
+}
+
+/** Re-reads the live record, opens the intent, acts, records the reference. */
+async function checkThenAct(spec: EffectSpec, planned: PlannedEffect, record: IntentRecord, ctx: StepContext, io: EffectIo): Promise<Json> {
+  const basis = basisOf(record);
+  let live: LiveRecord | undefined;
+  if (spec.check) {
+    try {
+      live = await spec.check(planned, ctx);
+    } catch (e) {
+      const error = effectFailed(record, "check", e);
+      commitIntent(io, { ...record, status: "failed", error: { code: error.code, message: error.message }, updatedAt: io.now() }, "check failed");
+      throw error;
+    }
+    const result = comparePrecondition({ reliesOn: record.reliesOn, basis }, live);
+    const drift = { basis: (basis ?? null) as Json, live: live as unknown as Json, changed: result.changed, reliedOnChanged: result.reliedOnChanged, detectedAt: io.now() };
+    if (result.outcome === "relied_on_change") {
+      const fields = result.reliedOnChanged.map((c) => c.path).join(", ");
+      commitIntent(io, { ...record, status: "needs_replanning", drift: { kind: "relied_on_change", ...drift }, updatedAt: io.now() }, "needs replanning");
+      throw new CasefileError(
+        "NEEDS_REPLANNING",
+        `effect "${record.executor}" (intent ${record.id}, ${record.action} on ${record.target}) did not act: the live record changed in ${fields}, which it relies on (version ${basis?.version ?? "?"} -> ${live.version})`,
+        { executor: record.executor, key: record.id, fields: result.reliedOnChanged.map((c) => c.path) },
+      );
+    }
+    if (result.outcome === "unrelated_change") {
+      record = { ...record, drift: { kind: "unrelated_change", ...drift } };
+      io.warn(`effect "${record.executor}" (intent ${record.id}): the live record changed (version ${basis?.version ?? "?"} -> ${live.version}; ${result.changed.join(", ") || "no field"}) in fields it does not rely on; acting`);
+    }
+    planned = { ...planned, expectedVersion: live.version };
+    record = { ...record, expectedVersion: live.version };
+  }
+  record = { ...record, status: "open", updatedAt: io.now() };
+  delete record.error;
+  commitIntent(io, record, record.drift && (record.drift as { kind?: string }).kind === "unrelated_change" ? "opened with drift" : "opened");
 
   let reference: Json;
   try {
-    reference = await spec.act(intent, ctx);
+    reference = await spec.act(planned, ctx);
   } catch (e) {
-    const error = describeError(e);
-    commitIntent(input, { ...record, status: "failed", error, updatedAt: input.now() }, "failed");
-    throw new CasefileError("EXECUTOR_FAILED", `effect ${declared.action} on ${declared.target} failed: ${error.message}`, { key });
+    if (isCasefileError(e) && e.code === "PRECONDITION_FAILED") {
+      // The record changed between the check and the write: the same stop as a relied-on change,
+      // with the plan's version, the checked one and the one the system now holds side by side.
+      const current = (e as PreconditionFailedError).current ?? (e.details.current as LiveRecord | undefined);
+      commitIntent(
+        io,
+        {
+          ...record,
+          status: "needs_replanning",
+          drift: { kind: "conflict", basis: (basis ?? null) as Json, checked: (live ?? null) as Json, live: (current ?? null) as unknown as Json, detectedAt: io.now() },
+          error: { code: e.code, message: e.message },
+          updatedAt: io.now(),
+        },
+        "conditional write refused",
+      );
+      throw new CasefileError(
+        "NEEDS_REPLANNING",
+        `effect "${record.executor}" (intent ${record.id}, ${record.action} on ${record.target}): ${record.target} refused the conditional write at version ${planned.expectedVersion ?? "?"}${current ? `; it now holds ${current.version}` : ""}`,
+        { executor: record.executor, key: record.id },
+      );
+    }
+    const error = effectFailed(record, "act", e);
+    commitIntent(io, { ...record, status: "failed", error: { code: error.code, message: error.message }, updatedAt: io.now() }, "failed");
+    throw error;
   }
-  commitIntent(input, { ...record, status: "done", reference, updatedAt: input.now() }, "done");
-  return spec.done ? spec.done(reference, ctx) : { reference };
+  await pauseAfterAct(record.id, io);
+  commitIntent(io, { ...record, status: "done", reference, updatedAt: io.now() }, "done");
+  return reference;
+}
+
+/**
+ * A test hook for the kill test: with CASEFILE_TEST_PAUSE_AFTER_ACT_MS set, the effect waits
+ * that long between the action and the recording of its reference, and says so on the log, so
+ * that a SIGKILL can land in exactly the window reconciliation exists for.
+ */
+async function pauseAfterAct(key: string, io: EffectIo): Promise<void> {
+  const ms = Number(globalThis.process?.env?.CASEFILE_TEST_PAUSE_AFTER_ACT_MS ?? 0);
+  if (!(ms > 0)) return;
+  io.log(`test hook: acted on ${key}; pausing ${ms} ms before recording the reference`);
+  await new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function effectFailed(record: IntentRecord, phase: "check" | "act" | "reconcile", e: unknown): CasefileError {
+  const err = describeError(e);
+  return new CasefileError(
+    "EFFECT_FAILED",
+    `effect "${record.executor}" (intent ${record.id}, ${record.action} on ${record.target}) failed in ${phase}: ${err.message}`,
+    { executor: record.executor, key: record.id, phase, cause: err.code },
+  );
 }
 
 /** Intents are made durable on their own, mid-superstep: the action must not outrun them. */
-function commitIntent(input: TaskInput, record: IntentRecord, what: string): void {
-  input.store.commit({
-    intents: [record],
-    events: [
-      {
-        runId: input.runId,
-        superstep: input.superstep,
-        type: "intent",
-        at: record.updatedAt,
-        data: { id: record.id, status: record.status, what, action: record.action, target: record.target },
-      },
-    ],
-  });
+function commitIntent(io: EffectIo, record: IntentRecord, what: string): void {
+  const event: EventRecord = {
+    runId: io.runId,
+    superstep: io.superstep,
+    type: "intent",
+    at: record.updatedAt,
+    data: { id: record.id, status: record.status, what, action: record.action, target: record.target, executor: record.executor },
+  };
+  io.store.commit({ intents: [record], events: [event] });
+}
+
+function plannedFrom(record: IntentRecord): PlannedEffect {
+  const planned: PlannedEffect = { action: record.action, target: record.target, payload: record.payload, reliesOn: record.reliesOn, key: record.id };
+  const basis = basisOf(record);
+  if (basis) planned.basis = basis;
+  if (record.expectedVersion !== undefined) planned.expectedVersion = record.expectedVersion;
+  return planned;
+}
+
+function basisOf(record: IntentRecord): LiveRecord | undefined {
+  return record.basis;
+}
+
+/**
+ * The context check and act get while a resume resolves an intent: state as of the checkpoint,
+ * but no writes or sends, since no superstep is running; the step's `done` does those when the
+ * step runs again.
+ */
+function resolvingContext(
+  args: { runId: string; superstep: number; state: Readonly<Record<string, Json>>; signal: AbortSignal; log: (m: string) => void },
+  executor: string,
+  spec: EffectSpec,
+): StepContext {
+  const keys = new Set([...(spec.reads ?? []), ...(spec.owns ?? [])]);
+  const state: AnyState = {};
+  for (const k of keys) if (k in args.state) state[k] = args.state[k];
+  const refuse = (what: string) => (): never => {
+    throw new CasefileError("EFFECT_FAILED", `effect "${executor}" called ${what} while its open intent was being resolved on resume; stage writes in done()`, { executor });
+  };
+  return {
+    runId: args.runId,
+    superstep: args.superstep,
+    executor,
+    state: Object.freeze(state),
+    message: null,
+    from: "resume",
+    local: undefined,
+    signal: args.signal,
+    write: refuse("ctx.write"),
+    send: refuse("ctx.send"),
+    yield: refuse("ctx.yield"),
+    setLocal: refuse("ctx.setLocal"),
+    log: (m) => args.log(`[${executor}] ${m}`),
+  };
+}
+
+function reliedPaths(reliesOn: Json): [string, Json][] {
+  if (reliesOn === null || typeof reliesOn !== "object" || Array.isArray(reliesOn)) return [];
+  return Object.entries(reliesOn);
+}
+
+/** Reads "a.b.0.c" from a JSON value; undefined when the path does not exist. */
+export function getPath(value: Json, p: string): Json | undefined {
+  let cur: Json | undefined = value;
+  for (const part of p.split(".")) {
+    if (cur === null || typeof cur !== "object") return undefined;
+    cur = Array.isArray(cur) ? cur[Number(part)] : cur[part];
+  }
+  return cur;
+}
+
+/** The leaf paths at which two JSON values differ (objects compared member by member). */
+export function diffPaths(a: Json | undefined, b: Json | undefined, prefix = ""): string[] {
+  const isObj = (v: Json | undefined): v is { [k: string]: Json } => v !== null && typeof v === "object" && !Array.isArray(v);
+  if (isObj(a) && isObj(b)) {
+    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
+    return keys.flatMap((k) => diffPaths(a[k], b[k], prefix ? `${prefix}.${k}` : k));
+  }
+  return canonicalJson(a ?? null) === canonicalJson(b ?? null) ? [] : [prefix || "(root)"];
 }

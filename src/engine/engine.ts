@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { AgentReplay } from "./agentStep";
 import { RunControl } from "./control";
+import { resolveOpenIntents } from "./effectStep";
 import { CasefileError, describeError } from "./errors";
 import type { ModelProvider } from "./model";
 import {
@@ -14,6 +15,7 @@ import {
   type RunStatus,
   type StateValueRow,
 } from "./records";
+import { rulesInForce, type RuleSource } from "./rules";
 import { runTask, type TaskOutcome } from "./steps";
 import type { CaseStore, CommitBatch } from "./store";
 import { checkWrites, nextKeyRefs, route, toJson } from "./superstep";
@@ -29,6 +31,8 @@ export interface EngineOptions {
   replay?: AgentReplay;
   /** Where the workflow file lives, recorded with new runs so the editor can resume them. */
   workflowPath?: string;
+  /** Where business rules are read from (a shared rule book); the case file itself when omitted. */
+  ruleBook?: RuleSource;
 }
 
 export interface RunResult {
@@ -109,6 +113,20 @@ export class Engine {
    */
   async resume(fromCheckpointId: string, opts: { patch?: Record<string, Json>; branch?: boolean } = {}): Promise<RunResult> {
     const { run, cp, values } = this.prepare(fromCheckpointId, opts.patch, false, opts.branch ?? false);
+    // Open intents of the case (a crash between an action and its reference) are resolved
+    // before any superstep runs, so nothing is repeated while an effect's outcome is unknown.
+    const unresolved = await resolveOpenIntents({
+      workflow: this.workflow,
+      store: this.store,
+      caseId: this.caseIdOf(run),
+      runId: run.id,
+      superstep: cp.superstep + 1,
+      state: values,
+      now: this.now,
+      signal: this.control.signal,
+      log: (m) => this.options.log?.(m),
+    });
+    if (unresolved) return this.fail(run, cp, cp.superstep + 1, [], unresolved);
     return this.loop(run, cp, values);
   }
 
@@ -358,6 +376,7 @@ export class Engine {
             // run resumed from. Later calls of the same executor (a loop) run normally.
             replay: superstep === start.superstep + 1 ? this.options.replay : undefined,
             log: (m) => this.options.log?.(m),
+            rules: () => rulesInForce((this.options.ruleBook ?? this.store).listRules(), this.now()),
           });
         }),
       );
@@ -441,7 +460,9 @@ export class Engine {
 
   /** A failed superstep commits nothing to state; its step records are kept to explain why. */
   private fail(run: RunRecord, cp: Checkpoint, superstep: number, outcomes: TaskOutcome[], error: NonNullable<RunResult["error"]>): RunResult {
-    run.status = "failed";
+    // An effect that found its record changed under it stops the case for a person to replan.
+    const replan = error.code === "NEEDS_REPLANNING";
+    run.status = replan ? "needs_replanning" : "failed";
     run.error = error;
     run.updatedAt = this.now();
     this.commit({
@@ -450,7 +471,7 @@ export class Engine {
       agentCalls: outcomes.flatMap((o) => (o.agentCall ? [o.agentCall] : [])),
       events: [
         ...outcomes.filter((o) => o.error).map((o) => this.event(run.id, superstep, "step_failed", { step: o.step.id, executor: o.step.executor, error: o.error! })),
-        this.event(run.id, superstep, "run_failed", { error, checkpoint: cp.id }),
+        this.event(run.id, superstep, replan ? "run_needs_replanning" : "run_failed", { error, checkpoint: cp.id }),
       ],
     });
     return this.result(run, cp);

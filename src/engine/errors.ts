@@ -28,6 +28,14 @@ export type ErrorCode =
   | "MODEL_RESPONSE_MISSING"
   | "MODEL_CALL_FAILED"
   | "TOKEN_BUDGET_EXCEEDED"
+  // effects and business rules
+  /** A conditional write was refused (HTTP 412): the record changed after the effect checked it. */
+  | "PRECONDITION_FAILED"
+  /** The live record changed in a field an effect relies on: the case stops for a person. */
+  | "NEEDS_REPLANNING"
+  /** An effect's check or act failed; its intent is recorded failed with the error. */
+  | "EFFECT_FAILED"
+  | "UNKNOWN_RULE"
   // case files
   | "NOT_A_CASE_FILE"
   | "CORRUPT_CASE_FILE"

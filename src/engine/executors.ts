@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { ChatMessage, Fact, Json, RuleResult, Verdict } from "./records";
+import type { RuleInForce } from "./rules";
 
 /**
  * The executor kinds a workflow is made of, as the author writes them. Each factory only tags
@@ -74,8 +75,12 @@ export interface LoaderSpec<S = AnyState> extends BaseSpec {
 }
 
 export interface AgentSpec<S = AnyState, P extends z.ZodType = z.ZodType> extends BaseSpec {
-  /** Builds the working context from state: a pure function, recorded and then thrown away. */
-  context(state: Readonly<S>, message: Json): ChatMessage[];
+  /**
+   * Builds the working context from state: a pure function, recorded and then thrown away.
+   * `rules` are the business rules in force (confirmed and unexpired; the engine filters them),
+   * for the context to state the ones that matter to this step.
+   */
+  context(state: Readonly<S>, message: Json, rules: readonly RuleInForce[]): ChatMessage[];
   /** Schema of the proposal; must include `action`, `reason` and `facts` (cited fact keys). */
   proposal: P;
   model: { model: string; params?: Record<string, Json> };
@@ -134,17 +139,52 @@ export interface EffectIntent {
   action: string;
   target: string;
   payload: Json;
-  /** The exact values or fingerprints of the live record this effect relies on. */
+  /**
+   * The exact values or fingerprints of the live record this effect relies on. An object maps a
+   * field path of the record ("taxNumber", "address.country") to the value it must still have, or
+   * to a fingerprint of it (`stableHash(value)`, a "sha256:" string). Before acting, a change in
+   * any of these stops the case for replanning; a change anywhere else is logged and let through.
+   */
   reliesOn: Json;
+  /**
+   * The record as it was when the plan was made (usually a fact's value and source version).
+   * With `check`, it tells an unchanged record from one changed in fields the effect does not
+   * rely on, and it is kept beside the live record when the case stops for replanning.
+   */
+  basis?: LiveRecord;
+}
+
+/** A record as the system of record holds it: its version (ETag, row version) and its fields. */
+export interface LiveRecord {
+  version: string;
+  record: Json;
+}
+
+/** What `check`, `act` and `reconcile` are handed: the intent, its idempotency key, and (after a check) the version to write against. */
+export interface PlannedEffect extends EffectIntent {
+  /** The idempotency key, derived from case and step: send it with every request of the act. */
+  key: string;
+  /** The live version `check` found: send it as If-Match (or the system's record version) so a change after the check is refused. */
+  expectedVersion?: string;
 }
 
 export interface EffectSpec<S = AnyState> extends BaseSpec {
   /** Declares what will be done; the engine derives the idempotency key from case and step. */
   intent(state: Readonly<S>, message: Json): EffectIntent;
-  /** Performs the effect, sending the idempotency key; returns the system's reference. */
-  act(intent: EffectIntent & { key: string }, ctx: StepContext<S>): Promise<Json>;
+  /**
+   * Reads the live record the effect relies on, just before acting (and again before acting
+   * after a restart). Without it the effect acts on its plan unchecked.
+   */
+  check?(intent: PlannedEffect, ctx: StepContext<S>): Promise<LiveRecord>;
+  /**
+   * Performs the effect, sending the idempotency key (and If-Match with `expectedVersion` where
+   * the system supports it); returns the system's reference. A refused conditional write (HTTP
+   * 412) should throw `PreconditionFailedError` with the record's current version: the case then
+   * stops for replanning instead of failing.
+   */
+  act(intent: PlannedEffect, ctx: StepContext<S>): Promise<Json>;
   /** Looks the idempotency key up after a crash: the reference if the effect happened, else null. */
-  reconcile?(intent: EffectIntent & { key: string }): Promise<Json | null>;
+  reconcile?(intent: PlannedEffect): Promise<Json | null>;
   /** Called with the reference once recorded; stage writes and return what to send on. */
   done?(reference: Json, ctx: StepContext<S>): Json | void | Promise<Json | void>;
 }

@@ -21,7 +21,12 @@ export {
   type RuleInput,
   type CommitOutcome,
   type EffectIntent,
+  type LiveRecord,
+  type PlannedEffect,
   type RequestPrompt,
 } from "./executors";
 export type { Json, Fact, ChatMessage, Provenance, Verdict, RuleResult } from "./records";
 export { CasefileError } from "./errors";
+export { PreconditionFailedError, comparePrecondition, type PreconditionResult } from "./effectStep";
+export { stableHash } from "./hash";
+export type { RuleInForce } from "./rules";

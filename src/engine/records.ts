@@ -193,6 +193,10 @@ export interface IntentRecord {
   error?: { code: string; message: string };
   /** When the live record changed: both versions, for a person. */
   drift?: Json;
+  /** The record the plan was made against (version and fields), compared with the live one before acting. */
+  basis?: { version: string; record: Json };
+  /** The live version the effect's check found and the act wrote against (If-Match). */
+  expectedVersion?: string;
   createdAt: string;
   updatedAt: string;
 }
@@ -228,7 +232,8 @@ export type EventType =
   | "run_completed"
   | "run_failed"
   | "run_stopped"
-  | "run_waiting";
+  | "run_waiting"
+  | "run_needs_replanning";
 
 export interface EventRecord {
   /** Assigned by the store, increasing across the case file. */

@@ -1,5 +1,6 @@
 import { CasefileError, describeError } from "./errors";
 import type { AnyState, ExecutorSpec, LoaderContext, StepContext } from "./executors";
+import type { RuleInForce } from "./rules";
 import type { ModelProvider } from "./model";
 import type {
   AgentCallRecord,
@@ -40,6 +41,8 @@ export interface TaskInput {
   callIndex: number;
   replay?: AgentReplay;
   log: (message: string) => void;
+  /** The business rules in force (confirmed, unexpired), read when an agent builds its context. */
+  rules?: () => readonly RuleInForce[];
 }
 
 /** Everything an invocation produced; applied only if the whole superstep commits. */
