@@ -5,7 +5,9 @@ import { CasefileError, isCasefileError } from "../engine/errors";
 import type { Json } from "../engine/records";
 import { ProviderConfigSchema, type ProviderConfig, type RunCommand } from "../protocol/runner";
 import { runSession, type SessionResult } from "../runner/session";
+import { exportEval, runEval } from "./evalCommands";
 import { formatInspection, inspectRuns } from "./inspect";
+import { replay } from "./replayCommand";
 
 /**
  * `casefile` — the runner in-process, for terminals and CI.
@@ -19,7 +21,10 @@ const USAGE = `usage:
   casefile run <workflow.ts> [--case-file F] [--input JSON] [--provider JSON]
   casefile resume <case file> --checkpoint ID [--patch JSON] [--workflow F]
   casefile respond <case file> --request ID --answer JSON
-  casefile inspect <case file> [--run ID] [--json]`;
+  casefile inspect <case file> [--run ID] [--json]
+  casefile replay <case file> --step AGENT_CALL_ID [--mode recorded|live|edited] [--messages FILE.json] [--provider JSON] [--workflow F]
+  casefile export-eval <case file> --step AGENT_CALL_ID [--format json|openai-jsonl|promptfoo] [--out PATH] [--expect JSON] [--workflow F]
+  casefile eval <dir or files...> [--provider JSON] [--junit PATH] [--workflow F]`;
 
 export type Command = (args: string[], io: Io) => Promise<number>;
 
@@ -124,6 +129,11 @@ export const commands: Record<string, Command> = {
     }
   },
 };
+
+// Replay and evaluation commands live in their own modules.
+commands.replay = replay;
+commands["export-eval"] = exportEval;
+commands.eval = runEval;
 
 /** `examples/invoice/workflow.ts` -> `examples/invoice/workflow.casefile`. */
 function defaultCaseFile(workflowPath: string): string {

@@ -1,0 +1,48 @@
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { CasefileError } from "../engine/errors";
+import type { Json } from "../engine/records";
+import { ProviderConfigSchema, type ProviderConfig } from "../protocol/runner";
+
+/**
+ * Argument helpers for the commands in replayCommand.ts and evalCommands.ts. They behave like the
+ * ones main.ts keeps for run/resume/respond (a parse error is a USAGE error naming the option), and
+ * live here so those modules need no runtime import of main.ts, which imports them.
+ */
+
+/** The streams and environment a command runs with; main.ts passes the process's. */
+export interface Io {
+  out: (line: string) => void;
+  err: (line: string) => void;
+  env: NodeJS.ProcessEnv;
+}
+
+export type Command = (args: string[], io: Io) => Promise<number>;
+
+export function parseOptions<T extends ParseArgsConfig["options"]>(args: string[], options: T) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new CasefileError("USAGE", (e as Error).message);
+  }
+}
+
+export function jsonOption(value: string | undefined, name: string): Json | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return JSON.parse(value) as Json;
+  } catch (e) {
+    throw new CasefileError("USAGE", `--${name} is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+/** `--provider JSON`, else $CASEFILE_PROVIDER, parsed with the runner protocol's schema. */
+export function providerOption(value: string | undefined, io: Io): ProviderConfig | undefined {
+  const raw = jsonOption(value, "provider") ?? jsonOption(io.env.CASEFILE_PROVIDER, "provider (CASEFILE_PROVIDER)");
+  if (raw === undefined) return undefined;
+  const parsed = ProviderConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new CasefileError("USAGE", `--provider: ${issue.message} at "${issue.path.join(".") || "(root)"}"`);
+  }
+  return parsed.data;
+}

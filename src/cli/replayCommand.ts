@@ -1,0 +1,100 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+import { openCaseFile } from "../casefile/index";
+import { CasefileError } from "../engine/errors";
+import type { ChatMessage } from "../engine/records";
+import { ChatMessageSchema, ReplayModeSchema } from "../protocol/runner";
+import { runSession } from "../runner/session";
+import { parseOptions, providerOption, type Command } from "./args";
+
+/**
+ * `casefile replay <case file> --step <agent call id> [--mode recorded|live|edited]
+ *  [--messages FILE.json] [--provider JSON] [--workflow F]`
+ *
+ * Replays one agent step as a branch run from the checkpoint just before it (the run that
+ * recorded the step is never changed) and prints what the replayed step did beside what it did
+ * the first time. Exit codes as for `run`: 1 when the branch failed, e.g. a recorded answer whose
+ * context no longer matches (the message gives both hashes and what differs).
+ */
+export const replay: Command = async (args, io) => {
+  const { values, positionals } = parseOptions(args, {
+    step: { type: "string" },
+    mode: { type: "string" },
+    messages: { type: "string" },
+    provider: { type: "string" },
+    workflow: { type: "string" },
+  });
+  const caseFile = positionals[0];
+  if (!caseFile || !values.step) throw new CasefileError("USAGE", "replay needs a case file and --step <agent call id>");
+  const mode = ReplayModeSchema.safeParse(values.mode ?? "recorded");
+  if (!mode.success) throw new CasefileError("USAGE", `--mode must be recorded, live or edited, not "${values.mode}"`);
+  const messages = values.messages === undefined ? undefined : readMessages(values.messages);
+
+  const result = await runSession(
+    {
+      kind: "replay",
+      caseFile,
+      agentCallId: values.step,
+      mode: mode.data,
+      ...(messages ? { messages } : {}),
+      ...(values.workflow ? { workflowPath: values.workflow } : {}),
+    },
+    {
+      provider: providerOption(values.provider, io),
+      env: io.env,
+      log: (m) => io.err(m),
+      onEvent: (e) => {
+        if (e.type === "warning") io.err(`warning: ${(e.data as { message?: string }).message}`);
+      },
+    },
+  );
+  io.out(
+    `replayed ${values.step} (${mode.data}) as run ${result.runId}: ${result.status} at superstep ${result.superstep} (checkpoint ${result.checkpointId})`,
+  );
+  io.out(`case file: ${result.caseFile}`);
+
+  // The session closed the case file; read back what the two calls recorded, side by side.
+  const store = await openCaseFile(result.caseFile, { readOnly: true });
+  try {
+    const original = store.getAgentCall(values.step)!;
+    const again = store.listAgentCalls(result.runId).find((c) => c.executor === original.executor);
+    const verdictOf = (id: string | undefined) => (id ? store.listVerdicts().find((v) => v.agentCallId === id) : undefined);
+    const describe = (label: string, c: typeof original | undefined) => {
+      if (!c) return `${label}: the step did not run`;
+      const said = c.rejection
+        ? `rejected (${c.rejection.code})`
+        : `proposed ${JSON.stringify((c.proposal as { action?: unknown } | undefined)?.action ?? null)}`;
+      const v = verdictOf(c.id);
+      return `${label}: ${c.id}  ${c.mode}  ${c.hash}${c.originalHash ? ` (edited from ${c.originalHash})` : ""}  ${said}${v ? ` -> ${v.verdict.toUpperCase()}` : ""}`;
+    };
+    io.out(describe("original", original));
+    io.out(describe("replay  ", again));
+  } finally {
+    store.close();
+  }
+  if (result.error) io.err(`casefile: ${result.error.code}: ${result.error.message}`);
+  return result.status === "completed" || result.status === "waiting" ? 0 : 1;
+};
+
+/** The edited context: a JSON array of { role, content }, or { "messages": [...] }. */
+function readMessages(file: string): ChatMessage[] {
+  const abs = path.resolve(file);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(abs, "utf8"));
+  } catch (e) {
+    throw new CasefileError("USAGE", `--messages ${abs}: ${(e as Error).message}`, { file: abs });
+  }
+  const list = Array.isArray(raw) ? raw : (raw as { messages?: unknown } | null)?.messages;
+  const parsed = z.array(ChatMessageSchema).min(1).safeParse(list);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new CasefileError(
+      "USAGE",
+      `--messages ${abs}: expected a non-empty array of { role: system|user|assistant, content } (or { messages: [...] }); at "${issue.path.join(".") || "(root)"}": ${issue.message}`,
+      { file: abs },
+    );
+  }
+  return parsed.data;
+}
