@@ -19,6 +19,7 @@ import {
 } from "../engine/evalCase";
 import type { AgentSpec, CommitSpec, LoaderContext } from "../engine/executors";
 import type { ModelProvider } from "../engine/model";
+import { rulesInForce } from "../engine/rules";
 import { createProvider, ScriptedProvider } from "../engine/providers/index";
 import type { AgentCallRecord, Fact, Json, RunRecord, Verdict } from "../engine/records";
 import type { TaskOutcome } from "../engine/steps";
@@ -67,7 +68,7 @@ export const exportEval: Command = async (args, io) => {
       call,
       verdict: store.listVerdicts(call.runId).find((v) => v.agentCallId === call.id),
       facts: factsSeen(store, call, workflow, agentSpec),
-      rules: rulesInForce(store, call),
+      rules: rulesSeen(store, call),
     });
   } finally {
     store.close();
@@ -160,12 +161,13 @@ function factsSeen(store: SqlJsStore, call: AgentCallRecord, workflow: Workflow,
   return facts;
 }
 
-/** Business rules (the case file's rule memory) in force when the step ran. */
-function rulesInForce(store: SqlJsStore, call: AgentCallRecord): EvalCase["rules"] {
-  return store
-    .listRules()
-    .filter((r) => !r.deleted && r.createdAt <= call.at && (!r.expiresAt || r.expiresAt > call.at))
-    .map((r) => ({ id: r.id, statement: r.statement, value: r.value }));
+/**
+ * Business rules in force when the step ran, from the case file's rule table (the engine's own
+ * filter: confirmed, unexpired, undeleted). A run given a separate rule book saw that book's rules,
+ * which the case file does not record.
+ */
+function rulesSeen(store: SqlJsStore, call: AgentCallRecord): EvalCase["rules"] {
+  return rulesInForce(store.listRules(), call.at).map((r) => ({ id: r.id, statement: r.statement, value: r.value }));
 }
 
 // ---- eval -------------------------------------------------------------------------------------
@@ -191,7 +193,7 @@ export const runEval: Command = async (args, io) => {
   });
   if (positionals.length === 0) throw new CasefileError("USAGE", "eval needs eval case files or a folder of them");
   const provider = providerOption(values.provider, io);
-  const cases = positionals.flatMap(caseFilesIn).flatMap((file) => loadCases(file).map((c) => ({ file, c })));
+  const cases = positionals.flatMap((p) => caseFilesIn(p, io)).flatMap((file) => loadCases(file).map((c) => ({ file, c })));
   if (cases.length === 0) throw new CasefileError("USAGE", `no eval cases (*.eval.json, *.json, *.yaml) in ${positionals.join(", ")}`);
 
   const runner = new CaseRunner(io, provider, values.workflow);
@@ -215,7 +217,7 @@ export const runEval: Command = async (args, io) => {
 };
 
 /** A folder gives its eval files (not recursing); a file is taken as given. */
-function caseFilesIn(arg: string): string[] {
+function caseFilesIn(arg: string, io: Io): string[] {
   const abs = path.resolve(arg);
   let isDir: boolean;
   try {
@@ -224,7 +226,12 @@ function caseFilesIn(arg: string): string[] {
     throw new CasefileError("USAGE", `eval: ${abs} does not exist`, { file: abs });
   }
   if (!isDir) return [abs];
-  return readdirSync(abs)
+  const names = readdirSync(abs);
+  const jsonl = names.filter((f) => f.endsWith(".jsonl"));
+  // export-eval writes all three formats into one folder by default; the JSONL copies hold too
+  // little to evaluate (see loadCases), so a folder's are skipped, said once.
+  if (jsonl.length) io.err(`eval: skipping ${jsonl.length} OpenAI evals JSONL file(s) in ${abs} (messages and ideal only)`);
+  return names
     .filter((f) => /\.(json|ya?ml)$/.test(f))
     .sort()
     .map((f) => path.join(abs, f));
