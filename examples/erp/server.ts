@@ -13,6 +13,7 @@ import path from "node:path";
  *   GET    /:collection/:id             one record, ETag header
  *   POST   /:collection                 create (Idempotency-Key honoured); 201 + ETag
  *   PUT    /:collection/:id             replace (If-Match honoured); 200 + ETag
+ *   PATCH  /:collection/:id             merge fields (If-Match and Idempotency-Key honoured); 200 + ETag
  *   GET    /idempotency/:key            the response first given for that key, or 404
  *   POST   /admin/:collection/:id       set a record as an outside change (bumps the version)
  */
@@ -28,6 +29,20 @@ interface ErpData {
   idempotency: Record<string, { status: number; body: unknown }>;
   /** How many writes each collection has taken, for tests that count effects. */
   writes: Record<string, number>;
+  /**
+   * Every write that changed a record, in order (an idempotent replay is not one). The kill test
+   * checks it for effects applied twice. Absent in data files written before it existed.
+   */
+  log?: ErpWrite[];
+}
+
+export interface ErpWrite {
+  at: string;
+  method: "POST" | "PUT" | "PATCH" | "ADMIN";
+  collection: string;
+  id: string;
+  version: number;
+  idempotencyKey?: string;
 }
 
 export interface ErpServer {
@@ -88,6 +103,7 @@ export async function startErp(opts: ErpOptions = {}): Promise<ErpServer> {
       const coll = (data.collections[parts[1]!] ??= {});
       const prev = coll[parts[2]!];
       coll[parts[2]!] = { id: parts[2]!, version: (prev?.version ?? 0) + 1, data: parse() };
+      logWrite(data, "ADMIN", parts[1]!, coll[parts[2]!]!);
       save(dataFile, data);
       return send(res, 200, coll[parts[2]!], etag(coll[parts[2]!]!));
     }
@@ -113,10 +129,11 @@ export async function startErp(opts: ErpOptions = {}): Promise<ErpServer> {
       data.collections[name] = { ...coll, [newId]: rec };
       data.writes[name] = (data.writes[name] ?? 0) + 1;
       if (key) data.idempotency[key] = { status: 201, body: rec };
+      logWrite(data, "POST", name, rec, key);
       save(dataFile, data);
       return send(res, 201, rec, etag(rec));
     }
-    if (method === "PUT" && id) {
+    if ((method === "PUT" || method === "PATCH") && id) {
       const rec = coll[id];
       if (!rec) return send(res, 404, { error: `${name}/${id} not found` });
       const key = header(req, "idempotency-key");
@@ -125,11 +142,13 @@ export async function startErp(opts: ErpOptions = {}): Promise<ErpServer> {
       if (ifMatch && ifMatch !== etag(rec)) {
         return send(res, 412, { error: `${name}/${id} is at ${etag(rec)}, not ${ifMatch}`, current: rec });
       }
-      const next: ErpRecord = { id, version: rec.version + 1, data: parse() };
+      // PATCH merges, so a writer that set one field leaves the others as a concurrent writer left them.
+      const next: ErpRecord = { id, version: rec.version + 1, data: method === "PATCH" ? { ...rec.data, ...parse() } : parse() };
       coll[id] = next;
       data.collections[name] = coll;
       data.writes[name] = (data.writes[name] ?? 0) + 1;
       if (key) data.idempotency[key] = { status: 200, body: next };
+      logWrite(data, method, name, next, key);
       save(dataFile, data);
       return send(res, 200, next, etag(next));
     }
@@ -145,6 +164,12 @@ export async function startErp(opts: ErpOptions = {}): Promise<ErpServer> {
     snapshot: load,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+function logWrite(data: ErpData, method: ErpWrite["method"], collection: string, rec: ErpRecord, key?: string): void {
+  const entry: ErpWrite = { at: new Date().toISOString(), method, collection, id: rec.id, version: rec.version };
+  if (key) entry.idempotencyKey = key;
+  (data.log ??= []).push(entry);
 }
 
 export function etag(rec: { version: number }): string {
