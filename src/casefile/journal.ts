@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs";
 import { CasefileError } from "../engine/errors";
+import { Fsyncer } from "./fsyncer";
 
 /**
  * The journal beside a case file (`<file>.journal`): every commit is appended here and fsync'd
@@ -123,6 +124,7 @@ export function corrupt(file: string, offset: number, detail: string): CasefileE
 export class JournalWriter {
   private size: number;
   private failed: Error | undefined;
+  private readonly syncer = new Fsyncer();
 
   private constructor(
     readonly file: string,
@@ -156,29 +158,55 @@ export class JournalWriter {
   }
 
   /**
-   * Appends one record and fsyncs. If the write or the fsync fails, the journal is cut back to
-   * where it was and the writer refuses further appends: after a failed fsync the kernel may have
-   * dropped the pages, so what is on disk is unknown and the store must be reopened.
+   * Appends one record and fsyncs. `whileSyncing` runs while the fsync is in flight on the helper
+   * thread (the store applies the batch to its in-memory database there, in a transaction it
+   * commits only once this returns); if it throws, the record is taken back out and its error
+   * rethrown. If the write or the fsync fails, the journal is cut back to where it was and the
+   * writer refuses further appends: after a failed fsync the kernel may have dropped the pages,
+   * so what is on disk is unknown and the store must be reopened.
    */
-  append(seq: number, payloadJson: string): void {
-    if (this.failed) throw new CasefileError("CORRUPT_CASE_FILE", `journal ${this.file}: an earlier write failed (${this.failed.message}); reopen the case file`);
+  append(seq: number, payloadJson: string, whileSyncing?: () => void): void {
+    if (this.failed)
+      throw new CasefileError(
+        "CORRUPT_CASE_FILE",
+        `journal ${this.file}: an earlier write failed (${this.failed.message}); reopen the case file`,
+      );
     const fd = this.handle();
     const record = encodeRecord(seq, payloadJson);
     const before = this.size;
     try {
       let written = 0;
       while (written < record.length) written += writeSync(fd, record, written, record.length - written);
-      fsyncSync(fd);
-      this.size = before + record.length;
     } catch (e) {
-      this.failed = e as Error;
-      try {
-        ftruncateSync(fd, before);
-      } catch {
-        // The torn tail left behind is exactly what readJournal ignores.
-      }
-      throw e;
+      this.fail(e as Error, before);
     }
+    this.syncer.start(fd);
+    let callerError: { error: unknown } | undefined;
+    try {
+      whileSyncing?.();
+    } catch (error) {
+      callerError = { error };
+    }
+    try {
+      this.syncer.wait();
+    } catch (e) {
+      this.fail(e as Error, before);
+    }
+    this.size = before + record.length;
+    if (callerError) {
+      this.rollbackTo(before);
+      throw callerError.error;
+    }
+  }
+
+  private fail(e: Error, cutTo: number): never {
+    this.failed = e;
+    try {
+      ftruncateSync(this.handle(), cutTo);
+    } catch {
+      // The torn tail left behind is exactly what readJournal ignores.
+    }
+    throw e;
   }
 
   /** Removes the last record again; the store calls this when applying a journalled batch failed. */
@@ -195,6 +223,7 @@ export class JournalWriter {
   }
 
   close(): void {
+    this.syncer.close();
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
   }

@@ -67,7 +67,10 @@ export function acquireLock(caseFile: string): LockHandle {
       closeSync(fd);
     }
   }
-  throw new CasefileError("CASE_FILE_LOCKED", `${caseFile} is locked: another process keeps taking ${path}`, { file: caseFile, lock: path });
+  throw new CasefileError("CASE_FILE_LOCKED", `${caseFile} is locked: another process keeps taking ${path}`, {
+    file: caseFile,
+    lock: path,
+  });
 }
 
 /**

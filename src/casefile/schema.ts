@@ -76,9 +76,7 @@ export interface Migration {
  * opened (in memory for a reader; a writer then compacts, so the file on disk moves to the new
  * version only under the lock). A file above the last version is refused.
  */
-export const MIGRATIONS: readonly Migration[] = [
-  { to: 1, description: "initial schema", up: (db) => V1.forEach((sql) => db.run(sql)) },
-];
+export const MIGRATIONS: readonly Migration[] = [{ to: 1, description: "initial schema", up: (db) => V1.forEach((sql) => db.run(sql)) }];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.to;
 
@@ -144,10 +142,14 @@ export function migrate(db: Database, from: number, file: string, migrations: re
     } catch (e) {
       db.run("ROLLBACK TO migrate");
       db.run("RELEASE migrate");
-      throw new CasefileError("MIGRATION_FAILED", `${file}: migrating the case file to schema v${m.to} (${m.description}) failed: ${(e as Error).message}`, {
-        file,
-        to: m.to,
-      });
+      throw new CasefileError(
+        "MIGRATION_FAILED",
+        `${file}: migrating the case file to schema v${m.to} (${m.description}) failed: ${(e as Error).message}`,
+        {
+          file,
+          to: m.to,
+        },
+      );
     }
     applied.push(m.to);
   }
@@ -175,7 +177,8 @@ export const WRITE_SQL: Record<TableName, string> = {
   intents:
     "INSERT INTO intents (id, run_id, status, data) VALUES (?, ?, ?, ?) " +
     "ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, status = excluded.status, data = excluded.data",
-  rules: "INSERT INTO rules (id, deleted, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET deleted = excluded.deleted, data = excluded.data",
+  rules:
+    "INSERT INTO rules (id, deleted, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET deleted = excluded.deleted, data = excluded.data",
   events: "INSERT INTO events (seq, run_id, superstep, type, data) VALUES (?, ?, ?, ?, ?)",
 };
 

@@ -120,9 +120,13 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       }
       const jpath = journalPath(file);
       if (existsSync(jpath) && statSync(jpath).size > 0) {
-        throw new CasefileError("CORRUPT_CASE_FILE", `journal ${jpath} exists without its database ${file}; move it away to start a new case file`, {
-          file: jpath,
-        });
+        throw new CasefileError(
+          "CORRUPT_CASE_FILE",
+          `journal ${jpath} exists without its database ${file}; move it away to start a new case file`,
+          {
+            file: jpath,
+          },
+        );
       }
       const db = new SQL.Database();
       const meta: StoredMeta = { app: "casefile", schemaVersion: SCHEMA_VERSION, createdAt: new Date().toISOString(), journalSeq: 0 };
@@ -177,7 +181,11 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     for (const rec of scan.records) {
       if (rec.seq <= this.info.journalSeq) continue; // already folded in by a compaction
       if (rec.seq !== this.info.journalSeq + 1) {
-        throw corrupt(jfile, rec.offset, `record at byte ${rec.offset} has sequence ${rec.seq} but the database holds up to ${this.info.journalSeq}`);
+        throw corrupt(
+          jfile,
+          rec.offset,
+          `record at byte ${rec.offset} has sequence ${rec.seq} but the database holds up to ${this.info.journalSeq}`,
+        );
       }
       let batch: PreparedBatch;
       try {
@@ -197,7 +205,9 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     }
     if (scan.tornTailAt !== undefined) {
       const action = this.readOnly ? "ignored" : "truncated";
-      this.warnings.push(`journal ${jfile}: ${scan.fileLength - scan.tornTailAt} bytes of an incomplete last record at byte ${scan.tornTailAt} ${action}`);
+      this.warnings.push(
+        `journal ${jfile}: ${scan.fileLength - scan.tornTailAt} bytes of an incomplete last record at byte ${scan.tornTailAt} ${action}`,
+      );
     }
   }
 
@@ -218,13 +228,19 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     if (TABLES.every((t) => prepared[t].length === 0)) return;
     const seq = this.nextJournalSeq;
     const before = journal.bytes;
-    journal.append(seq, JSON.stringify(prepared));
+    // The rows go into the in-memory database while the journal's fsync runs, inside a
+    // transaction committed only once the record is durable. If applying fails (validation
+    // should make that unreachable) the journal takes the record back; if the fsync fails the
+    // transaction is rolled back. Either way the batch is all there or not there at all.
+    let journalled = false;
+    this.db.run("BEGIN");
     try {
-      this.applyBatch(prepared, seq);
+      journal.append(seq, JSON.stringify(prepared), () => this.writeRows(prepared, seq));
+      journalled = true;
+      this.db.run("COMMIT");
     } catch (e) {
-      // Validation should make this unreachable; if not, take the record back out so that the
-      // journal never holds a batch the database refused.
-      journal.rollbackTo(before);
+      this.rollback();
+      if (journalled) journal.rollbackTo(before);
       throw e;
     }
     this.info.journalSeq = seq;

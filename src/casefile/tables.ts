@@ -38,17 +38,31 @@ export class SqlTables {
   protected applyBatch(batch: PreparedBatch, journalSeq: number): void {
     this.db.run("BEGIN");
     try {
-      for (const table of TABLES) {
-        const rows = batch[table] as object[];
-        if (rows.length === 0) continue;
-        const stmt = this.statement(WRITE_SQL[table]);
-        for (const row of rows) stmt.run(writeParams(table, row));
-      }
-      this.statement("UPDATE meta SET journal_seq = ? WHERE id = 1").run([journalSeq]);
+      this.writeRows(batch, journalSeq);
       this.db.run("COMMIT");
     } catch (e) {
-      this.db.run("ROLLBACK");
+      this.rollback();
       throw e;
+    }
+  }
+
+  /** The rows of applyBatch without the transaction, for a caller that holds one open. */
+  protected writeRows(batch: PreparedBatch, journalSeq: number): void {
+    for (const table of TABLES) {
+      const rows = batch[table] as object[];
+      if (rows.length === 0) continue;
+      const stmt = this.statement(WRITE_SQL[table]);
+      for (const row of rows) stmt.run(writeParams(table, row));
+    }
+    this.statement("UPDATE meta SET journal_seq = ? WHERE id = 1").run([journalSeq]);
+  }
+
+  /** Rolls back the open transaction, if SQLite has not already ended it after an error. */
+  protected rollback(): void {
+    try {
+      this.db.run("ROLLBACK");
+    } catch {
+      // "no transaction is active": nothing to undo.
     }
   }
 
@@ -122,7 +136,11 @@ export class SqlTables {
   readValues(refs: Record<string, KeyRef>): Record<string, Json> {
     const out: Record<string, Json> = {};
     for (const [key, ref] of Object.entries(refs)) {
-      const row = this.one<StateValueRow>("SELECT data FROM state_values WHERE run = ? AND key = ? AND version = ?", [ref.run, key, ref.version]);
+      const row = this.one<StateValueRow>("SELECT data FROM state_values WHERE run = ? AND key = ? AND version = ?", [
+        ref.run,
+        key,
+        ref.version,
+      ]);
       if (!row) throw missingValue(this.file, key, ref);
       out[key] = row.value;
     }

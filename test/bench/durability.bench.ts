@@ -9,7 +9,20 @@
  * Prints medians and writes test/bench/results/durability.json. Times are for this machine only;
  * no test asserts them.
  */
-import { closeSync, copyFileSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  copyFileSync,
+  fsyncSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { SqlJsStore } from "../../src/casefile";
@@ -108,7 +121,15 @@ function superstep(i: number): CommitBatch {
         runId: run,
         superstep: i,
         executor: "decide",
-        request: { messages: [{ role: "system", content: text(800) }, { role: "user", content: text(1700) }], model: "m", params: {}, responseSchema: {} },
+        request: {
+          messages: [
+            { role: "system", content: text(800) },
+            { role: "user", content: text(1700) },
+          ],
+          model: "m",
+          params: {},
+          responseSchema: {},
+        },
         hash: `sha256:${i}`,
         provider: "scripted",
         mode: "scripted",
@@ -365,7 +386,9 @@ async function main(): Promise<void> {
       f.n = await prefill(f.ours, f.bs3, size);
       // export-each starts from the same prefilled file, not from the one ours will have grown.
       copyFileSync(f.ours, f.ours + ".orig");
-      console.error(`prefilled ${label}: ${f.n} supersteps, ${(statSync(f.ours).size / MB).toFixed(1)} MB, in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+      console.error(
+        `prefilled ${label}: ${f.n} supersteps, ${(statSync(f.ours).size / MB).toFixed(1)} MB, in ${((Date.now() - t) / 1000).toFixed(1)} s`,
+      );
       files.push(f);
     }
     // Event seqs for better-sqlite3 rows continue far above the prefilled ones.
@@ -400,7 +423,11 @@ async function main(): Promise<void> {
 
 function report(rows: Row[], started: number): void {
   const order = ["ours", "sql.js export", "better-sqlite3"];
-  rows.sort((a, b) => a.sizeLabel.localeCompare(b.sizeLabel, undefined, { numeric: true }) || order.findIndex((o) => a.variant.startsWith(o)) - order.findIndex((o) => b.variant.startsWith(o)));
+  rows.sort(
+    (a, b) =>
+      a.sizeLabel.localeCompare(b.sizeLabel, undefined, { numeric: true }) ||
+      order.findIndex((o) => a.variant.startsWith(o)) - order.findIndex((o) => b.variant.startsWith(o)),
+  );
   const find = (variant: string, label: string): Row => rows.find((r) => r.variant.startsWith(variant) && r.sizeLabel === label)!;
   const ours1 = find("ours", "1 MB");
   const ours100 = find("ours", "100 MB");
@@ -413,14 +440,24 @@ function report(rows: Row[], started: number): void {
   };
 
   const pad = (s: string, n: number): string => s.padEnd(n);
-  console.log(`\nDurable commit per superstep (~${(BYTES_PER_SUPERSTEP / 1024).toFixed(1)} KB of rows); ${os.cpus().length} CPUs, ${os.platform()}, load ${os.loadavg()[0]!.toFixed(1)}`);
+  console.log(
+    `\nDurable commit per superstep (~${(BYTES_PER_SUPERSTEP / 1024).toFixed(1)} KB of rows); ${os.cpus().length} CPUs, ${os.platform()}, load ${os.loadavg()[0]!.toFixed(1)}`,
+  );
   console.log(pad("variant", 46) + pad("file at start", 15) + pad("reps", 6) + pad("median ms", 12) + "mean ms");
   for (const r of rows) {
-    console.log(pad(r.variant, 46) + pad(`${(r.fileBytes / MB).toFixed(1)} MB`, 15) + pad(String(r.reps), 6) + pad(r.medianMs.toFixed(3), 12) + r.meanMs.toFixed(3));
+    console.log(
+      pad(r.variant, 46) +
+        pad(`${(r.fileBytes / MB).toFixed(1)} MB`, 15) +
+        pad(String(r.reps), 6) +
+        pad(r.medianMs.toFixed(3), 12) +
+        r.meanMs.toFixed(3),
+    );
   }
   for (const r of rows.filter((x) => x.note)) console.log(`  ours @ ${r.sizeLabel}: ${r.note}`);
   console.log(`  ours and better-sqlite3: ${ROUNDS} interleaved rounds of ${PER_ROUND} commits each`);
-  console.log(`  export-each: ${EXPORT_EACH_REPS.small} reps at 1 MB, only ${EXPORT_EACH_REPS.large} at 100 MB (each rewrites the whole file)`);
+  console.log(
+    `  export-each: ${EXPORT_EACH_REPS.small} reps at 1 MB, only ${EXPORT_EACH_REPS.large} at 100 MB (each rewrites the whole file)`,
+  );
   console.log(`\nours@100MB / ours@1MB              = ${ratios.oursLargeOverSmall.toFixed(2)}  (target <= 1.5)`);
   console.log(`ours@100MB / better-sqlite3@100MB = ${ratios.oursOverBetterSqlite3Large.toFixed(2)}  (target <= 2)`);
   console.log(`export-each@100MB / ours@100MB    = ${ratios.exportEachOverOursLarge.toFixed(0)}x`);
@@ -429,7 +466,13 @@ function report(rows: Row[], started: number): void {
   mkdirSync(resultsDir, { recursive: true });
   const result = {
     at: new Date().toISOString(),
-    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, platform: os.platform(), node: process.version, loadavg: os.loadavg() },
+    machine: {
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model,
+      platform: os.platform(),
+      node: process.version,
+      loadavg: os.loadavg(),
+    },
     bytesPerSuperstep: BYTES_PER_SUPERSTEP,
     rows,
     ratios,

@@ -68,7 +68,12 @@ export function agentCall(id: string, runId: string, over: Partial<AgentCallReco
     runId,
     superstep: 1,
     executor: "decide",
-    request: { messages: [{ role: "user", content: "Pay invoice 7?" }], model: "m", params: { temperature: 0 }, responseSchema: { type: "object" } },
+    request: {
+      messages: [{ role: "user", content: "Pay invoice 7?" }],
+      model: "m",
+      params: { temperature: 0 },
+      responseSchema: { type: "object" },
+    },
     hash: "sha256:" + id,
     provider: "scripted",
     mode: "scripted",
@@ -112,7 +117,15 @@ export function intent(id: string, runId: string, over: Partial<IntentRecord> = 
 }
 
 export function rule(id: string, over: Partial<RuleRecord> = {}): RuleRecord {
-  return { id, statement: "Supplier X always bills in EUR", value: { currency: "EUR" }, proposedBy: "agent", createdAt: T0, updatedAt: T0, ...over };
+  return {
+    id,
+    statement: "Supplier X always bills in EUR",
+    value: { currency: "EUR" },
+    proposedBy: "agent",
+    createdAt: T0,
+    updatedAt: T0,
+    ...over,
+  };
 }
 
 export function event(runId: string, type: EventRecord["type"], superstep = 0, data: Json = null): EventRecord {

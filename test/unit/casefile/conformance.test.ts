@@ -61,7 +61,9 @@ function conformance(name: string, open: () => Promise<{ store: CaseStore; dispo
         checkpoints: [
           checkpoint("c1", "r1", 1, {
             parentId: "c0",
-            waiting: [{ id: "q", executor: "ask", runId: "r1", superstep: 1, createdAt: "t", prompt: { title: "Approve?" }, message: null }],
+            waiting: [
+              { id: "q", executor: "ask", runId: "r1", superstep: 1, createdAt: "t", prompt: { title: "Approve?" }, message: null },
+            ],
           }),
           checkpoint("b0", "r2", 0, { parentId: "c1" }),
         ],
@@ -73,7 +75,10 @@ function conformance(name: string, open: () => Promise<{ store: CaseStore; dispo
       ]);
       assert.equal(store.latestCheckpoint("r1")!.id, "c2");
       assert.equal(store.latestCheckpoint("r2")!.parentId, "c1", "a branch's first checkpoint points into its parent run");
-      assert.deepEqual(store.getCheckpoint("c1"), checkpoint("c1", "r1", 1, { parentId: "c0", waiting: store.getCheckpoint("c1")!.waiting }));
+      assert.deepEqual(
+        store.getCheckpoint("c1"),
+        checkpoint("c1", "r1", 1, { parentId: "c0", waiting: store.getCheckpoint("c1")!.waiting }),
+      );
       assert.equal(store.latestCheckpoint("r3"), undefined);
       assert.deepEqual(store.listCheckpoints("r3"), []);
       assert.equal(store.getCheckpoint("zz"), undefined);
@@ -143,8 +148,14 @@ function conformance(name: string, open: () => Promise<{ store: CaseStore; dispo
       store.commit({ steps: [step("s1", "r1", 0)], values: [{ run: "r1", key: "k", version: 1, value: 1 }] });
       const refused = (code: string, pattern: RegExp) => (e: Error & { code?: string }) => e.code === code && pattern.test(e.message);
       assert.throws(() => store.commit({ steps: [step("s1", "r1", 5)] }), refused("INVALID_BATCH", /steps row s1 already exists/));
-      assert.throws(() => store.commit({ agentCalls: [agentCall("a", "r1"), agentCall("a", "r1")] }), refused("INVALID_BATCH", /agentCalls row a appears twice/));
-      assert.throws(() => store.commit({ values: [{ run: "r1", key: "k", version: 1, value: 2 }] }), refused("INVALID_BATCH", /already exists/));
+      assert.throws(
+        () => store.commit({ agentCalls: [agentCall("a", "r1"), agentCall("a", "r1")] }),
+        refused("INVALID_BATCH", /agentCalls row a appears twice/),
+      );
+      assert.throws(
+        () => store.commit({ values: [{ run: "r1", key: "k", version: 1, value: 2 }] }),
+        refused("INVALID_BATCH", /already exists/),
+      );
       assert.equal(store.listSteps("r1")[0]!.superstep, 0);
       assert.deepEqual(store.readValues({ k: ref("r1", 1) }), { k: 1 });
     });
@@ -174,7 +185,9 @@ function conformance(name: string, open: () => Promise<{ store: CaseStore; dispo
 
     it("upserts rules; a deleted rule is listed only when asked for", () => {
       store.commit({ rules: [rule("eur"), rule("net30", { statement: "Pay at 30 days" })] });
-      store.commit({ rules: [rule("eur", { confirmedBy: "ana", confirmedAt: "2026-01-03T00:00:00.000Z" }), rule("net30", { deleted: true })] });
+      store.commit({
+        rules: [rule("eur", { confirmedBy: "ana", confirmedAt: "2026-01-03T00:00:00.000Z" }), rule("net30", { deleted: true })],
+      });
       assert.deepEqual(store.listRules(), [rule("eur", { confirmedBy: "ana", confirmedAt: "2026-01-03T00:00:00.000Z" })]);
       assert.deepEqual(
         store.listRules(true).map((r) => [r.id, r.deleted === true]),
@@ -227,7 +240,8 @@ function conformance(name: string, open: () => Promise<{ store: CaseStore; dispo
             checkpoints: [bad],
             events: [event("r1", "checkpoint")],
           }),
-        (e: Error & { code?: string }) => e.code === "INVALID_BATCH" && /checkpoints row c1\.local\.parser: a function is not JSON/.test(e.message),
+        (e: Error & { code?: string }) =>
+          e.code === "INVALID_BATCH" && /checkpoints row c1\.local\.parser: a function is not JSON/.test(e.message),
       );
       assert.equal(store.getRun("r1")!.status, "running");
       assert.equal(store.getRun("r2"), undefined);
@@ -243,12 +257,32 @@ function conformance(name: string, open: () => Promise<{ store: CaseStore; dispo
     it("refuses what JSON cannot carry, naming the table, row and path", () => {
       const cases: [string, () => void, RegExp][] = [
         ["NaN", () => store.commit({ values: [{ run: "r", key: "k", version: 1, value: { n: NaN } }] }), /values row .*\.value\.n: NaN/],
-        ["a Date", () => store.commit({ runs: [run("r1", { input: { at: new Date() as never } })] }), /runs row r1\.input\.at: a Date object/],
-        ["undefined in an array", () => store.commit({ runs: [run("r1", { outputs: [1, undefined as never] })] }), /runs row r1\.outputs\[1\]/],
-        ["a missing id", () => store.commit({ steps: [{ ...step("x", "r1", 0), id: undefined as never }] }), /steps\[0\]\.id must be a non-empty string/],
-        ["a missing value", () => store.commit({ values: [{ run: "r", key: "k", version: 1, value: undefined as never }] }), /value is missing/],
+        [
+          "a Date",
+          () => store.commit({ runs: [run("r1", { input: { at: new Date() as never } })] }),
+          /runs row r1\.input\.at: a Date object/,
+        ],
+        [
+          "undefined in an array",
+          () => store.commit({ runs: [run("r1", { outputs: [1, undefined as never] })] }),
+          /runs row r1\.outputs\[1\]/,
+        ],
+        [
+          "a missing id",
+          () => store.commit({ steps: [{ ...step("x", "r1", 0), id: undefined as never }] }),
+          /steps\[0\]\.id must be a non-empty string/,
+        ],
+        [
+          "a missing value",
+          () => store.commit({ values: [{ run: "r", key: "k", version: 1, value: undefined as never }] }),
+          /value is missing/,
+        ],
         ["an unknown table", () => store.commit({ value: [] } as never), /unknown table "value"/],
-        ["a bigint", () => store.commit({ events: [event("r1", "output", 0, { n: 1n as never })] }), /events\[0\]\.data\.n: a bigint is not JSON/],
+        [
+          "a bigint",
+          () => store.commit({ events: [event("r1", "output", 0, { n: 1n as never })] }),
+          /events\[0\]\.data\.n: a bigint is not JSON/,
+        ],
       ];
       for (const [what, commit, pattern] of cases) {
         assert.throws(commit, (e: Error & { code?: string }) => e.code === "INVALID_BATCH" && pattern.test(e.message), what);

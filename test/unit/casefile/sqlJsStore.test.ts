@@ -37,7 +37,11 @@ const BATCHES: CommitBatch[] = [
     rules: [rule("eur")],
     events: [event("r1", "step_completed", 1)],
   },
-  { runs: [run("r1", { status: "completed" })], intents: [intent("pay:7", "r1", { status: "done" })], events: [event("r1", "run_completed", 2)] },
+  {
+    runs: [run("r1", { status: "completed" })],
+    intents: [intent("pay:7", "r1", { status: "done" })],
+    events: [event("r1", "run_completed", 2)],
+  },
 ];
 
 /** Everything a reader can see, for comparing a store against the in-memory oracle. */
@@ -160,7 +164,9 @@ describe("SqlJsStore on disk", () => {
     writeFileSync(jb, bytes);
     const jBefore = freeze(jb);
     const dbBefore = freeze(at("b.casefile"));
-    const pattern = new RegExp(`journal .*b\\.casefile\\.journal is corrupt: damaged record at byte ${second} is followed by a good record`);
+    const pattern = new RegExp(
+      `journal .*b\\.casefile\\.journal is corrupt: damaged record at byte ${second} is followed by a good record`,
+    );
     await refused(SqlJsStore.open(at("b.casefile")), "CORRUPT_CASE_FILE", pattern);
     await refused(SqlJsStore.open(at("b.casefile"), { readOnly: true }), "CORRUPT_CASE_FILE", pattern);
     assertUntouched(jb, jBefore);
@@ -225,7 +231,11 @@ describe("SqlJsStore on disk", () => {
       const file = at("acme.casefile");
       await makeCaseFile(file, BATCHES, "acme");
       const before = freeze(file);
-      await refused(SqlJsStore.open(file, { tenant: "globex" }), "FOREIGN_TENANT", /acme\.casefile belongs to tenant "acme", not to tenant "globex"/);
+      await refused(
+        SqlJsStore.open(file, { tenant: "globex" }),
+        "FOREIGN_TENANT",
+        /acme\.casefile belongs to tenant "acme", not to tenant "globex"/,
+      );
       await refused(SqlJsStore.open(file, { tenant: "globex", readOnly: true }), "FOREIGN_TENANT", /tenant "acme"/);
       assertUntouched(file, before);
     });
@@ -238,7 +248,11 @@ describe("SqlJsStore on disk", () => {
 
     it("a new file where a journal without its database lies", async () => {
       writeFileSync(journalPath(at("x.casefile")), encodeRecord(1, "{}"));
-      await refused(SqlJsStore.open(at("x.casefile"), { create: true }), "CORRUPT_CASE_FILE", /journal .*x\.casefile\.journal exists without its database/);
+      await refused(
+        SqlJsStore.open(at("x.casefile"), { create: true }),
+        "CORRUPT_CASE_FILE",
+        /journal .*x\.casefile\.journal exists without its database/,
+      );
       assert.ok(!existsSync(at("x.casefile")) && !existsSync(lockPath(at("x.casefile"))));
     });
   });
@@ -292,11 +306,20 @@ describe("SqlJsStore on disk", () => {
     const r = await SqlJsStore.open(file, { readOnly: true });
     assert.equal(r.readOnly, true);
     assert.deepEqual(everything(r), oracle(BATCHES));
-    assert.throws(() => r.commit({ runs: [run("r9")] }), (e: Error & { code?: string }) => e.code === "READ_ONLY" && /read-only/.test(e.message));
-    assert.throws(() => r.compact(), (e: Error & { code?: string }) => e.code === "READ_ONLY");
+    assert.throws(
+      () => r.commit({ runs: [run("r9")] }),
+      (e: Error & { code?: string }) => e.code === "READ_ONLY" && /read-only/.test(e.message),
+    );
+    assert.throws(
+      () => r.compact(),
+      (e: Error & { code?: string }) => e.code === "READ_ONLY",
+    );
     r.close();
     assert.ok(readFileSync(file).equals(dbBefore.bytes) && statSync(file).mtimeMs === dbBefore.mtimeMs, "database untouched");
-    assert.ok(readFileSync(journalPath(file)).equals(jBefore.bytes) && statSync(journalPath(file)).mtimeMs === jBefore.mtimeMs, "journal untouched");
+    assert.ok(
+      readFileSync(journalPath(file)).equals(jBefore.bytes) && statSync(journalPath(file)).mtimeMs === jBefore.mtimeMs,
+      "journal untouched",
+    );
     assert.ok(readFileSync(lockPath(file)).equals(lockBefore), "the writer's lock untouched");
     w.close();
   });
@@ -347,7 +370,10 @@ describe("SqlJsStore on disk", () => {
     let compactions = 0;
     let lastSize = statSync(file).size;
     for (let i = 1; i <= 300; i++) {
-      const b: CommitBatch = { values: [{ run: "r1", key: "notes", version: i, value: "n".repeat(1000) }], events: [event("r1", "checkpoint", i)] };
+      const b: CommitBatch = {
+        values: [{ run: "r1", key: "notes", version: i, value: "n".repeat(1000) }],
+        events: [event("r1", "checkpoint", i)],
+      };
       batches.push(b);
       w.commit(b);
       const dbSize = statSync(file).size;
@@ -367,7 +393,9 @@ describe("SqlJsStore on disk", () => {
     async function versionZeroFile(file: string): Promise<void> {
       const SQL = await loadSqlJs();
       const db = new SQL.Database();
-      db.run("CREATE TABLE meta (id INTEGER PRIMARY KEY, app TEXT NOT NULL, schema_version INTEGER NOT NULL, created_at TEXT NOT NULL, tenant TEXT, journal_seq INTEGER NOT NULL DEFAULT 0)");
+      db.run(
+        "CREATE TABLE meta (id INTEGER PRIMARY KEY, app TEXT NOT NULL, schema_version INTEGER NOT NULL, created_at TEXT NOT NULL, tenant TEXT, journal_seq INTEGER NOT NULL DEFAULT 0)",
+      );
       db.run("INSERT INTO meta VALUES (1, 'casefile', 0, '2025-06-01T00:00:00.000Z', NULL, 0)");
       writeFileSync(file, db.export());
       db.close();
@@ -425,7 +453,8 @@ describe("SqlJsStore on disk", () => {
       assert.throws(
         () => migrate(db, SCHEMA_VERSION, "mem.casefile", steps),
         (e: Error & { code?: string }) =>
-          e.code === "MIGRATION_FAILED" && new RegExp(`mem\\.casefile: migrating the case file to schema v${SCHEMA_VERSION + 2} \\(broken step\\)`).test(e.message),
+          e.code === "MIGRATION_FAILED" &&
+          new RegExp(`mem\\.casefile: migrating the case file to schema v${SCHEMA_VERSION + 2} \\(broken step\\)`).test(e.message),
       );
       assert.equal(readMeta(db)!.schemaVersion, SCHEMA_VERSION + 1);
       assert.deepEqual(db.exec("SELECT workflow_name FROM runs")[0]!.values, [["invoice"]]);
@@ -464,7 +493,10 @@ describe("SqlJsStore on disk", () => {
       });
       const signal = await exit;
       assert.equal(signal, "SIGKILL", `child ended on its own: ${stderr}`);
-      assert.ok(startedAt >= (reported[reported.length - seen - 1] ?? 0), `round ${round} started at ${startedAt}, after what was reported`);
+      assert.ok(
+        startedAt >= (reported[reported.length - seen - 1] ?? 0),
+        `round ${round} started at ${startedAt}, after what was reported`,
+      );
     }
     const s = await SqlJsStore.open(file);
     const events = s.listEvents();
