@@ -48,7 +48,7 @@ export function acquireLock(caseFile: string): LockHandle {
       const stale = inspectExisting(path, caseFile);
       if (!stale) continue; // vanished between our open and our read: try again
       tookOverFrom = stale.owner;
-      removeIfSame(path, stale.ino);
+      removeIfSame(path, stale.ino, stale.text);
       continue;
     }
     try {
@@ -59,7 +59,7 @@ export function acquireLock(caseFile: string): LockHandle {
       const handle: LockHandle = {
         path,
         owner,
-        release: () => removeIfSame(path, ino),
+        release: () => removeIfSame(path, ino, text),
       };
       if (tookOverFrom) handle.tookOverFrom = tookOverFrom;
       return handle;
@@ -77,7 +77,7 @@ export function acquireLock(caseFile: string): LockHandle {
  * Reads the lock another process holds. Returns it if it is stale (its process is gone), throws
  * CASE_FILE_LOCKED naming the holder if it may be live, and undefined if it disappeared.
  */
-function inspectExisting(path: string, caseFile: string): { owner: LockOwner; ino: number } | undefined {
+function inspectExisting(path: string, caseFile: string): { owner: LockOwner; ino: number; text: string } | undefined {
   let text: string;
   let ino: number;
   let mtimeMs: number;
@@ -105,7 +105,7 @@ function inspectExisting(path: string, caseFile: string): { owner: LockOwner; in
         lock: path,
       });
     }
-    return { owner: { pid: 0, hostname: "unknown", createdAt: new Date(mtimeMs).toISOString() }, ino };
+    return { owner: { pid: 0, hostname: "unknown", createdAt: new Date(mtimeMs).toISOString() }, ino, text };
   }
   if (owner.hostname !== os.hostname()) {
     throw new CasefileError(
@@ -116,7 +116,7 @@ function inspectExisting(path: string, caseFile: string): { owner: LockOwner; in
     );
   }
   const bootId = currentBootId();
-  if (owner.bootId && bootId && owner.bootId !== bootId) return { owner, ino };
+  if (owner.bootId && bootId && owner.bootId !== bootId) return { owner, ino, text };
   if (isAlive(owner.pid)) {
     throw new CasefileError(
       "CASE_FILE_LOCKED",
@@ -125,7 +125,7 @@ function inspectExisting(path: string, caseFile: string): { owner: LockOwner; in
       { file: caseFile, lock: path, holder: owner },
     );
   }
-  return { owner, ino };
+  return { owner, ino, text };
 }
 
 function isAlive(pid: number): boolean {
@@ -139,13 +139,14 @@ function isAlive(pid: number): boolean {
 }
 
 /**
- * Unlinks the lock only if it is still the file we looked at. Two processes taking over the same
- * stale lock at the same instant could still race between the check and the unlink; the window
- * is a few microseconds and needs a crashed writer first, which we accept over a lock daemon.
+ * Unlinks the lock only if it is still the file we looked at: same inode and same content (an
+ * inode number alone can be reused by a new lock file). Two processes taking over the same stale
+ * lock at the same instant could still race between the check and the unlink; the window is a
+ * few microseconds and needs a crashed writer first, which we accept over a lock daemon.
  */
-function removeIfSame(path: string, ino: number): void {
+function removeIfSame(path: string, ino: number, text: string): void {
   try {
-    if (statSync(path).ino === ino) unlinkSync(path);
+    if (statSync(path).ino === ino && readFileSync(path, "utf8") === text) unlinkSync(path);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
   }
