@@ -204,5 +204,7 @@ if (require.main === module) {
     const i = process.argv.indexOf(name);
     return i > 0 ? process.argv[i + 1] : undefined;
   };
-  void startErp({ port: Number(arg("--port") ?? 4410), dataDir: arg("--data") }).then((s) => console.log(`ERP stand-in on ${s.url} (data ${s.dataFile})`));
+  void startErp({ port: Number(arg("--port") ?? 4410), dataDir: arg("--data") }).then((s) =>
+    console.log(`ERP stand-in on ${s.url} (data ${s.dataFile})`),
+  );
 }

@@ -40,14 +40,22 @@ const Application = z.object({
   requestedTermsDays: z.number().int(),
   documents: z.array(z.object({ kind: z.string(), text: z.string() })),
 });
-const TaxRegistration = z.object({ taxNumber: z.string(), status: z.enum(["active", "inactive", "not_found"]), name: z.string().optional() });
+const TaxRegistration = z.object({
+  taxNumber: z.string(),
+  status: z.enum(["active", "inactive", "not_found"]),
+  name: z.string().optional(),
+});
 const Proposal = z.object({
   action: z.enum(["onboard", "reject", "escalate"]),
   reason: z.string().min(1),
   facts: z.array(z.string()),
   paymentTermsDays: z.number().int(),
 });
-const Decision = z.object({ verdict: z.enum(["accepted", "rejected", "escalated"]), reason: z.string(), paymentTermsDays: z.number().int().optional() });
+const Decision = z.object({
+  verdict: z.enum(["accepted", "rejected", "escalated"]),
+  reason: z.string(),
+  paymentTermsDays: z.number().int().optional(),
+});
 const Ref = z.object({ id: z.string(), version: z.string() });
 
 const state = {
@@ -78,7 +86,12 @@ interface ErpRecord {
   data: Record<string, unknown>;
 }
 
-async function erp(base: string, method: string, path: string, opts: { body?: unknown; key?: string; ifMatch?: string } = {}): Promise<{ status: number; body: unknown; etag: string }> {
+async function erp(
+  base: string,
+  method: string,
+  path: string,
+  opts: { body?: unknown; key?: string; ifMatch?: string } = {},
+): Promise<{ status: number; body: unknown; etag: string }> {
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (opts.key) headers["idempotency-key"] = opts.key;
   if (opts.ifMatch) headers["if-match"] = opts.ifMatch;
@@ -127,7 +140,11 @@ export default defineWorkflow({
         const base = erpBase(input);
         const path = `/applications/${encodeURIComponent(input.applicationId)}`;
         const { rec, etag } = await readRecord(base, path);
-        ctx.fact("application", { ...Application.parse(rec.data), applicationId: input.applicationId }, { source: `${base}${path}`, sourceVersion: etag });
+        ctx.fact(
+          "application",
+          { ...Application.parse(rec.data), applicationId: input.applicationId },
+          { source: `${base}${path}`, sourceVersion: etag },
+        );
         return "read";
       },
     }),
@@ -163,8 +180,11 @@ export default defineWorkflow({
           role: "system",
           content:
             "You review supplier onboarding applications. Choose one action: onboard, reject or escalate, and the payment terms in days. " +
-            "Cite the facts you relied on by name. Answer JSON: {\"action\", \"reason\", \"facts\", \"paymentTermsDays\"}." +
-            (rules.length ? "\nBusiness rules in force:\n" + rules.map((r) => `- ${r.statement} (${JSON.stringify(r.value)}; confirmed by ${r.confirmedBy})`).join("\n") : ""),
+            'Cite the facts you relied on by name. Answer JSON: {"action", "reason", "facts", "paymentTermsDays"}.' +
+            (rules.length
+              ? "\nBusiness rules in force:\n" +
+                rules.map((r) => `- ${r.statement} (${JSON.stringify(r.value)}; confirmed by ${r.confirmedBy})`).join("\n")
+              : ""),
         },
         {
           role: "user",
@@ -186,7 +206,8 @@ export default defineWorkflow({
         taxNumberRegistered: ({ proposal, state: s }) => {
           if (proposal.action !== "onboard") return { ok: true, message: "not an onboarding" };
           const t = s.taxCheck!.value;
-          if (t.status !== "active") return { ok: false, message: `tax number ${t.taxNumber} is ${t.status} in the registry`, onFail: "reject" };
+          if (t.status !== "active")
+            return { ok: false, message: `tax number ${t.taxNumber} is ${t.status} in the registry`, onFail: "reject" };
           return t.name === s.application!.value.legalName
             ? { ok: true, message: `tax number ${t.taxNumber} is registered to ${t.name}` }
             : { ok: false, message: `tax number ${t.taxNumber} is registered to "${t.name}", not "${s.application!.value.legalName}"` };
@@ -212,7 +233,14 @@ export default defineWorkflow({
         return {
           action: "create supplier",
           target: "erp:suppliers",
-          payload: { legalName: a.legalName, taxNumber: a.taxNumber, country: a.country, address: a.address, applicationId: a.applicationId ?? null, erp: baseOf(s) },
+          payload: {
+            legalName: a.legalName,
+            taxNumber: a.taxNumber,
+            country: a.country,
+            address: a.address,
+            applicationId: a.applicationId ?? null,
+            erp: baseOf(s),
+          },
           // The supplier is created under this name and tax number: if either changed, the
           // registry check and the decision were about someone else.
           reliesOn: { legalName: a.legalName, taxNumber: a.taxNumber, country: a.country },
@@ -249,7 +277,10 @@ export default defineWorkflow({
       check: (_intent, ctx) => liveApplication(ctx.state),
       async act(intent, ctx) {
         const p = intent.payload as { supplierId: string; email: string };
-        return referenceOf(await erp(baseOf(ctx.state), "POST", "/bank-requests", { body: { supplierId: p.supplierId, email: p.email }, key: intent.key }), "bank request");
+        return referenceOf(
+          await erp(baseOf(ctx.state), "POST", "/bank-requests", { body: { supplierId: p.supplierId, email: p.email }, key: intent.key }),
+          "bank request",
+        );
       },
       reconcile: (intent) => lookUpKey((intent.payload as { erp: string }).erp, intent.key),
       done(reference, ctx) {
@@ -274,7 +305,10 @@ export default defineWorkflow({
         };
       },
       async check(intent, ctx) {
-        const { rec, etag } = await readRecord(baseOf(ctx.state), `/suppliers/${encodeURIComponent((intent.payload as { supplierId: string }).supplierId)}`);
+        const { rec, etag } = await readRecord(
+          baseOf(ctx.state),
+          `/suppliers/${encodeURIComponent((intent.payload as { supplierId: string }).supplierId)}`,
+        );
         return { version: etag, record: rec.data as LiveRecord["record"] };
       },
       async act(intent, ctx) {
@@ -305,7 +339,13 @@ export default defineWorkflow({
       description: "Records the onboarding",
       run(ctx) {
         const s = ctx.state;
-        ctx.yield({ application: s.application!.value.applicationId ?? null, outcome: "onboarded", supplier: s.supplier!.id, bankRequest: s.bankRequest!.id, terms: s.paymentTerms!.version });
+        ctx.yield({
+          application: s.application!.value.applicationId ?? null,
+          outcome: "onboarded",
+          supplier: s.supplier!.id,
+          bankRequest: s.bankRequest!.id,
+          terms: s.paymentTerms!.version,
+        });
       },
     }),
 
@@ -313,7 +353,11 @@ export default defineWorkflow({
       reads: ["application", "decision"],
       description: "Records an application that was not onboarded",
       run(ctx) {
-        ctx.yield({ application: ctx.state.application!.value.applicationId ?? null, outcome: `not onboarded (${ctx.state.decision!.verdict})`, reason: ctx.state.decision!.reason });
+        ctx.yield({
+          application: ctx.state.application!.value.applicationId ?? null,
+          outcome: `not onboarded (${ctx.state.decision!.verdict})`,
+          reason: ctx.state.decision!.reason,
+        });
       },
     }),
   },

@@ -174,7 +174,9 @@ export async function resolveOpenIntents(args: {
 /** Reconciles an open or failed intent by its key. Returns the reference if the effect happened. */
 async function lookUp(spec: EffectSpec, record: IntentRecord, io: EffectIo): Promise<Json | null> {
   if (!spec.reconcile) {
-    io.warn(`intent ${record.id} (${record.action} on ${record.target}) was left ${record.status} and "${record.executor}" has no reconcile: acting again with the same idempotency key, which the target must honour`);
+    io.warn(
+      `intent ${record.id} (${record.action} on ${record.target}) was left ${record.status} and "${record.executor}" has no reconcile: acting again with the same idempotency key, which the target must honour`,
+    );
     return null;
   }
   let found: Json | null;
@@ -201,14 +203,28 @@ async function checkThenAct(spec: EffectSpec, planned: PlannedEffect, record: In
       live = await spec.check(planned, ctx);
     } catch (e) {
       const error = effectFailed(record, "check", e);
-      commitIntent(io, { ...record, status: "failed", error: { code: error.code, message: error.message }, updatedAt: io.now() }, "check failed");
+      commitIntent(
+        io,
+        { ...record, status: "failed", error: { code: error.code, message: error.message }, updatedAt: io.now() },
+        "check failed",
+      );
       throw error;
     }
     const result = comparePrecondition({ reliesOn: record.reliesOn, basis }, live);
-    const drift = { basis: (basis ?? null) as Json, live: live as unknown as Json, changed: result.changed, reliedOnChanged: result.reliedOnChanged, detectedAt: io.now() };
+    const drift = {
+      basis: (basis ?? null) as Json,
+      live: live as unknown as Json,
+      changed: result.changed,
+      reliedOnChanged: result.reliedOnChanged,
+      detectedAt: io.now(),
+    };
     if (result.outcome === "relied_on_change") {
       const fields = result.reliedOnChanged.map((c) => c.path).join(", ");
-      commitIntent(io, { ...record, status: "needs_replanning", drift: { kind: "relied_on_change", ...drift }, updatedAt: io.now() }, "needs replanning");
+      commitIntent(
+        io,
+        { ...record, status: "needs_replanning", drift: { kind: "relied_on_change", ...drift }, updatedAt: io.now() },
+        "needs replanning",
+      );
       throw new CasefileError(
         "NEEDS_REPLANNING",
         `effect "${record.executor}" (intent ${record.id}, ${record.action} on ${record.target}) did not act: the live record changed in ${fields}, which it relies on (version ${basis?.version ?? "?"} -> ${live.version})`,
@@ -217,15 +233,22 @@ async function checkThenAct(spec: EffectSpec, planned: PlannedEffect, record: In
     }
     if (result.outcome === "unrelated_change") {
       record = { ...record, drift: { kind: "unrelated_change", ...drift } };
-      io.warn(`effect "${record.executor}" (intent ${record.id}): the live record changed (version ${basis?.version ?? "?"} -> ${live.version}; ${result.changed.join(", ") || "no field"}) in fields it does not rely on; acting`);
+      io.warn(
+        `effect "${record.executor}" (intent ${record.id}): the live record changed (version ${basis?.version ?? "?"} -> ${live.version}; ${result.changed.join(", ") || "no field"}) in fields it does not rely on; acting`,
+      );
     }
     planned = { ...planned, expectedVersion: live.version };
     record = { ...record, expectedVersion: live.version };
   }
   record = { ...record, status: "open", updatedAt: io.now() };
   delete record.error;
-  commitIntent(io, record, record.drift && (record.drift as { kind?: string }).kind === "unrelated_change" ? "opened with drift" : "opened");
+  commitIntent(
+    io,
+    record,
+    record.drift && (record.drift as { kind?: string }).kind === "unrelated_change" ? "opened with drift" : "opened",
+  );
 
+  await testPause("BEFORE", record.id, io);
   let reference: Json;
   try {
     reference = await spec.act(planned, ctx);
@@ -239,7 +262,13 @@ async function checkThenAct(spec: EffectSpec, planned: PlannedEffect, record: In
         {
           ...record,
           status: "needs_replanning",
-          drift: { kind: "conflict", basis: (basis ?? null) as Json, checked: (live ?? null) as Json, live: (current ?? null) as unknown as Json, detectedAt: io.now() },
+          drift: {
+            kind: "conflict",
+            basis: (basis ?? null) as Json,
+            checked: (live ?? null) as Json,
+            live: (current ?? null) as unknown as Json,
+            detectedAt: io.now(),
+          },
           error: { code: e.code, message: e.message },
           updatedAt: io.now(),
         },
@@ -255,20 +284,26 @@ async function checkThenAct(spec: EffectSpec, planned: PlannedEffect, record: In
     commitIntent(io, { ...record, status: "failed", error: { code: error.code, message: error.message }, updatedAt: io.now() }, "failed");
     throw error;
   }
-  await pauseAfterAct(record.id, io);
+  await testPause("AFTER", record.id, io);
   commitIntent(io, { ...record, status: "done", reference, updatedAt: io.now() }, "done");
   return reference;
 }
 
 /**
- * A test hook for the kill test: with CASEFILE_TEST_PAUSE_AFTER_ACT_MS set, the effect waits
- * that long between the action and the recording of its reference, and says so on the log, so
- * that a SIGKILL can land in exactly the window reconciliation exists for.
+ * Test hooks for the kill test and the reconcile tests: with CASEFILE_TEST_PAUSE_AFTER_ACT_MS
+ * set, the effect waits that long between the action and the recording of its reference (with
+ * CASEFILE_TEST_PAUSE_BEFORE_ACT_MS, between the open intent and the action), and says so on the
+ * log first, so that a SIGKILL, or a copy of the case file, lands in exactly the window that
+ * reconciliation exists for. Unset (always, outside tests) they cost one lookup.
  */
-async function pauseAfterAct(key: string, io: EffectIo): Promise<void> {
-  const ms = Number(globalThis.process?.env?.CASEFILE_TEST_PAUSE_AFTER_ACT_MS ?? 0);
+async function testPause(when: "BEFORE" | "AFTER", key: string, io: EffectIo): Promise<void> {
+  const ms = Number(globalThis.process?.env?.[`CASEFILE_TEST_PAUSE_${when}_ACT_MS`] ?? 0);
   if (!(ms > 0)) return;
-  io.log(`test hook: acted on ${key}; pausing ${ms} ms before recording the reference`);
+  io.log(
+    when === "AFTER"
+      ? `test hook: acted on ${key}; pausing ${ms} ms before recording the reference`
+      : `test hook: intent ${key} open; pausing ${ms} ms before acting`,
+  );
   await new Promise((resolve) => setTimeout(resolve, ms));
 }
 
@@ -294,7 +329,13 @@ function commitIntent(io: EffectIo, record: IntentRecord, what: string): void {
 }
 
 function plannedFrom(record: IntentRecord): PlannedEffect {
-  const planned: PlannedEffect = { action: record.action, target: record.target, payload: record.payload, reliesOn: record.reliesOn, key: record.id };
+  const planned: PlannedEffect = {
+    action: record.action,
+    target: record.target,
+    payload: record.payload,
+    reliesOn: record.reliesOn,
+    key: record.id,
+  };
   const basis = basisOf(record);
   if (basis) planned.basis = basis;
   if (record.expectedVersion !== undefined) planned.expectedVersion = record.expectedVersion;
@@ -319,7 +360,11 @@ function resolvingContext(
   const state: AnyState = {};
   for (const k of keys) if (k in args.state) state[k] = args.state[k];
   const refuse = (what: string) => (): never => {
-    throw new CasefileError("EFFECT_FAILED", `effect "${executor}" called ${what} while its open intent was being resolved on resume; stage writes in done()`, { executor });
+    throw new CasefileError(
+      "EFFECT_FAILED",
+      `effect "${executor}" called ${what} while its open intent was being resolved on resume; stage writes in done()`,
+      { executor },
+    );
   };
   return {
     runId: args.runId,

@@ -53,7 +53,14 @@ export function rulesInForce(rules: readonly RuleRecord[], now: string): RuleInF
   return rules
     .filter((r) => ruleState(r, now) === "in_force")
     .map((r) => {
-      const out: RuleInForce = { id: r.id, statement: r.statement, value: r.value, proposedBy: r.proposedBy, confirmedBy: r.confirmedBy!, confirmedAt: r.confirmedAt! };
+      const out: RuleInForce = {
+        id: r.id,
+        statement: r.statement,
+        value: r.value,
+        proposedBy: r.proposedBy,
+        confirmedBy: r.confirmedBy!,
+        confirmedAt: r.confirmedAt!,
+      };
       if (r.sourceCase !== undefined) out.sourceCase = r.sourceCase;
       if (r.expiresAt !== undefined) out.expiresAt = r.expiresAt;
       return out;
@@ -73,7 +80,14 @@ export function addRule(store: CaseStore, input: NewRule, now: string = new Date
   if (!input.statement.trim()) throw new CasefileError("USAGE", "a rule needs a statement");
   if (!input.proposedBy.trim()) throw new CasefileError("USAGE", "a rule needs who proposed it");
   checkExpiry(input.expiresAt);
-  const rule: RuleRecord = { id: `rule-${randomUUID().slice(0, 8)}`, statement: input.statement, value: input.value, proposedBy: input.proposedBy, createdAt: now, updatedAt: now };
+  const rule: RuleRecord = {
+    id: `rule-${randomUUID().slice(0, 8)}`,
+    statement: input.statement,
+    value: input.value,
+    proposedBy: input.proposedBy,
+    createdAt: now,
+    updatedAt: now,
+  };
   if (input.sourceCase !== undefined) rule.sourceCase = input.sourceCase;
   if (input.expiresAt !== undefined) rule.expiresAt = input.expiresAt;
   save(store, "added", input.proposedBy, undefined, rule, now);
@@ -100,7 +114,13 @@ export interface RuleChanges {
  * Edits a rule. A changed statement or value is a different rule in effect, so it drops out of
  * contexts until confirmed again; a changed expiry alone keeps the confirmation.
  */
-export function editRule(store: CaseStore, id: string, changes: RuleChanges, by: string, now: string = new Date().toISOString()): RuleRecord {
+export function editRule(
+  store: CaseStore,
+  id: string,
+  changes: RuleChanges,
+  by: string,
+  now: string = new Date().toISOString(),
+): RuleRecord {
   if (!by.trim()) throw new CasefileError("USAGE", `editing rule "${id}" needs who edits it`);
   const before = existing(store, id);
   const after: RuleRecord = { ...before, updatedAt: now };
@@ -143,14 +163,19 @@ function existing(store: CaseStore, id: string): RuleRecord {
   const rule = store.listRules(true).find((r) => r.id === id);
   if (!rule) {
     const known = store.listRules().map((r) => r.id);
-    throw new CasefileError("UNKNOWN_RULE", `no rule "${id}" in this rule book` + (known.length ? `; rules: ${known.join(", ")}` : "; it holds no rules"), { rule: id });
+    throw new CasefileError(
+      "UNKNOWN_RULE",
+      `no rule "${id}" in this rule book` + (known.length ? `; rules: ${known.join(", ")}` : "; it holds no rules"),
+      { rule: id },
+    );
   }
   if (rule.deleted) throw new CasefileError("UNKNOWN_RULE", `rule "${id}" was deleted on ${rule.updatedAt}`, { rule: id });
   return rule;
 }
 
 function checkExpiry(at: string | undefined): void {
-  if (at !== undefined && Number.isNaN(Date.parse(at))) throw new CasefileError("USAGE", `expiry "${at}" is not a date (use ISO 8601, e.g. 2027-06-30T00:00:00Z)`);
+  if (at !== undefined && Number.isNaN(Date.parse(at)))
+    throw new CasefileError("USAGE", `expiry "${at}" is not a date (use ISO 8601, e.g. 2027-06-30T00:00:00Z)`);
 }
 
 /** The rule and its audit event go in one batch: there is no change without its trace. */

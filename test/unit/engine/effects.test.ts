@@ -1,0 +1,411 @@
+import assert from "node:assert/strict";
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { z } from "zod";
+import { startErp, type ErpServer } from "../../../examples/erp/server";
+import { MemoryStore } from "../../../src/casefile/memoryStore";
+import { SqlJsStore } from "../../../src/casefile/sqlJsStore";
+import { comparePrecondition, PreconditionFailedError } from "../../../src/engine/effectStep";
+import { Engine } from "../../../src/engine/engine";
+import { edge, effect, fact, loader, type LiveRecord } from "../../../src/engine/executors";
+import { stableHash } from "../../../src/engine/hash";
+import type { IntentRecord, Json } from "../../../src/engine/records";
+import type { CaseStore } from "../../../src/engine/store";
+import { defineWorkflow } from "../../../src/engine/workflow";
+
+/**
+ * Effects against the real ERP stand-in on loopback: a loader reads vendor V-1 (a fact with its
+ * ETag); an effect then sets its payment terms with a conditional PATCH, relying on the tax
+ * number only. Tests change the vendor behind the workflow's back through the ERP's admin route.
+ */
+
+const Vendor = z.object({ name: z.string(), taxNumber: z.string(), address: z.string(), paymentTermsDays: z.number().optional() });
+const seed = { vendors: { "V-1": { name: "Acme Pallets", taxNumber: "DE111", address: "Hafenstrasse 1" } } };
+
+interface Target {
+  url: string;
+  /** Runs after the loader read the vendor: a change by someone else between plan and act. */
+  afterLoad?: () => Promise<void>;
+  /** Runs inside `check`, after the live read: a write by someone else landing between check and act. */
+  afterCheck?: () => Promise<void>;
+  /** Makes the act fail the way a broken system would. */
+  failAct?: boolean;
+}
+
+async function http(
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: unknown; etag: string }> {
+  const res = await fetch(url, {
+    method,
+    headers: { "content-type": "application/json", ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json(), etag: res.headers.get("etag") ?? "" };
+}
+
+function workflow(target: Target) {
+  return defineWorkflow({
+    name: "vendor-terms",
+    version: 1,
+    state: { vendor: fact(Vendor), terms: z.object({ id: z.string(), version: z.number() }) },
+    start: "load",
+    executors: {
+      load: loader({
+        owns: ["vendor"],
+        async run(ctx) {
+          const r = await http("GET", `${target.url}/vendors/V-1`);
+          ctx.fact("vendor", Vendor.parse((r.body as { data: unknown }).data), { source: "erp:vendors/V-1", sourceVersion: r.etag });
+          await target.afterLoad?.();
+          return "loaded";
+        },
+      }),
+      setTerms: effect({
+        reads: ["vendor"],
+        owns: ["terms"],
+        intent: (s) => ({
+          action: "set payment terms",
+          target: "erp:vendors/V-1",
+          payload: { paymentTermsDays: 45 },
+          reliesOn: { taxNumber: s.vendor.value.taxNumber },
+          basis: { version: s.vendor.provenance.sourceVersion, record: s.vendor.value },
+        }),
+        async check() {
+          const r = await http("GET", `${target.url}/vendors/V-1`);
+          const live: LiveRecord = { version: r.etag, record: Vendor.parse((r.body as { data: unknown }).data) };
+          await target.afterCheck?.();
+          return live;
+        },
+        async act(intent) {
+          if (target.failAct) {
+            const r = await http("PATCH", `${target.url}/vendors/V-404`, intent.payload, { "idempotency-key": intent.key });
+            throw new Error(`ERP answered ${r.status}: ${JSON.stringify(r.body)}`);
+          }
+          const r = await http("PATCH", `${target.url}/vendors/V-1`, intent.payload, {
+            "idempotency-key": intent.key,
+            "if-match": intent.expectedVersion ?? "",
+          });
+          if (r.status === 412) {
+            const cur = (r.body as { current: { version: number; data: Json } }).current;
+            throw new PreconditionFailedError("vendor V-1 changed after the check", { version: `"v${cur.version}"`, record: cur.data });
+          }
+          const rec = r.body as { id: string; version: number };
+          return { id: rec.id, version: rec.version };
+        },
+        async reconcile(intent) {
+          const r = await http("GET", `${target.url}/idempotency/${encodeURIComponent(intent.key)}`);
+          if (r.status === 404) return null;
+          const rec = r.body as { id: string; version: number };
+          return { id: rec.id, version: rec.version };
+        },
+        done(reference, ctx) {
+          ctx.write("terms", reference as { id: string; version: number });
+        },
+      }),
+    },
+    edges: [edge("load", "setTerms")],
+  });
+}
+
+/** The ERP's own log of writes to V-1 made by the workflow (not by the admin route). */
+function workflowWrites(erp: ErpServer): { method: string; version: number; idempotencyKey?: string }[] {
+  return (erp.snapshot().log ?? []).filter((w) => w.collection === "vendors" && w.method !== "ADMIN");
+}
+
+function onlyIntent(store: CaseStore): IntentRecord {
+  const intents = store.listIntents();
+  assert.equal(intents.length, 1, `expected one intent, found ${intents.map((i) => i.id).join(", ")}`);
+  return intents[0]!;
+}
+
+describe("effects: precondition check against the live record", () => {
+  let erp: ErpServer;
+  let target: Target;
+  beforeEach(async () => {
+    erp = await startErp({ seed });
+    target = { url: erp.url };
+  });
+  afterEach(async () => {
+    await erp.close();
+    rmSync(path.dirname(erp.dataFile), { recursive: true, force: true });
+  });
+
+  it("acts once, with If-Match and the idempotency key, when the record is unchanged", async () => {
+    const store = new MemoryStore();
+    const result = await new Engine(workflow(target), store).run();
+    assert.equal(result.status, "completed");
+    const intent = onlyIntent(store);
+    assert.equal(intent.status, "done");
+    assert.deepEqual(intent.reference, { id: "V-1", version: 2 });
+    assert.equal(intent.expectedVersion, '"v1"', "the act wrote against the version the check saw");
+    assert.equal(intent.drift, undefined, "nothing changed, so no drift is recorded");
+    assert.deepEqual(workflowWrites(erp), [
+      { at: workflowWrites(erp)[0]!.at, method: "PATCH", collection: "vendors", id: "V-1", version: 2, idempotencyKey: intent.id },
+    ]);
+    assert.equal(erp.snapshot().collections.vendors!["V-1"]!.data.paymentTermsDays, 45);
+    assert.deepEqual(
+      store
+        .listEvents({ runId: result.runId })
+        .filter((e) => e.type === "intent")
+        .map((e) => (e.data as { what: string }).what),
+      ["opened", "done"],
+    );
+  });
+
+  it("acts and records the change when the record changed only in a field it does not rely on", async () => {
+    const store = new MemoryStore();
+    // The address changes after the loader read the vendor and before the effect's check.
+    target.afterLoad = async () => {
+      await http("POST", `${erp.url}/admin/vendors/V-1`, { ...seed.vendors["V-1"], address: "Kaiserkai 9" });
+    };
+    const result = await new Engine(workflow(target), store).run();
+    assert.equal(result.status, "completed");
+    const intent = onlyIntent(store);
+    assert.equal(intent.status, "done");
+    const drift = intent.drift as { kind: string; basis: LiveRecord; live: LiveRecord; changed: string[] };
+    assert.equal(drift.kind, "unrelated_change");
+    assert.deepEqual(drift.changed, ["address"]);
+    assert.equal(drift.basis.version, '"v1"');
+    assert.equal(drift.live.version, '"v2"');
+    assert.equal((drift.basis.record as { address: string }).address, "Hafenstrasse 1");
+    assert.equal((drift.live.record as { address: string }).address, "Kaiserkai 9");
+    assert.equal(intent.expectedVersion, '"v2"', "the conditional write targets the version it checked");
+    const rec = erp.snapshot().collections.vendors!["V-1"]!;
+    assert.equal(rec.data.address, "Kaiserkai 9", "the PATCH merged: the outside change is kept");
+    assert.equal(rec.data.paymentTermsDays, 45);
+    const warnings = store.listEvents({ runId: result.runId }).filter((e) => e.type === "warning");
+    assert.ok(
+      warnings.some((w) =>
+        /changed \(version "v1" -> "v2"; address\) in fields it does not rely on/.test(String((w.data as { message: string }).message)),
+      ),
+      "the change is logged as a warning event",
+    );
+  });
+
+  it("does not act, and stops the case for replanning with both versions, when a relied-on field changed", async () => {
+    const store = new MemoryStore();
+    target.afterLoad = async () => {
+      await http("POST", `${erp.url}/admin/vendors/V-1`, { ...seed.vendors["V-1"], taxNumber: "DE999" });
+    };
+    const result = await new Engine(workflow(target), store).run();
+    assert.equal(result.status, "needs_replanning");
+    assert.equal(result.error?.code, "NEEDS_REPLANNING");
+    assert.match(
+      result.error!.message,
+      /effect "setTerms" \(intent run-[0-9a-f]+:setTerms:2, set payment terms on erp:vendors\/V-1\) did not act: the live record changed in taxNumber/,
+    );
+    assert.equal(store.getRun(result.runId)!.status, "needs_replanning");
+    assert.deepEqual(workflowWrites(erp), [], "the ERP took no write from the workflow");
+    const intent = onlyIntent(store);
+    assert.equal(intent.status, "needs_replanning");
+    const drift = intent.drift as {
+      kind: string;
+      basis: LiveRecord;
+      live: LiveRecord;
+      reliedOnChanged: { path: string; expected: Json; actual: Json }[];
+    };
+    assert.equal(drift.kind, "relied_on_change");
+    assert.deepEqual(drift.reliedOnChanged, [{ path: "taxNumber", expected: "DE111", actual: "DE999" }]);
+    assert.deepEqual([drift.basis.version, drift.live.version], ['"v1"', '"v2"']);
+    assert.deepEqual(
+      [(drift.basis.record as { taxNumber: string }).taxNumber, (drift.live.record as { taxNumber: string }).taxNumber],
+      ["DE111", "DE999"],
+    );
+    const types = store.listEvents({ runId: result.runId }).map((e) => e.type);
+    assert.equal(types[types.length - 1], "run_needs_replanning");
+  });
+
+  it("stops for replanning, keeping plan, checked and current versions, when the conditional write gets 412", async () => {
+    const store = new MemoryStore();
+    // Someone renames the vendor after the check: the relied-on tax number is fine, so the
+    // effect acts, but its If-Match is stale by then.
+    target.afterCheck = async () => {
+      await http("POST", `${erp.url}/admin/vendors/V-1`, { ...seed.vendors["V-1"], name: "Acme Pallets Ltd" });
+    };
+    const result = await new Engine(workflow(target), store).run();
+    assert.equal(result.status, "needs_replanning");
+    assert.match(result.error!.message, /refused the conditional write at version "v1"; it now holds "v2"/);
+    const intent = onlyIntent(store);
+    assert.equal(intent.status, "needs_replanning");
+    assert.equal(intent.error?.code, "PRECONDITION_FAILED");
+    const drift = intent.drift as { kind: string; basis: LiveRecord; checked: LiveRecord; live: LiveRecord };
+    assert.equal(drift.kind, "conflict");
+    assert.deepEqual([drift.basis.version, drift.checked.version, drift.live.version], ['"v1"', '"v1"', '"v2"']);
+    assert.equal((drift.live.record as { name: string }).name, "Acme Pallets Ltd");
+    assert.deepEqual(workflowWrites(erp), [], "the refused write changed nothing");
+    assert.equal(erp.snapshot().collections.vendors!["V-1"]!.data.paymentTermsDays, undefined);
+  });
+
+  it("records a failed act on the intent with its error and fails the case naming executor and key", async () => {
+    const store = new MemoryStore();
+    target.failAct = true;
+    const result = await new Engine(workflow(target), store).run();
+    assert.equal(result.status, "failed");
+    assert.equal(result.error?.code, "EFFECT_FAILED");
+    assert.equal(result.error?.executor, "setTerms");
+    const intent = onlyIntent(store);
+    assert.equal(intent.status, "failed");
+    assert.match(
+      intent.error!.message,
+      new RegExp(`effect "setTerms" \\(intent ${intent.id}, set payment terms on erp:vendors/V-1\\) failed in act: ERP answered 404`),
+    );
+    assert.match(result.error!.message, new RegExp(intent.id));
+  });
+
+  it("replans on a branch: after a person patches the plan's basis, the same intent checks again and acts", async () => {
+    const store = new MemoryStore();
+    target.afterLoad = async () => {
+      await http("POST", `${erp.url}/admin/vendors/V-1`, { ...seed.vendors["V-1"], taxNumber: "DE999" });
+    };
+    const stopped = await new Engine(workflow(target), store).run();
+    target.afterLoad = undefined;
+    assert.equal(stopped.status, "needs_replanning");
+    // The person looks at both versions, accepts the new tax number and resumes with state patched to the live record.
+    const live = await http("GET", `${erp.url}/vendors/V-1`);
+    const patched = {
+      value: (live.body as { data: Json }).data,
+      provenance: { source: "erp:vendors/V-1", sourceVersion: live.etag, readAt: new Date().toISOString() },
+    };
+    const resumed = await new Engine(workflow(target), store).resume(stopped.checkpointId, {
+      patch: { vendor: patched as unknown as Json },
+    });
+    assert.equal(resumed.status, "completed");
+    assert.notEqual(resumed.runId, stopped.runId, "resuming a case stopped for replanning starts a branch");
+    const intent = onlyIntent(store);
+    assert.equal(intent.status, "done");
+    assert.deepEqual(intent.reliesOn, { taxNumber: "DE999" });
+    assert.equal(workflowWrites(erp).length, 1);
+  });
+});
+
+describe("effects: open intents are reconciled on resume before anything else runs", () => {
+  let dir: string;
+  let erp: ErpServer;
+  beforeEach(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "casefile-effects-"));
+    erp = await startErp({ seed, dataDir: path.join(dir, "erp") });
+  });
+  afterEach(async () => {
+    delete process.env.CASEFILE_TEST_PAUSE_AFTER_ACT_MS;
+    delete process.env.CASEFILE_TEST_PAUSE_BEFORE_ACT_MS;
+    await erp.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /**
+   * Runs the workflow on a case file and, at the test hook's pause, copies the case file and its
+   * journal: exactly what a process killed at that moment would leave on disk.
+   */
+  async function crashCopyAt(hook: "BEFORE" | "AFTER", target: Target, onPause?: () => Promise<void> | void): Promise<string> {
+    const file = path.join(dir, "case.casefile");
+    const crashed = path.join(dir, "crashed.casefile");
+    process.env[`CASEFILE_TEST_PAUSE_${hook}_ACT_MS`] = "50";
+    const store = await SqlJsStore.open(file, { create: true });
+    let paused: Promise<void> | undefined;
+    try {
+      await new Engine(workflow(target), store, {
+        log: (m) => {
+          if (!m.includes("test hook")) return;
+          copyFileSync(file, crashed);
+          if (existsSync(`${file}.journal`)) copyFileSync(`${file}.journal`, `${crashed}.journal`);
+          paused = Promise.resolve(onPause?.());
+        },
+      }).run();
+    } finally {
+      store.close();
+      delete process.env[`CASEFILE_TEST_PAUSE_${hook}_ACT_MS`];
+    }
+    await paused;
+    assert.ok(existsSync(crashed), "the hook paused the effect");
+    return crashed;
+  }
+
+  it("found: a crash after the action is resolved by the key, recorded done, and not acted on again", async () => {
+    const target: Target = { url: erp.url };
+    const crashed = await crashCopyAt("AFTER", target);
+    assert.equal(workflowWrites(erp).length, 1, "the action reached the ERP before the crash");
+
+    const store = await SqlJsStore.open(crashed);
+    try {
+      const open = onlyIntent(store);
+      assert.equal(open.status, "open", "the crash left the intent open");
+      const run = store.listRuns()[0]!;
+      const latest = store.latestCheckpoint(run.id)!;
+      const logs: string[] = [];
+      const result = await new Engine(workflow(target), store, { log: (m) => logs.push(m) }).resume(latest.id);
+      assert.equal(result.status, "completed");
+      assert.equal(result.runId, run.id, "the killed run continues");
+      const intent = onlyIntent(store);
+      assert.equal(intent.status, "done");
+      assert.deepEqual(intent.reference, { id: "V-1", version: 2 });
+      assert.equal(workflowWrites(erp).length, 1, "the ERP took exactly one write");
+      const events = store.listEvents({ runId: run.id });
+      const reconciled = events.find((e) => e.type === "intent" && (e.data as { what: string }).what === "reconciled: found");
+      const firstAfter = events.find((e) => e.type === "step_completed" && e.superstep === latest.superstep + 1);
+      assert.ok(reconciled && firstAfter && reconciled.seq! < firstAfter.seq!, "the intent was resolved before the superstep ran");
+      assert.ok(
+        logs.some((l) => /already done; not acting again/.test(l)),
+        "the step, run again, found its intent done",
+      );
+      assert.deepEqual(store.readValues(store.latestCheckpoint(run.id)!.keys).terms, { id: "V-1", version: 2 });
+    } finally {
+      store.close();
+    }
+  });
+
+  it("not found: a crash after the intent opened but before the action reached the ERP acts on resume, once", async () => {
+    const target: Target = { url: erp.url };
+    const dataDir = path.dirname(erp.dataFile);
+    // While the effect is paused with its intent open, the ERP goes away: the original process's
+    // action never reaches it, as if the process had died there.
+    const crashed = await crashCopyAt("BEFORE", target, () => erp.close());
+    assert.deepEqual(workflowWrites(erp), [], "nothing reached the ERP");
+    erp = await startErp({ dataDir });
+    target.url = erp.url;
+
+    const store = await SqlJsStore.open(crashed);
+    try {
+      assert.equal(onlyIntent(store).status, "open");
+      const run = store.listRuns()[0]!;
+      const logs: string[] = [];
+      const result = await new Engine(workflow(target), store, { log: (m) => logs.push(m) }).resume(store.latestCheckpoint(run.id)!.id);
+      assert.equal(result.status, "completed");
+      const intent = onlyIntent(store);
+      assert.equal(intent.status, "done");
+      assert.ok(logs.some((l) => /key not found in erp:vendors\/V-1; the effect did not happen/.test(l)));
+      const writes = workflowWrites(erp);
+      assert.equal(writes.length, 1, "acted exactly once");
+      assert.equal(writes[0]!.idempotencyKey, intent.id, "with the intent's key");
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe("effects: comparePrecondition", () => {
+  const basis: LiveRecord = { version: "v1", record: { name: "A", taxNumber: "DE1", address: { city: "Hamburg", street: "X 1" } } };
+
+  it("tells unchanged, unrelated and relied-on changes apart, by value or by fingerprint", () => {
+    assert.deepEqual(comparePrecondition({ reliesOn: { taxNumber: "DE1" }, basis }, basis), {
+      outcome: "unchanged",
+      changed: [],
+      reliedOnChanged: [],
+    });
+    const moved: LiveRecord = { version: "v2", record: { ...(basis.record as object), address: { city: "Hamburg", street: "Y 2" } } };
+    assert.deepEqual(comparePrecondition({ reliesOn: { taxNumber: "DE1" }, basis }, moved), {
+      outcome: "unrelated_change",
+      changed: ["address.street"],
+      reliedOnChanged: [],
+    });
+    const byFingerprint = { reliesOn: { address: stableHash({ city: "Hamburg", street: "X 1" }) }, basis };
+    assert.equal(comparePrecondition(byFingerprint, basis).outcome, "unchanged");
+    assert.deepEqual(
+      comparePrecondition(byFingerprint, moved).reliedOnChanged.map((c) => c.path),
+      ["address"],
+    );
+    assert.equal(comparePrecondition({ reliesOn: { "address.city": "Hamburg" }, basis }, moved).outcome, "unrelated_change");
+  });
+});
