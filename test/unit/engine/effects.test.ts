@@ -3,7 +3,7 @@ import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { startErp, type ErpServer } from "../../../examples/erp/server";
+import { startErp, type ErpServer, type ErpWrite } from "../../../examples/erp/server";
 import { MemoryStore } from "../../../src/casefile/memoryStore";
 import { SqlJsStore } from "../../../src/casefile/sqlJsStore";
 import { comparePrecondition, PreconditionFailedError } from "../../../src/engine/effectStep";
@@ -111,7 +111,7 @@ function workflow(target: Target) {
 }
 
 /** The ERP's own log of writes to V-1 made by the workflow (not by the admin route). */
-function workflowWrites(erp: ErpServer): { method: string; version: number; idempotencyKey?: string }[] {
+function workflowWrites(erp: ErpServer): ErpWrite[] {
   return (erp.snapshot().log ?? []).filter((w) => w.collection === "vendors" && w.method !== "ADMIN");
 }
 
@@ -165,7 +165,7 @@ describe("effects: precondition check against the live record", () => {
     assert.equal(result.status, "completed");
     const intent = onlyIntent(store);
     assert.equal(intent.status, "done");
-    const drift = intent.drift as { kind: string; basis: LiveRecord; live: LiveRecord; changed: string[] };
+    const drift = intent.drift as unknown as { kind: string; basis: LiveRecord; live: LiveRecord; changed: string[] };
     assert.equal(drift.kind, "unrelated_change");
     assert.deepEqual(drift.changed, ["address"]);
     assert.equal(drift.basis.version, '"v1"');
@@ -201,7 +201,7 @@ describe("effects: precondition check against the live record", () => {
     assert.deepEqual(workflowWrites(erp), [], "the ERP took no write from the workflow");
     const intent = onlyIntent(store);
     assert.equal(intent.status, "needs_replanning");
-    const drift = intent.drift as {
+    const drift = intent.drift as unknown as {
       kind: string;
       basis: LiveRecord;
       live: LiveRecord;
@@ -231,7 +231,7 @@ describe("effects: precondition check against the live record", () => {
     const intent = onlyIntent(store);
     assert.equal(intent.status, "needs_replanning");
     assert.equal(intent.error?.code, "PRECONDITION_FAILED");
-    const drift = intent.drift as { kind: string; basis: LiveRecord; checked: LiveRecord; live: LiveRecord };
+    const drift = intent.drift as unknown as { kind: string; basis: LiveRecord; checked: LiveRecord; live: LiveRecord };
     assert.equal(drift.kind, "conflict");
     assert.deepEqual([drift.basis.version, drift.checked.version, drift.live.version], ['"v1"', '"v1"', '"v2"']);
     assert.equal((drift.live.record as { name: string }).name, "Acme Pallets Ltd");
