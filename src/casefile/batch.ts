@@ -58,18 +58,9 @@ const SPECS: Record<TableName, TableSpec> = {
   events: { strings: ["runId", "type", "at"], integers: ["superstep"], upsert: false },
 };
 
-export function isUpsertTable(table: TableName): boolean {
-  return SPECS[table].upsert;
-}
-
 /** The identity of a state value row; JSON so that no run or key name can collide with another. */
 export function valueKey(run: string, key: string, version: number): string {
   return JSON.stringify([run, key, version]);
-}
-
-/** The identity a row has in its table, or undefined for tables without one (facts, events). */
-export function rowKey(table: TableName, row: object): string | undefined {
-  return SPECS[table].key?.(row as Record<string, unknown>);
 }
 
 /** A batch after validation: every table present, rows deep-copied, events numbered. */

@@ -15,9 +15,6 @@ import type { TableName } from "./batch";
 
 export const APP_ID = "casefile";
 
-/** The sql.js database type, re-exported so that other modules need not import sql.js types. */
-export type SqlDatabase = Database;
-
 const V1: string[] = [
   `CREATE TABLE IF NOT EXISTS meta (
      id INTEGER PRIMARY KEY CHECK (id = 1),

@@ -66,7 +66,7 @@ export class SqlTables {
     }
   }
 
-  /** Whether an append-only table already holds this identity (see batch.ts rowKey). */
+  /** Whether an append-only table already holds this identity (the identities batch.ts checks). */
   protected rowExists(table: TableName, key: string): boolean {
     switch (table) {
       case "checkpoints":
