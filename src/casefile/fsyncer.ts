@@ -8,12 +8,14 @@ import { Worker } from "node:worker_threads";
  * blocks in Atomics.wait until the fsync is done, so `commit` still returns only once the record
  * is on disk. Without worker threads (or if the helper cannot start) fsync simply runs inline.
  *
- * Shared words: [0] request number, [1] number of the last request done, [2] fd, [3] errno (0 = ok).
+ * Shared words: [0] request number, [1] number of the last request done, [2] fd, [3] errno (0 = ok),
+ * [4] set to 1 once the helper runs.
  */
 const WORKER_SOURCE = `
 const { workerData } = require("node:worker_threads");
 const { fsyncSync } = require("node:fs");
 const state = new Int32Array(workerData);
+Atomics.store(state, 4, 1);
 let seen = 0;
 for (;;) {
   Atomics.wait(state, 0, seen);
@@ -27,15 +29,21 @@ for (;;) {
 }
 `;
 
+/**
+ * A helper that has not started by then is taken as unable to (its error event cannot reach us
+ * while this thread blocks), and fsync runs inline from then on.
+ */
+const STARTUP_LIMIT_MS = 5000;
+
 export class Fsyncer {
-  private readonly state: Int32Array | undefined;
+  private state: Int32Array | undefined;
   private readonly worker: Worker | undefined;
   private request = 0;
-  private inlineFd: number | undefined;
+  private fd: number | undefined;
 
   constructor() {
     try {
-      const shared = new SharedArrayBuffer(16);
+      const shared = new SharedArrayBuffer(20);
       this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: shared });
       // A store left open must not keep the process alive.
       this.worker.unref();
@@ -48,10 +56,8 @@ export class Fsyncer {
 
   /** Starts fsync(fd); the caller must call wait() before starting another. */
   start(fd: number): void {
-    if (!this.state) {
-      this.inlineFd = fd;
-      return;
-    }
+    this.fd = fd;
+    if (!this.state) return;
     this.request++;
     Atomics.store(this.state, 2, fd);
     Atomics.store(this.state, 0, this.request);
@@ -60,16 +66,19 @@ export class Fsyncer {
 
   /** Blocks until the fsync started last has finished; throws its error as fsyncSync would. */
   wait(): void {
-    if (!this.state) {
-      const fd = this.inlineFd!;
-      this.inlineFd = undefined;
-      fsyncSync(fd);
-      return;
-    }
+    const fd = this.fd!;
+    this.fd = undefined;
+    if (!this.state) return fsyncSync(fd);
+    const since = Date.now();
     for (;;) {
       const done = Atomics.load(this.state, 1);
       if (done === this.request) break;
-      Atomics.wait(this.state, 1, done);
+      Atomics.wait(this.state, 1, done, 250);
+      if (Atomics.load(this.state, 4) === 0 && Date.now() - since > STARTUP_LIMIT_MS) {
+        this.close();
+        this.state = undefined;
+        return fsyncSync(fd);
+      }
     }
     const errno = Atomics.load(this.state, 3);
     if (errno !== 0) {
