@@ -3,6 +3,7 @@ import type { Ctx } from "./commands";
 import { commands } from "./commands";
 import { loadInspectorViewModel } from "./caseFiles";
 import type { InspectorActions } from "./inspectorPanel";
+import { InspectorPanel } from "./inspectorPanel";
 import { canRunWorkflowCode } from "./trust";
 import { CasefileViews } from "./views";
 
@@ -10,7 +11,13 @@ import { CasefileViews } from "./views";
  * Entry point. Activation stays light: it registers commands and views and nothing else. sql.js,
  * the tokenizer and esbuild load on first use, inside the handlers that need them.
  */
-export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
+/** What activate returns: read by the e2e suite (through `extension.exports`), by no one else. */
+export interface CasefileTestApi {
+  ctx: Ctx;
+  inspectorPanel(caseFile: vscode.Uri): InspectorPanel | undefined;
+}
+
+export function activate(context: vscode.ExtensionContext): CasefileTestApi {
   const log = vscode.window.createOutputChannel("Casefile", { log: true });
   const views = new CasefileViews();
   const ctx: Ctx = { extension: context, log, views, inspector: inspectorActions() };
@@ -18,8 +25,7 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
   for (const [name, factory] of Object.entries(commands)) {
     context.subscriptions.push(vscode.commands.registerCommand(`casefile.${name}`, factory(ctx)));
   }
-  // Returned for the e2e suite, which reads the log channel and views through it.
-  return { ctx };
+  return { ctx, inspectorPanel: (caseFile) => InspectorPanel.get(caseFile) };
 }
 
 export function deactivate(): void {}

@@ -77,6 +77,11 @@ export class CasefileViews implements vscode.Disposable {
     );
   }
 
+  /** The case files the Runs view lists, in its order. */
+  listCaseFiles(): Promise<vscode.Uri[]> {
+    return this.caseFiles.getChildren();
+  }
+
   /** Called by the refreshViews command and when case files appear or go. */
   refresh(): void {
     this.caseFiles.refresh();

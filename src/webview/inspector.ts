@@ -520,7 +520,8 @@ function stateTab(s: SuperstepView, previous: SuperstepView | undefined): HTMLEl
         const mark = changed(e);
         return [
           el("span", {}, [e.key, mark ? el("span", { className: `mark mark-${mark}` }, mark) : nothing()]),
-          jsonInline(e.value),
+          // A fact's stored value carries its provenance too; that is shown in its own column.
+          jsonInline(e.provenance && isFactShaped(e.value) ? e.value.value : e.value),
           el("span", {}, [`v${e.version}`, e.writtenBy !== model!.run.id ? el("div", { className: "muted small" }, `from ${e.writtenBy}`) : nothing()]),
           e.provenance
             ? el("span", { className: "provenance" }, [
@@ -534,6 +535,10 @@ function stateTab(s: SuperstepView, previous: SuperstepView | undefined): HTMLEl
       "state",
     ),
   ]);
+}
+
+function isFactShaped(v: unknown): v is { value: unknown; provenance: unknown } {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && "value" in v && "provenance" in v;
 }
 
 function intentsTab(i: IntentView[] | { absent: string }): HTMLElement {

@@ -55,7 +55,7 @@ async function main(): Promise<number> {
   const started = Date.now();
   const suiteIndex = await buildSuite();
   const results: SuiteResult[] = [];
-  for (const mode of ["trusted", "restricted"] as const) {
+  for (const mode of (process.env.CASEFILE_E2E_ONLY ? [process.env.CASEFILE_E2E_ONLY as Mode] : (["trusted", "restricted"] as const))) {
     results.push(await runPass(mode, suiteIndex));
   }
   const passes = results.reduce((n, r) => n + r.passes, 0);
@@ -96,7 +96,6 @@ async function runPass(mode: Mode, suiteIndex: string): Promise<SuiteResult> {
     ...(mode === "trusted" ? ["--disable-workspace-trust"] : []),
     workspace,
   ];
-  const serverLog = path.join(work, "code-server.log");
   const t0 = Date.now();
   console.log(`\n  [${mode}] code-server on ${origin}, workspace ${workspace}`);
   // Its own process group, so the server and the extension hosts it forks stop together.
@@ -194,7 +193,9 @@ async function waitForResult(mode: Mode, page: Page, resultFile: string, exchang
       if (!f.endsWith(".request.json") || answered.has(f)) continue;
       answered.add(f);
       const request = JSON.parse(readFileSync(path.join(exchange, f), "utf8")) as InspectorDomRequest;
-      const checks = await readInspector(page, request, mode);
+      const checks = await readInspector(page, request, mode).catch(
+        (err: unknown): BrowserChecks => ({ found: false, texts: {}, error: err instanceof Error ? err.message : String(err) }),
+      );
       writeFileSync(path.join(exchange, f.replace(".request.json", ".answer.json")), JSON.stringify(checks));
     }
     await sleep(250);
@@ -223,7 +224,24 @@ async function readInspector(page: Page, request: InspectorDomRequest, mode: Mod
   }
   for (const click of request.click ?? []) {
     await frame.click(click);
-    await sleep(200);
+    await sleep(300);
+  }
+  // Messages as a hostile script in the webview would send them: through the function VS Code's
+  // webview host frame gives acquireVsCodeApi() (pre/index.html), bypassing the inspector's code.
+  for (const raw of request.postRaw ?? []) {
+    await frame.evaluate((m) => {
+      // VS Code hides window.parent from webview content; a same-origin frame still reaches its
+      // host through frameElement, as a hostile script could.
+      const host = window.frameElement?.ownerDocument.defaultView as unknown as Record<string, unknown> | null | undefined;
+      const post = host?.["__vscode_post_message__"];
+      if (typeof post !== "function") throw new Error("no webview host function above this frame");
+      (post as (channel: string, data: unknown) => void)("onmessage", { message: m });
+    }, raw);
+  }
+  if (request.postRaw?.length) await sleep(500);
+  for (const click of request.clickAfterRaw ?? []) {
+    await frame.click(click);
+    await sleep(500);
   }
   const after: Record<string, string[]> = {};
   for (const [name, selector] of Object.entries(request.readAfterClicks ?? {})) {

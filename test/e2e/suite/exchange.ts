@@ -15,6 +15,9 @@ export interface InspectorDomRequest {
   waitFor: string;
   read: Record<string, string>;
   click?: string[];
+  /** Posted to the extension as if the webview's script had sent them (after the clicks). */
+  postRaw?: unknown[];
+  clickAfterRaw?: string[];
   readAfterClicks?: Record<string, string>;
 }
 
