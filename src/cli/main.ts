@@ -8,6 +8,7 @@ import { runSession, type SessionResult } from "../runner/session";
 import { exportEval, runEval } from "./evalCommands";
 import { formatInspection, inspectRuns } from "./inspect";
 import { replay } from "./replayCommand";
+import { rules, RULES_USAGE } from "./ruleCommands";
 
 /**
  * `casefile` — the runner in-process, for terminals and CI.
@@ -24,7 +25,8 @@ const USAGE = `usage:
   casefile inspect <case file> [--run ID] [--json]
   casefile replay <case file> --step AGENT_CALL_ID [--mode recorded|live|edited] [--messages FILE.json] [--provider JSON] [--workflow F]
   casefile export-eval <case file> --step AGENT_CALL_ID [--format json|openai-jsonl|promptfoo] [--out PATH] [--expect JSON] [--workflow F]
-  casefile eval <dir or files...> [--provider JSON] [--junit PATH] [--workflow F]`;
+  casefile eval <dir or files...> [--provider JSON] [--junit PATH] [--workflow F]
+${RULES_USAGE}`;
 
 export type Command = (args: string[], io: Io) => Promise<number>;
 
@@ -66,6 +68,9 @@ async function session(command: RunCommand, provider: ProviderConfig | undefined
     log: (m) => io.err(m),
     onEvent: (e) => {
       if (e.type === "warning") io.err(`warning: ${(e.data as { message?: string }).message}`);
+      // CASEFILE_EVENTS=jsonl: every event the engine reports, as one JSON line; a checkpoint event
+      // is printed only once durable, which is what the kill test compares the file with.
+      if (io.env.CASEFILE_EVENTS === "jsonl") io.out(JSON.stringify(e));
     },
   });
   io.out(`run ${result.runId} ${result.status} at superstep ${result.superstep} (checkpoint ${result.checkpointId})`);
@@ -134,6 +139,7 @@ export const commands: Record<string, Command> = {
 commands.replay = replay;
 commands["export-eval"] = exportEval;
 commands.eval = runEval;
+commands.rules = rules;
 
 /** `examples/invoice/workflow.ts` -> `examples/invoice/workflow.casefile`. */
 function defaultCaseFile(workflowPath: string): string {

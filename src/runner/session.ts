@@ -9,6 +9,7 @@ import { createProvider } from "../engine/providers/index";
 import type { AgentCallRecord, EventRecord, Json } from "../engine/records";
 import type { ProviderConfig, RunCommand } from "../protocol/runner";
 import { loadWorkflow } from "./bundle";
+import { compactAtFromEnv, openRuleBook } from "./ruleBook";
 
 export interface SessionOptions {
   control?: RunControl;
@@ -34,11 +35,14 @@ export interface SessionResult extends RunResult {
  */
 export async function runSession(command: RunCommand, opts: SessionOptions = {}): Promise<SessionResult> {
   const caseFile = path.resolve(command.caseFile);
-  const store = await openCaseFile(caseFile, { create: command.kind === "run", tenant: opts.tenant });
+  const env = opts.env ?? process.env;
+  const store = await openCaseFile(caseFile, { create: command.kind === "run", tenant: opts.tenant, compactAtBytes: compactAtFromEnv(env) });
+  let ruleBook: SqlJsStore | undefined;
   try {
     for (const w of store.warnings) opts.log?.(`warning: ${w}`);
     const workflowPath = command.kind === "run" ? path.resolve(command.workflowPath) : resolveWorkflowPath(store, caseFile, command);
     const { workflow } = await loadWorkflow(workflowPath);
+    ruleBook = await openRuleBook(workflowPath, env);
     const provider =
       opts.providerInstance ??
       createProvider(opts.provider ?? { kind: "scripted" }, { workflowPath, env: opts.env ?? process.env });
@@ -50,6 +54,7 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
       log: opts.log,
       replay: replayed?.replay ?? opts.replay,
       workflowPath,
+      ruleBook,
     });
     let result: RunResult;
     switch (command.kind) {
@@ -73,6 +78,7 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
     }
     return { ...result, caseFile, workflowPath };
   } finally {
+    ruleBook?.close();
     store.close();
   }
 }

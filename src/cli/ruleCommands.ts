@@ -1,0 +1,158 @@
+import path from "node:path";
+import { openCaseFile } from "../casefile/index";
+import { CasefileError } from "../engine/errors";
+import type { Json, RuleRecord } from "../engine/records";
+import { addRule, confirmRule, deleteRule, editRule, ruleHistory, ruleState, type RuleChanges } from "../engine/rules";
+import { jsonOption, parseOptions, type Command, type Io } from "./args";
+
+/**
+ * `casefile rules <rule book> list|add|confirm|edit|delete|history ...`
+ *
+ * The rule book is a case file holding business rules (see src/engine/rules.ts for why one
+ * shared book rather than rules per case file); `run` and `resume` read it from --rules,
+ * $CASEFILE_RULES or `rules.casefile` beside the workflow. Every change is written with an audit
+ * event naming who made it (--by, else $USER) and the rule before and after.
+ */
+export const RULES_USAGE = `  casefile rules <rule book> list [--all] [--json]
+  casefile rules <rule book> add --statement TEXT [--value JSON] [--source-case ID] [--expires ISO] [--by NAME]
+  casefile rules <rule book> confirm RULE_ID [--by NAME]
+  casefile rules <rule book> edit RULE_ID [--statement TEXT] [--value JSON] [--expires ISO|never] [--by NAME]
+  casefile rules <rule book> delete RULE_ID [--by NAME]
+  casefile rules <rule book> history [RULE_ID] [--json]`;
+
+export const rules: Command = async (args, io) => {
+  const [book, sub, ...rest] = args;
+  if (!book || !sub) throw new CasefileError("USAGE", `rules needs a rule book and a subcommand:\n${RULES_USAGE}`);
+  const handler = SUBCOMMANDS[sub];
+  if (!handler) throw new CasefileError("USAGE", `unknown rules subcommand "${sub}"; use one of ${Object.keys(SUBCOMMANDS).join(", ")}`);
+  return handler(path.resolve(book), rest, io);
+};
+
+type Sub = (book: string, args: string[], io: Io) => Promise<number>;
+
+const SUBCOMMANDS: Record<string, Sub> = {
+  async list(book, args, io) {
+    const { values } = parseOptions(args, { all: { type: "boolean" }, json: { type: "boolean" } });
+    const store = await openCaseFile(book, { readOnly: true });
+    try {
+      const now = new Date().toISOString();
+      const listed = store.listRules(values.all === true).map((r) => ({ ...r, state: ruleState(r, now) }));
+      if (values.json) io.out(JSON.stringify({ ruleBook: book, rules: listed }, null, 2));
+      else if (listed.length === 0) io.out(`no rules in ${book}`);
+      else for (const r of listed) io.out(formatRule(r, r.state));
+      return 0;
+    } finally {
+      store.close();
+    }
+  },
+
+  async add(book, args, io) {
+    const { values } = parseOptions(args, {
+      statement: { type: "string" },
+      value: { type: "string" },
+      "source-case": { type: "string" },
+      expires: { type: "string" },
+      by: { type: "string" },
+    });
+    if (!values.statement) throw new CasefileError("USAGE", "rules add needs --statement TEXT");
+    return withBook(book, true, (store) => {
+      const rule = addRule(store, {
+        statement: values.statement!,
+        value: jsonOption(values.value, "value") ?? null,
+        proposedBy: who(values.by, io),
+        ...(values["source-case"] ? { sourceCase: values["source-case"] } : {}),
+        ...(values.expires ? { expiresAt: values.expires } : {}),
+      });
+      io.out(`added ${rule.id} (proposed: it enters no context until confirmed)`);
+    });
+  },
+
+  async confirm(book, args, io) {
+    const { values, positionals } = parseOptions(args, { by: { type: "string" } });
+    const id = ruleId(positionals, "confirm");
+    return withBook(book, false, (store) => {
+      const rule = confirmRule(store, id, who(values.by, io));
+      io.out(`confirmed ${rule.id} by ${rule.confirmedBy} at ${rule.confirmedAt}`);
+    });
+  },
+
+  async edit(book, args, io) {
+    const { values, positionals } = parseOptions(args, {
+      statement: { type: "string" },
+      value: { type: "string" },
+      expires: { type: "string" },
+      by: { type: "string" },
+    });
+    const id = ruleId(positionals, "edit");
+    const changes: RuleChanges = {};
+    if (values.statement !== undefined) changes.statement = values.statement;
+    if (values.value !== undefined) changes.value = jsonOption(values.value, "value") as Json;
+    if (values.expires !== undefined) changes.expiresAt = values.expires === "never" ? null : values.expires;
+    if (Object.keys(changes).length === 0) throw new CasefileError("USAGE", "rules edit needs --statement, --value or --expires");
+    return withBook(book, false, (store) => {
+      const rule = editRule(store, id, changes, who(values.by, io));
+      io.out(`edited ${rule.id}` + (rule.confirmedBy ? "" : " (its meaning changed: confirm it again before it enters a context)"));
+    });
+  },
+
+  async delete(book, args, io) {
+    const { values, positionals } = parseOptions(args, { by: { type: "string" } });
+    const id = ruleId(positionals, "delete");
+    return withBook(book, false, (store) => {
+      deleteRule(store, id, who(values.by, io));
+      io.out(`deleted ${id} (kept in the book's history)`);
+    });
+  },
+
+  async history(book, args, io) {
+    const { values, positionals } = parseOptions(args, { json: { type: "boolean" } });
+    const store = await openCaseFile(book, { readOnly: true });
+    try {
+      const events = ruleHistory(store, positionals[0]);
+      if (values.json) io.out(JSON.stringify({ ruleBook: book, events }, null, 2));
+      else
+        for (const e of events) {
+          const d = e.data as { op: string; rule: string; by: string };
+          io.out(`${e.at}  ${d.rule}  ${d.op} by ${d.by}`);
+        }
+      return 0;
+    } finally {
+      store.close();
+    }
+  },
+};
+
+/** Opens the book as its writer (its lock keeps two editors from interleaving) and always closes it. */
+async function withBook(book: string, create: boolean, change: (store: Awaited<ReturnType<typeof openCaseFile>>) => void): Promise<number> {
+  const store = await openCaseFile(book, { create });
+  try {
+    change(store);
+    return 0;
+  } finally {
+    store.close();
+  }
+}
+
+function ruleId(positionals: string[], sub: string): string {
+  const id = positionals[0];
+  if (!id) throw new CasefileError("USAGE", `rules ${sub} needs a RULE_ID (see rules list)`);
+  return id;
+}
+
+/** Who makes a change: --by, else the login name; an audit event without a name is refused. */
+function who(by: string | undefined, io: Io): string {
+  const name = by ?? io.env.USER ?? io.env.USERNAME;
+  if (!name) throw new CasefileError("USAGE", "say who makes this change with --by NAME");
+  return name;
+}
+
+function formatRule(r: RuleRecord, state: string): string {
+  const lines = [`${r.id}  [${state.replace("_", " ")}]  ${r.statement}`];
+  if (r.value !== null) lines.push(`    value: ${JSON.stringify(r.value)}`);
+  lines.push(
+    `    proposed by ${r.proposedBy}${r.sourceCase ? ` (case ${r.sourceCase})` : ""}` +
+      (r.confirmedBy ? `; confirmed by ${r.confirmedBy} at ${r.confirmedAt}` : "; not confirmed") +
+      (r.expiresAt ? `; expires ${r.expiresAt}` : ""),
+  );
+  return lines.join("\n");
+}
