@@ -465,12 +465,17 @@ export class Engine {
     run.status = replan ? "needs_replanning" : "failed";
     run.error = error;
     run.updatedAt = this.now();
+    // A failed superstep may be attempted again (resume continues the run from the same
+    // checkpoint): its records keep their own ids, tagged with the attempt, beside the retry's.
+    const prior = this.store.listEvents({ runId: run.id }).filter((e) => e.superstep === superstep && /^run_(failed|needs_replanning)$/.test(e.type));
+    const tag = `~attempt-${prior.length + 1}`;
+    const steps = outcomes.map((o) => ({ ...o.step, id: o.step.id + tag }));
     this.commit({
       runs: [run],
-      steps: outcomes.map((o) => o.step),
-      agentCalls: outcomes.flatMap((o) => (o.agentCall ? [o.agentCall] : [])),
+      steps,
+      agentCalls: outcomes.flatMap((o) => (o.agentCall ? [{ ...o.agentCall, id: o.agentCall.id + tag }] : [])),
       events: [
-        ...outcomes.filter((o) => o.error).map((o) => this.event(run.id, superstep, "step_failed", { step: o.step.id, executor: o.step.executor, error: o.error! })),
+        ...outcomes.filter((o) => o.error).map((o) => this.event(run.id, superstep, "step_failed", { step: o.step.id + tag, executor: o.step.executor, error: o.error! })),
         this.event(run.id, superstep, replan ? "run_needs_replanning" : "run_failed", { error, checkpoint: cp.id }),
       ],
     });

@@ -248,6 +248,45 @@ describe("engine: resume and fork", () => {
     assert.deepEqual(store.readValues(store.latestCheckpoint(first.runId)!.keys), { n: 5 });
   });
 
+  it("resuming a failed run retries the failed superstep in the same run, keeping the failed attempt's records", async () => {
+    let attempts = 0;
+    const wf = defineWorkflow({
+      name: "flaky",
+      version: 1,
+      state: { x: z.number() },
+      executors: {
+        a: code({ run: () => "go" }),
+        b: code({
+          owns: ["x"],
+          run: (ctx) => {
+            if (++attempts < 3) throw new Error(`outage #${attempts}`);
+            ctx.write("x", attempts);
+          },
+        }),
+      },
+      edges: [edge("a", "b")],
+      start: "a",
+    });
+    const store = new MemoryStore();
+    const first = await new Engine(wf, store).run();
+    assert.equal(first.status, "failed");
+    const second = await new Engine(wf, store).resume(first.checkpointId);
+    assert.equal(second.runId, first.runId);
+    assert.equal(second.status, "failed");
+    const third = await new Engine(wf, store).resume(second.checkpointId);
+    assert.equal(third.runId, first.runId, "still the same run");
+    assert.equal(third.status, "completed");
+    assert.deepEqual(
+      store.listSteps(first.runId, 2).map((s) => [s.id.replace(first.runId, "R"), s.status]),
+      [
+        ["R:2:b~attempt-1", "failed"],
+        ["R:2:b~attempt-2", "failed"],
+        ["R:2:b", "ok"],
+      ],
+    );
+    assert.deepEqual(store.readValues(store.latestCheckpoint(first.runId)!.keys), { x: 3 });
+  });
+
   it("migrates a checkpoint made by an older version, or refuses naming what no longer parses", async () => {
     const store = new MemoryStore();
     const v1 = defineWorkflow(counterSpec());
