@@ -33,7 +33,10 @@ class CaseFilesProvider implements vscode.TreeDataProvider<vscode.Uri> {
   getTreeItem(uri: vscode.Uri): vscode.TreeItem {
     const item = new vscode.TreeItem(path.basename(uri.fsPath), vscode.TreeItemCollapsibleState.None);
     item.resourceUri = uri;
-    item.description = vscode.workspace.asRelativePath(path.dirname(uri.fsPath));
+    // The folder, when the file is not at the workspace root.
+    const folder = path.dirname(vscode.workspace.asRelativePath(uri, false));
+    if (folder !== ".") item.description = folder;
+    item.tooltip = uri.fsPath;
     item.iconPath = new vscode.ThemeIcon("database");
     item.contextValue = "casefile.caseFile";
     item.command = { command: "casefile.openInspector", title: "Open Run Inspector", arguments: [uri] };

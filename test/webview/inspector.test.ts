@@ -267,6 +267,24 @@ describe("Run Inspector webview (headless Chromium)", function () {
     await page.close();
   });
 
+  it("stacks proposal above commit in a narrow panel and keeps them side by side in a wide one", async () => {
+    const page = await openInspector(browser, invoiceModel(INVOICE_RUN));
+    await selectSuperstep(page, 2);
+    await openTab(page, "decision");
+    const boxes = async (): Promise<{ proposal: { x: number; y: number }; commit: { x: number; y: number } }> => ({
+      proposal: (await (await page.$(".column.proposal"))!.boundingBox())!,
+      commit: (await (await page.$(".column.commit"))!.boundingBox())!,
+    });
+    const wide = await boxes();
+    assert.equal(wide.proposal.y, wide.commit.y);
+    assert.ok(wide.commit.x > wide.proposal.x);
+    await page.setViewportSize({ width: 720, height: 900 });
+    const narrow = await boxes();
+    assert.ok(narrow.commit.y > narrow.proposal.y, "commit below proposal");
+    await screenshot(page, "inspector-decision-narrow");
+    await page.close();
+  });
+
   for (const theme of ["light", "hc"] as const) {
     it(`renders in the ${theme === "hc" ? "high-contrast" : theme} theme with the theme's colours`, async () => {
       const page = await openInspector(browser, invoiceModel(INVOICE_RUN), theme);
