@@ -56,7 +56,7 @@ describe("business rules: lifecycle", () => {
     assert.deepEqual(rulesInForce(book.listRules(true), at(9)), []);
 
     const history = ruleHistory(book, rule.id).map((e) => {
-      const d = e.data as { op: string; by: string; before: RuleRecord | null; after: RuleRecord };
+      const d = e.data as unknown as { op: string; by: string; before: RuleRecord | null; after: RuleRecord };
       return [d.op, d.by, e.at];
     });
     assert.deepEqual(history, [
@@ -67,7 +67,7 @@ describe("business rules: lifecycle", () => {
       ["edited", "maria", at(7)],
       ["deleted", "li", at(8)],
     ]);
-    const edit = ruleHistory(book, rule.id)[2]!.data as { before: RuleRecord; after: RuleRecord };
+    const edit = ruleHistory(book, rule.id)[2]!.data as unknown as { before: RuleRecord; after: RuleRecord };
     assert.deepEqual(
       [edit.before.value, edit.after.value],
       [
