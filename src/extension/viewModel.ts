@@ -149,8 +149,7 @@ function stepView(s: StepRecord, inp: StepInputs): StepView {
     error: s.error ? { code: s.error.code, message: s.error.message } : null,
     context: contextView(s, inp),
     decision: decisionView(s, inp),
-    intents:
-      s.kind === "effect" ? inp.intents.map(intentView) : { absent: `Only effect steps record intents; this is a ${s.kind} step.` },
+    intents: s.kind === "effect" ? inp.intents.map(intentView) : { absent: `Only effect steps record intents; this is a ${s.kind} step.` },
   };
 }
 

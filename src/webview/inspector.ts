@@ -239,7 +239,9 @@ class Timeline {
       el(
         "span",
         { className: "row-steps" },
-        s.steps.map((st) => el("span", { className: `step-chip kind-${st.kind}`, title: `${st.kind} step` }, [icon(KIND_ICON[st.kind]), st.executor])),
+        s.steps.map((st) =>
+          el("span", { className: `step-chip kind-${st.kind}`, title: `${st.kind} step` }, [icon(KIND_ICON[st.kind]), st.executor]),
+        ),
       ),
       el(
         "span",
@@ -274,7 +276,11 @@ class Timeline {
 }
 
 function timelinePane(m: InspectorViewModel): HTMLElement {
-  const title = el("div", { className: "pane-title" }, [icon("history"), ` Supersteps `, el("span", { className: "count" }, String(m.supersteps.length))]);
+  const title = el("div", { className: "pane-title" }, [
+    icon("history"),
+    ` Supersteps `,
+    el("span", { className: "count" }, String(m.supersteps.length)),
+  ]);
   if (m.supersteps.length === 0) {
     timeline = undefined;
     return el("nav", { className: "timeline" }, [title, el("p", { className: "absent" }, "This run has no supersteps recorded yet.")]);
@@ -347,7 +353,11 @@ function renderDetail(): void {
   detail.replaceChildren(
     el("div", { className: "detail-head" }, [
       el("h2", {}, [`Superstep ${s.superstep}`]),
-      el("span", { className: "muted" }, s.checkpointId ? ` checkpoint ${s.checkpointId}${s.at ? ` · ${s.at}` : ""}` : " no checkpoint recorded"),
+      el(
+        "span",
+        { className: "muted" },
+        s.checkpointId ? ` checkpoint ${s.checkpointId}${s.at ? ` · ${s.at}` : ""}` : " no checkpoint recorded",
+      ),
     ]),
     stepPicker,
     step ? stepSummary(step) : nothing(),
@@ -399,7 +409,13 @@ function actions(s: SuperstepView, step: StepView | undefined): HTMLElement {
 }
 
 /** A button that, when disabled, says why in its tooltip and its accessible description. */
-function button(iconName: string, label: string, action: string, disabledReason: string | undefined, onClick: () => void): HTMLButtonElement {
+function button(
+  iconName: string,
+  label: string,
+  action: string,
+  disabledReason: string | undefined,
+  onClick: () => void,
+): HTMLButtonElement {
   const b = el("button", { className: "action" }, [icon(iconName), ` ${label}`]);
   b.dataset.action = action;
   if (disabledReason) {
@@ -468,8 +484,14 @@ function decisionTab(d: DecisionView | { absent: string }): HTMLElement {
   if ("absent" in d) return absent(d.absent);
   const proposal = el("section", { className: "column proposal" }, [
     el("h3", {}, [icon("sparkle"), " Proposal"]),
-    el("div", { className: "muted" }, d.proposedBy ? `by ${d.proposedBy.executor} (call ${d.proposedBy.agentCallId})` : "no agent call linked to this verdict"),
-    d.rejection ? el("div", { className: "error-text" }, [icon("error"), ` refused before the rules: ${d.rejection.code}: ${d.rejection.message}`]) : nothing(),
+    el(
+      "div",
+      { className: "muted" },
+      d.proposedBy ? `by ${d.proposedBy.executor} (call ${d.proposedBy.agentCallId})` : "no agent call linked to this verdict",
+    ),
+    d.rejection
+      ? el("div", { className: "error-text" }, [icon("error"), ` refused before the rules: ${d.rejection.code}: ${d.rejection.message}`])
+      : nothing(),
     d.proposal === null ? absent("No proposal was recorded.") : jsonBlock(d.proposal, "proposal-json"),
   ]);
   const commit = el("section", { className: "column commit" }, [
@@ -492,7 +514,11 @@ function decisionTab(d: DecisionView | { absent: string }): HTMLElement {
       ? el("p", { className: "muted" }, "The commit changed no state.")
       : table(
           ["key", "before", "after"],
-          d.diff.map((row) => [row.key, row.hadBefore ? jsonInline(row.before) : el("span", { className: "muted" }, "(unset)"), jsonInline(row.after)]),
+          d.diff.map((row) => [
+            row.key,
+            row.hadBefore ? jsonInline(row.before) : el("span", { className: "muted" }, "(unset)"),
+            jsonInline(row.after),
+          ]),
           "diff",
         ),
   ]);
@@ -512,7 +538,9 @@ function stateTab(s: SuperstepView, previous: SuperstepView | undefined): HTMLEl
     el(
       "p",
       { className: "muted" },
-      before ? `State after superstep ${s.superstep}; marks compare with superstep ${previous!.superstep}.` : `State after superstep ${s.superstep}.`,
+      before
+        ? `State after superstep ${s.superstep}; marks compare with superstep ${previous!.superstep}.`
+        : `State after superstep ${s.superstep}.`,
     ),
     table(
       ["key", "value", "version", "provenance"],
@@ -522,7 +550,10 @@ function stateTab(s: SuperstepView, previous: SuperstepView | undefined): HTMLEl
           el("span", {}, [e.key, mark ? el("span", { className: `mark mark-${mark}` }, mark) : nothing()]),
           // A fact's stored value carries its provenance too; that is shown in its own column.
           jsonInline(e.provenance && isFactShaped(e.value) ? e.value.value : e.value),
-          el("span", {}, [`v${e.version}`, e.writtenBy !== model!.run.id ? el("div", { className: "muted small" }, `from ${e.writtenBy}`) : nothing()]),
+          el("span", {}, [
+            `v${e.version}`,
+            e.writtenBy !== model!.run.id ? el("div", { className: "muted small" }, `from ${e.writtenBy}`) : nothing(),
+          ]),
           e.provenance
             ? el("span", { className: "provenance" }, [
                 icon("cloud-download"),
@@ -549,8 +580,16 @@ function intentsTab(i: IntentView[] | { absent: string }): HTMLElement {
     { className: "intents" },
     i.map((intent) =>
       el("section", { className: `intent intent-${intent.status}` }, [
-        el("h3", {}, [icon("zap"), ` ${intent.action} → ${intent.target} `, el("span", { className: `status status-${intent.status}` }, intent.status.replace("_", " "))]),
-        el("div", { className: "kv" }, [kv("idempotency key", intent.id), kv("created", intent.createdAt), kv("updated", intent.updatedAt)]),
+        el("h3", {}, [
+          icon("zap"),
+          ` ${intent.action} → ${intent.target} `,
+          el("span", { className: `status status-${intent.status}` }, intent.status.replace("_", " ")),
+        ]),
+        el("div", { className: "kv" }, [
+          kv("idempotency key", intent.id),
+          kv("created", intent.createdAt),
+          kv("updated", intent.updatedAt),
+        ]),
         el("h4", {}, "Payload"),
         jsonBlock(intent.payload),
         el("h4", {}, "Relies on"),
@@ -598,11 +637,23 @@ function jsonInline(value: unknown): HTMLElement {
 
 function table(headers: string[], rows: (string | Node)[][], className: string): HTMLElement {
   return el("table", { className: `grid ${className}` }, [
-    el("thead", {}, [el("tr", {}, headers.map((h) => el("th", {}, h)))]),
+    el("thead", {}, [
+      el(
+        "tr",
+        {},
+        headers.map((h) => el("th", {}, h)),
+      ),
+    ]),
     el(
       "tbody",
       {},
-      rows.map((r) => el("tr", {}, r.map((c) => el("td", {}, [c])))),
+      rows.map((r) =>
+        el(
+          "tr",
+          {},
+          r.map((c) => el("td", {}, [c])),
+        ),
+      ),
     ),
   ]);
 }

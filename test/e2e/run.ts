@@ -55,7 +55,7 @@ async function main(): Promise<number> {
   const started = Date.now();
   const suiteIndex = await buildSuite();
   const results: SuiteResult[] = [];
-  for (const mode of (process.env.CASEFILE_E2E_ONLY ? [process.env.CASEFILE_E2E_ONLY as Mode] : (["trusted", "restricted"] as const))) {
+  for (const mode of process.env.CASEFILE_E2E_ONLY ? [process.env.CASEFILE_E2E_ONLY as Mode] : (["trusted", "restricted"] as const)) {
     results.push(await runPass(mode, suiteIndex));
   }
   const passes = results.reduce((n, r) => n + r.passes, 0);
@@ -193,9 +193,11 @@ async function waitForResult(mode: Mode, page: Page, resultFile: string, exchang
       if (!f.endsWith(".request.json") || answered.has(f)) continue;
       answered.add(f);
       const request = JSON.parse(readFileSync(path.join(exchange, f), "utf8")) as InspectorDomRequest;
-      const checks = await readInspector(page, request, mode).catch(
-        (err: unknown): BrowserChecks => ({ found: false, texts: {}, error: err instanceof Error ? err.message : String(err) }),
-      );
+      const checks = await readInspector(page, request, mode).catch((err: unknown): BrowserChecks => ({
+        found: false,
+        texts: {},
+        error: err instanceof Error ? err.message : String(err),
+      }));
       writeFileSync(path.join(exchange, f.replace(".request.json", ".answer.json")), JSON.stringify(checks));
     }
     await sleep(250);
@@ -258,7 +260,9 @@ function printResult(r: SuiteResult): void {
     console.log(`    ${mark} ${t.title}${t.durationMs > 50 ? ` (${t.durationMs}ms)` : ""}`);
     if (t.error) console.log(`      ${t.error.split("\n").slice(0, 8).join("\n      ")}`);
   }
-  console.log(`  ${r.passes} passing, ${r.failures} failing${r.pending ? `, ${r.pending} pending` : ""} (${r.durationMs} ms in the extension host)`);
+  console.log(
+    `  ${r.passes} passing, ${r.failures} failing${r.pending ? `, ${r.pending} pending` : ""} (${r.durationMs} ms in the extension host)`,
+  );
 }
 
 function freePort(): Promise<number> {

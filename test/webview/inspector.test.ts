@@ -73,12 +73,7 @@ describe("Run Inspector webview (headless Chromium)", function () {
     const page = await openInspector(browser, invoiceModel(INVOICE_RUN));
     assert.equal(await text(page, ".title strong"), "invoice");
     assert.equal(await text(page, ".title .status"), "COMPLETED");
-    assert.deepEqual(await rowTexts(page), [
-      "#0 loadInvoice loadSupplier",
-      "#1 triage",
-      "#2 decide accepted",
-      "#3 postPayment",
-    ]);
+    assert.deepEqual(await rowTexts(page), ["#0 loadInvoice loadSupplier", "#1 triage", "#2 decide accepted", "#3 postPayment"]);
     await page.close();
   });
 
@@ -91,9 +86,14 @@ describe("Run Inspector webview (headless Chromium)", function () {
     assert.deepEqual(proposal.facts, ["invoice", "supplier"]);
     assert.match(await text(page, ".proposal"), /by triage/);
     assert.equal(await text(page, ".verdict-large"), "Accepted");
-    const rules = await page.$$eval(".rule", (els) => els.map((e) => `${e.className.includes("ok") ? "ok" : "broken"} ${(e as HTMLElement).innerText.trim()}`));
+    const rules = await page.$$eval(".rule", (els) =>
+      els.map((e) => `${e.className.includes("ok") ? "ok" : "broken"} ${(e as HTMLElement).innerText.trim()}`),
+    );
     assert.equal(rules.length, 3);
-    assert.ok(rules.every((r) => r.startsWith("ok")), rules.join("\n"));
+    assert.ok(
+      rules.every((r) => r.startsWith("ok")),
+      rules.join("\n"),
+    );
     assert.match(rules[1]!, /iban-matches-supplier/);
     const diff = await texts(page, "table.diff tbody tr");
     assert.deepEqual(diff, ['decision (unset) { "status": "approved", "approvedAmount": 1840.5 }']);
@@ -128,8 +128,14 @@ describe("Run Inspector webview (headless Chromium)", function () {
     await openTab(page, "state");
     const state = await texts(page, "table.state tbody tr");
     assert.equal(state.length, 3);
-    assert.match(state.find((r) => r.startsWith("invoice"))!, /fact of record from erp:invoices\/INV-1042 version etag-"a9f1"/);
-    assert.match(state.find((r) => r.startsWith("proposal"))!, /^proposal ?NEW \{ "action": "approve", .* \} v1 workflow state$/);
+    assert.match(
+      state.find((r) => r.startsWith("invoice"))!,
+      /fact of record from erp:invoices\/INV-1042 version etag-"a9f1"/,
+    );
+    assert.match(
+      state.find((r) => r.startsWith("proposal"))!,
+      /^proposal ?NEW \{ "action": "approve", .* \} v1 workflow state$/,
+    );
     await screenshot(page, "inspector-state-dark");
 
     await selectSuperstep(page, 3);
@@ -304,14 +310,24 @@ describe("Run Inspector webview (headless Chromium)", function () {
 function hugeRun(runId: string, n: number): CommitBatch[] {
   const at = "2026-11-30T10:00:00.000Z";
   const workflow = { name: "bulk", version: 1, graphHash: "g-bulk" };
-  const batches: CommitBatch[] = [
-    { runs: [{ id: runId, workflow, status: "completed", createdAt: at, updatedAt: at }] },
-  ];
+  const batches: CommitBatch[] = [{ runs: [{ id: runId, workflow, status: "completed", createdAt: at, updatedAt: at }] }];
   for (let i = 0; i < n; i++) {
     batches.push({
       values: [{ run: runId, key: "counter", version: i + 1, value: i }],
       steps: [
-        { id: `${runId}-s${i}`, runId, superstep: i, executor: "work", kind: "code", status: "ok", startedAt: at, endedAt: at, durationMs: 1, writes: ["counter"], sent: 1 },
+        {
+          id: `${runId}-s${i}`,
+          runId,
+          superstep: i,
+          executor: "work",
+          kind: "code",
+          status: "ok",
+          startedAt: at,
+          endedAt: at,
+          durationMs: 1,
+          writes: ["counter"],
+          sent: 1,
+        },
       ],
       checkpoints: [
         {

@@ -14,7 +14,15 @@ import type { Browser, Page } from "playwright-core";
 export const ROOT = path.resolve(__dirname, "../..");
 export const SHOTS = path.join(ROOT, "test-output", "webview");
 const CHROMIUM = "/usr/bin/chromium";
-const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 export type Theme = "dark" | "light" | "hc";
 
@@ -22,7 +30,10 @@ export function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
 }
 
-export async function openWebview(browser: Browser, opts: { script: string; styles: string[]; theme?: Theme; width?: number; height?: number }): Promise<Page> {
+export async function openWebview(
+  browser: Browser,
+  opts: { script: string; styles: string[]; theme?: Theme; width?: number; height?: number },
+): Promise<Page> {
   const theme = opts.theme ?? "dark";
   const dir = path.join(ROOT, "test-output", "webview", "host");
   mkdirSync(dir, { recursive: true });

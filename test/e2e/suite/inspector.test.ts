@@ -56,7 +56,12 @@ describe("Run Inspector on a fixture case file", () => {
       readAfterClicks: { verdict: ".verdict-large", rules: ".rule", proposal: ".proposal-json", notice: "#notice" },
     });
     assert.equal(checks.found, true, checks.error);
-    assert.deepEqual(checks.texts.rows?.map(normalise), ["#0 loadInvoice loadSupplier", "#1 triage", "#2 decide accepted", "#3 postPayment"]);
+    assert.deepEqual(checks.texts.rows?.map(normalise), [
+      "#0 loadInvoice loadSupplier",
+      "#1 triage",
+      "#2 decide accepted",
+      "#3 postPayment",
+    ]);
     assert.deepEqual(checks.texts.title, ["invoice"]);
     assert.deepEqual(checks.after?.verdict?.map(normalise), ["Accepted"]);
     assert.equal(checks.after?.rules?.length, 3);
@@ -89,7 +94,6 @@ describe("Run Inspector on a fixture case file", () => {
     assert.equal((logged.match(/dropped a malformed message from the webview/g) ?? []).length, 4, logged.slice(-2000));
     assert.match(checks.after?.notice?.[0] ?? "", /Export of step run-2026-11-30-a1-s1-triage as a promptfoo eval case is not built yet/);
   });
-
 });
 
 async function readLogs(dir: vscode.Uri): Promise<string> {

@@ -42,8 +42,14 @@ describe("Restricted Mode", () => {
       });
       assert.equal(checks.found, true, checks.error);
       assert.match(checks.texts.banner?.[0] ?? "", /Restricted Mode\. Casefile does not run workflow code/);
-      assert.deepEqual(checks.after?.disabled?.map((t) => t.trim()), ["Resume from here", "Fork with edited state", "Replay step"]);
-      assert.deepEqual(checks.after?.enabled?.map((t) => t.trim()), ["Export as eval"]);
+      assert.deepEqual(
+        checks.after?.disabled?.map((t) => t.trim()),
+        ["Resume from here", "Fork with edited state", "Replay step"],
+      );
+      assert.deepEqual(
+        checks.after?.enabled?.map((t) => t.trim()),
+        ["Export as eval"],
+      );
     });
   }
 });

@@ -1,0 +1,174 @@
+import * as assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { MemoryStore, openCaseFile } from "../../../src/casefile/index";
+import type { CaseStore } from "../../../src/engine/store";
+import { buildInspectorViewModel, NoRunsError, UnknownRunError } from "../../../src/extension/viewModel";
+import { InspectorViewModelSchema } from "../../../src/protocol/webview";
+import type { InspectorViewModel, StepView } from "../../../src/protocol/webview";
+import { commitInvoiceRun, INVOICE_BRANCH, INVOICE_RUN } from "../../fixtures/casefile/fixture";
+
+const caseFile = { path: "/w/invoice.casefile", name: "invoice.casefile" };
+
+function step(vm: InspectorViewModel, superstep: number, executor: string): StepView {
+  const s = vm.supersteps.find((x) => x.superstep === superstep)?.steps.find((x) => x.executor === executor);
+  assert.ok(s, `step ${executor} in superstep ${superstep}`);
+  return s;
+}
+
+/** The same expectations against both stores: what the inspector shows must not depend on which. */
+const stores: { name: string; open: () => Promise<{ store: CaseStore; done: () => void }> }[] = [
+  {
+    name: "MemoryStore",
+    open: async () => ({ store: new MemoryStore(), done: () => undefined }),
+  },
+  {
+    name: "SqlJsStore (a case file on disk, reopened read-only)",
+    open: async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), "casefile-vm-"));
+      const file = path.join(dir, "invoice.casefile");
+      const writer = await openCaseFile(file, { create: true });
+      commitInvoiceRun(writer);
+      writer.close();
+      const reader = await openCaseFile(file, { readOnly: true });
+      return { store: reader, done: () => (reader.close(), rmSync(dir, { recursive: true, force: true })) };
+    },
+  },
+];
+
+for (const { name, open } of stores) {
+  describe(`Inspector view model from ${name}`, () => {
+    let store: CaseStore;
+    let done: () => void;
+
+    before(async () => {
+      ({ store, done } = await open());
+      if (store instanceof MemoryStore) commitInvoiceRun(store);
+    });
+    after(() => done());
+
+    it("is valid against the schema the webview parses with", () => {
+      const vm = buildInspectorViewModel(store, { caseFile, runId: INVOICE_RUN, canRun: { ok: true } });
+      assert.doesNotThrow(() => InspectorViewModelSchema.parse(vm));
+      assert.deepEqual(JSON.parse(JSON.stringify(vm)), vm, "plain JSON, nothing lost in postMessage");
+    });
+
+    it("lays out supersteps in order with their steps, and the branch tree parent first", () => {
+      const vm = buildInspectorViewModel(store, { caseFile, runId: INVOICE_RUN, canRun: { ok: true } });
+      assert.deepEqual(
+        vm.supersteps.map((s) => [s.superstep, s.checkpointId, s.steps.map((x) => x.executor)]),
+        [
+          [0, `${INVOICE_RUN}-cp0`, ["loadInvoice", "loadSupplier"]],
+          [1, `${INVOICE_RUN}-cp1`, ["triage"]],
+          [2, `${INVOICE_RUN}-cp2`, ["decide"]],
+          [3, `${INVOICE_RUN}-cp3`, ["postPayment"]],
+        ],
+      );
+      assert.deepEqual(
+        vm.branches.map((b) => [b.runId, b.parentRunId]),
+        [
+          [INVOICE_RUN, null],
+          [INVOICE_BRANCH, INVOICE_RUN],
+        ],
+      );
+    });
+
+    it("links the agent's proposal to the commit's verdict, rules and diff on both steps", () => {
+      const vm = buildInspectorViewModel(store, { caseFile, runId: INVOICE_RUN, canRun: { ok: true } });
+      for (const [n, ex] of [
+        [1, "triage"],
+        [2, "decide"],
+      ] as const) {
+        const d = step(vm, n, ex).decision;
+        assert.ok(!("absent" in d), `${ex} shows the decision`);
+        assert.equal(d.verdict, "accepted");
+        assert.deepEqual(d.proposedBy, { executor: "triage", agentCallId: `${INVOICE_RUN}-call-triage-1` });
+        assert.deepEqual((d.proposal as { action: string }).action, "approve");
+        assert.deepEqual(
+          d.rules.map((r) => [r.name, r.ok]),
+          [
+            ["cites-known-facts", true],
+            ["iban-matches-supplier", true],
+            ["amount-under-auto-limit", true],
+          ],
+        );
+        assert.deepEqual(d.diff, [
+          { key: "decision", before: null, hadBefore: false, after: { status: "approved", approvedAmount: 1840.5 } },
+        ]);
+      }
+    });
+
+    it("gives the agent step its exact context, with per-message counts only when a counter is given", () => {
+      const without = step(buildInspectorViewModel(store, { caseFile, runId: INVOICE_RUN, canRun: { ok: true } }), 1, "triage").context;
+      assert.ok(!("absent" in without));
+      assert.deepEqual(
+        without.messages.map((m) => [m.role, m.tokens]),
+        [
+          ["system", null],
+          ["user", null],
+        ],
+      );
+      assert.deepEqual(without.tokens, { count: 118, soft: 2000, hard: 4000, tokenizer: "o200k_base" });
+      const counted = step(
+        buildInspectorViewModel(store, { caseFile, runId: INVOICE_RUN, canRun: { ok: true }, countMessageTokens: (m) => m.content.length }),
+        1,
+        "triage",
+      ).context;
+      assert.ok(!("absent" in counted));
+      assert.deepEqual(
+        counted.messages.map((m) => m.tokens),
+        counted.messages.map((m) => m.content.length),
+      );
+    });
+
+    it("says why a section is empty instead of filling it", () => {
+      const vm = buildInspectorViewModel(store, { caseFile, runId: INVOICE_RUN, canRun: { ok: true } });
+      const loader = step(vm, 0, "loadInvoice");
+      assert.deepEqual(loader.context, { absent: "Only agent steps give a model a context; this is a loader step." });
+      assert.deepEqual(loader.intents, { absent: "Only effect steps record intents; this is a loader step." });
+      const effect = step(vm, 3, "postPayment");
+      assert.ok(Array.isArray(effect.intents));
+      assert.deepEqual(
+        effect.intents.map((i) => [i.id, i.status, i.reference]),
+        [["invoice:INV-1042:postPayment", "done", { paymentId: "PAY-88213" }]],
+      );
+    });
+
+    it("shows state at each checkpoint with facts' provenance, including keys a branch inherited", () => {
+      const vm = buildInspectorViewModel(store, { caseFile, runId: INVOICE_BRANCH, canRun: { ok: true } });
+      assert.equal(vm.run.parentCheckpointId, `${INVOICE_RUN}-cp1`);
+      const state = vm.supersteps[0]!.state;
+      assert.ok("entries" in state);
+      const invoice = state.entries.find((e) => e.key === "invoice")!;
+      assert.equal(invoice.writtenBy, INVOICE_RUN, "inherited from the parent run");
+      assert.deepEqual(invoice.provenance, {
+        source: "erp:invoices/INV-1042",
+        sourceVersion: 'etag-"a9f1"',
+        readAt: "2026-11-30T10:00:00.000Z",
+      });
+      const proposal = state.entries.find((e) => e.key === "proposal")!;
+      assert.deepEqual([proposal.version, proposal.writtenBy, proposal.provenance], [2, INVOICE_BRANCH, null]);
+      const d = step(vm, 2, "decide").decision;
+      assert.ok(!("absent" in d));
+      assert.equal(d.verdict, "escalated");
+      assert.equal(d.proposedBy, null, "the edited proposal came from a patch, not a model call");
+    });
+
+    it("defaults to the most recently updated run and refuses unknown runs by name", () => {
+      assert.equal(buildInspectorViewModel(store, { caseFile, canRun: { ok: true } }).run.id, INVOICE_BRANCH);
+      assert.throws(() => buildInspectorViewModel(store, { caseFile, runId: "nope", canRun: { ok: true } }), UnknownRunError);
+    });
+
+    it("carries Restricted Mode's reason to the webview", () => {
+      const vm = buildInspectorViewModel(store, { caseFile, runId: INVOICE_RUN, canRun: { ok: false, reason: "untrusted" } });
+      assert.deepEqual(vm.canRun, { ok: false, reason: "untrusted" });
+    });
+  });
+}
+
+describe("Inspector view model from an empty case file", () => {
+  it("says the case file holds no runs", () => {
+    assert.throws(() => buildInspectorViewModel(new MemoryStore(), { caseFile, canRun: { ok: true } }), NoRunsError);
+  });
+});
