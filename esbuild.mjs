@@ -39,6 +39,9 @@ const targets = [
   { ...node, entryPoints: ["src/runner/runnerMain.ts"], outfile: "dist/runner.js" },
   { ...node, entryPoints: ["src/cli/main.ts"], outfile: "dist/cli.js" },
   { ...node, entryPoints: ["src/engine/index.ts"], outfile: "dist/runtime.js" },
+  // The tokenizer's encodings are megabytes: the extension loads this bundle only when a Run
+  // Inspector opens (src/extension/caseFiles.ts), so they weigh on neither activation nor extension.js.
+  { ...node, entryPoints: ["src/engine/tokens.ts"], outfile: "dist/tokenCounter.js" },
   { ...browser, entryPoints: ["src/webview/inspector.ts"], outfile: "media/inspector.js" },
   { ...browser, entryPoints: ["src/webview/graph.ts"], outfile: "media/graph.js" },
 ].filter((t) => existsSync(t.entryPoints[0]));

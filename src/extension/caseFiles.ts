@@ -1,5 +1,6 @@
 import * as path from "node:path";
 import type * as vscode from "vscode";
+import type { ChatMessage } from "../engine/records";
 import type { InspectorViewModel } from "../protocol/webview";
 import { canRunWorkflowCode } from "./trust";
 
@@ -12,11 +13,8 @@ export const CASE_FILE_GLOB = "**/*.casefile";
 
 /** Opens the case file read-only (no lock: a running workflow may hold it), builds the view model, closes it. */
 export async function loadInspectorViewModel(caseFile: vscode.Uri, runId: string | undefined): Promise<InspectorViewModel> {
-  const [{ openCaseFile }, { buildInspectorViewModel }, { countTokens }] = await Promise.all([
-    import("../casefile/index.js"),
-    import("./viewModel.js"),
-    import("../engine/tokens.js"),
-  ]);
+  const [{ openCaseFile }, { buildInspectorViewModel }] = await Promise.all([import("../casefile/index.js"), import("./viewModel.js")]);
+  const countTokens = loadTokenCounter();
   const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
   try {
     return buildInspectorViewModel(store, {
@@ -24,9 +22,30 @@ export async function loadInspectorViewModel(caseFile: vscode.Uri, runId: string
       ...(runId !== undefined ? { runId } : {}),
       canRun: canRunWorkflowCode(),
       // A message's share of the request: the count with it minus the count of an empty request.
-      countMessageTokens: (m, model) => countTokens([m], model).count - countTokens([], model).count,
+      ...(countTokens
+        ? { countMessageTokens: (m: ChatMessage, model: string) => countTokens([m], model).count - countTokens([], model).count }
+        : {}),
     });
   } finally {
     store.close();
   }
+}
+
+type CountTokens = (typeof import("../engine/tokens.js"))["countTokens"];
+let tokenCounter: CountTokens | null | undefined;
+
+/**
+ * The engine's token counter, from its own bundle beside extension.js (see esbuild.mjs). Without
+ * it the inspector still opens; per-message counts then show as "not counted".
+ */
+function loadTokenCounter(): CountTokens | null {
+  if (tokenCounter === undefined) {
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      tokenCounter = (require(path.join(__dirname, "tokenCounter.js")) as { countTokens: CountTokens }).countTokens;
+    } catch {
+      tokenCounter = null;
+    }
+  }
+  return tokenCounter;
 }
