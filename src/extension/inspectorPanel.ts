@@ -75,10 +75,27 @@ export class InspectorPanel implements vscode.Disposable {
   ) {
     panel.iconPath = vscode.Uri.joinPath(media, "casefile.svg");
     panel.webview.html = this.html();
+    // A running workflow appends to the case file's journal; compaction rewrites the file. Either
+    // way the panel shows the new state shortly after, keeping the person's selection.
+    const watcher = vscode.workspace.createFileSystemWatcher(
+      new vscode.RelativePattern(vscode.Uri.joinPath(caseFile, ".."), `${path.basename(caseFile.fsPath)}*`),
+    );
     this.disposables.push(
       panel.webview.onDidReceiveMessage((data: unknown) => void this.receive(data)),
       panel.onDidDispose(() => this.dispose()),
+      watcher,
+      watcher.onDidChange(() => this.reloadSoon()),
+      watcher.onDidCreate(() => this.reloadSoon()),
+      { dispose: () => clearTimeout(this.reloadTimer) },
     );
+  }
+
+  private reloadTimer: ReturnType<typeof setTimeout> | undefined;
+
+  /** Called for every change to the case file or its journal: one reload per burst of writes. */
+  private reloadSoon(): void {
+    clearTimeout(this.reloadTimer);
+    this.reloadTimer = setTimeout(() => void this.reload(this.runId), 300);
   }
 
   /** Rebuilds the view model from the case file and sends it (after `ready`). */

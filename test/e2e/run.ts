@@ -10,6 +10,7 @@
  *   restricted the workspace left untrusted: Run refuses with an explanation.
  * Prints mocha-style results and a closing "N passed, N failed" line; screenshots go to
  * test-output/e2e/. Browser and server are stopped by process id on every path out.
+ * CASEFILE_E2E_ONLY=trusted|restricted runs one pass; CASEFILE_E2E_TIMEOUT_MS bounds each pass.
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
@@ -61,7 +62,7 @@ async function main(): Promise<number> {
   const passes = results.reduce((n, r) => n + r.passes, 0);
   const failures = results.reduce((n, r) => n + r.failures, 0);
   const pending = results.reduce((n, r) => n + r.pending, 0);
-  console.log(`\n  e2e total ${((Date.now() - started) / 1000).toFixed(1)} s (build, two code-server starts, both suites)`);
+  console.log(`\n  e2e total ${((Date.now() - started) / 1000).toFixed(1)} s (suite build and ${results.length} code-server pass(es))`);
   console.log(`${passes} passed, ${failures} failed${pending ? `, ${pending} skipped` : ""}`);
   return failures === 0 && passes > 0 ? 0 : 1;
 }

@@ -1,6 +1,8 @@
 import * as assert from "node:assert/strict";
 import * as path from "node:path";
 import * as vscode from "vscode";
+import { openCaseFile } from "../../../src/casefile/index";
+import type { CommitBatch } from "../../../src/engine/store";
 import type { CasefileTestApi } from "../../../src/extension/extension";
 import { askBrowser, browserAvailable } from "./exchange";
 
@@ -70,6 +72,23 @@ describe("Run Inspector on a fixture case file", () => {
     assert.match(checks.after?.notice?.[0] ?? "", /Resume from checkpoint run-2026-11-30-a1-cp2 is not built yet/);
   });
 
+  it("follows the case file: a superstep written while the panel is open appears in the timeline", async () => {
+    const store = await openCaseFile(caseFile.fsPath, { create: false });
+    try {
+      store.commit(extraSuperstep(RUN, 4));
+    } finally {
+      store.close();
+    }
+    const checks = await askBrowser({
+      name: "live",
+      waitFor: '.timeline-row[data-index="4"]',
+      read: { rows: ".timeline-row", selected: ".detail-head h2" },
+    });
+    assert.equal(checks.found, true, checks.error);
+    assert.deepEqual(checks.texts.rows?.map(normalise).slice(-2), ["#3 postPayment", "#4 archive"]);
+    assert.deepEqual(checks.texts.selected, ["Superstep 2"], "the person's selection is kept");
+  });
+
   it("drops malformed and hostile messages from the webview, logs them, and keeps working", async () => {
     const panel = api.inspectorPanel(caseFile);
     assert.ok(panel, "the inspector is open");
@@ -95,6 +114,45 @@ describe("Run Inspector on a fixture case file", () => {
     assert.match(checks.after?.notice?.[0] ?? "", /Export of step run-2026-11-30-a1-s1-triage as a promptfoo eval case is not built yet/);
   });
 });
+
+/** One more superstep for a run of the invoice fixture: a code step and its checkpoint. */
+function extraSuperstep(runId: string, n: number): CommitBatch {
+  const at = "2026-11-30T10:09:00.000Z";
+  return {
+    values: [{ run: runId, key: "archived", version: 1, value: true }],
+    steps: [
+      {
+        id: `${runId}-s${n}-archive`,
+        runId,
+        superstep: n,
+        executor: "archive",
+        kind: "code",
+        status: "ok",
+        startedAt: at,
+        endedAt: at,
+        durationMs: 4,
+        writes: ["archived"],
+        sent: 0,
+      },
+    ],
+    checkpoints: [
+      {
+        v: 1,
+        id: `${runId}-cp${n}`,
+        runId,
+        superstep: n,
+        parentId: `${runId}-cp${n - 1}`,
+        createdAt: at,
+        workflow: { name: "invoice", version: 1, graphHash: "g-7f3a", executors: ["archive"] },
+        keys: { archived: { version: 1, run: runId } },
+        pending: [],
+        fanIn: {},
+        local: {},
+        waiting: [],
+      },
+    ],
+  };
+}
 
 async function readLogs(dir: vscode.Uri): Promise<string> {
   let text = "";
