@@ -13,6 +13,8 @@
  * hold still. The store reaches node:fs through property lookups at call time (esbuild's CommonJS
  * output), so wrapping the module's functions here is seen by the bundled store.
  */
+// A --require preload is plain CommonJS: it runs before any TypeScript loader could.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
 const fs = require("node:fs");
 
 const hook = process.env.KILLTEST_HOOK;
