@@ -84,7 +84,12 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       // newer than the journal (whose records it skips), never older (which would lose commits).
       const scan = readJournal(journalPath(file));
       const loaded = loadDatabase(SQL, file, opts.tenant);
-      return SqlJsStore.finish(loaded, file, true, compactAt, scan);
+      try {
+        return SqlJsStore.finish(loaded, file, true, compactAt, scan);
+      } catch (e) {
+        loaded.db.close();
+        throw e;
+      }
     }
     let loaded = loadDatabase(SQL, file, opts.tenant);
     let lock: LockHandle;
@@ -102,8 +107,13 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       }
       const scan = readJournal(journalPath(file));
       const { writer, created } = JournalWriter.open(journalPath(file), scan.validLength);
-      if (created) fsyncDir(file);
-      return SqlJsStore.finish(loaded, file, false, compactAt, scan, writer, lock);
+      try {
+        if (created) fsyncDir(file);
+        return SqlJsStore.finish(loaded, file, false, compactAt, scan, writer, lock);
+      } catch (e) {
+        writer.close();
+        throw e;
+      }
     } catch (e) {
       loaded.db.close();
       lock.release();
@@ -114,6 +124,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
   private static create(SQL: SqlJsStatic, file: string, tenant: string | undefined, compactAt: number): SqlJsStore {
     const lock = acquireLock(file);
     let writer: JournalWriter | undefined;
+    let db: Database | undefined;
     try {
       if (existsSync(file)) {
         throw new CasefileError("CASE_FILE_LOCKED", `${file} was created by another process while this one was creating it`, { file });
@@ -128,7 +139,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
           },
         );
       }
-      const db = new SQL.Database();
+      db = new SQL.Database();
       const meta: StoredMeta = { app: "casefile", schemaVersion: SCHEMA_VERSION, createdAt: new Date().toISOString(), journalSeq: 0 };
       if (tenant !== undefined) meta.tenant = tenant;
       createSchema(db, meta);
@@ -140,12 +151,16 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       return store;
     } catch (e) {
       writer?.close();
+      db?.close();
       lock.release();
       throw e;
     }
   }
 
-  /** Migrates an older schema, replays the journal, and (for a writer) persists a migration. */
+  /**
+   * Migrates an older schema, replays the journal, and (for a writer) persists a migration. On
+   * failure the caller closes the database, the journal and the lock it handed in.
+   */
   private static finish(
     loaded: Loaded,
     file: string,
@@ -169,8 +184,6 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       return store;
     } catch (e) {
       store.freeStatements();
-      db.close();
-      writer?.close();
       throw e;
     }
   }
