@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, statSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
 import type { Stats } from "node:fs";
 import path from "node:path";
 import type { Database, SqlJsStatic } from "sql.js";
@@ -232,8 +232,9 @@ export class SqlJsStore extends SqlTables implements CaseStore {
 
   /**
    * Called by the engine at the end of every superstep (and around effects). Validates the whole
-   * batch, appends it to the journal and fsyncs, and only then applies it in memory: when this
-   * returns, the batch survives a crash; when it throws, none of it is visible.
+   * batch, appends it to the journal and fsyncs; the in-memory transaction holding its rows
+   * commits only after the fsync. When this returns, the batch survives a crash; when it throws,
+   * none of it is visible.
    */
   commit(batch: CommitBatch): void {
     const journal = this.writable();
@@ -287,11 +288,16 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     const tmp = this.file + ".tmp";
     const fd = openSync(tmp, "w");
     try {
-      let written = 0;
-      while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
+      try {
+        let written = 0;
+        while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+    } catch (e) {
+      rmSync(tmp, { force: true }); // a half-written copy (disk full) should not sit beside the file
+      throw e;
     }
     renameSync(tmp, this.file);
     fsyncDir(this.file);
