@@ -12,7 +12,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { changeLines, machine, peerVersions, table, writeResults } from "./peers/report";
+import { changeLines, machine, peerVersions, sourceState, table, writeResults } from "./peers/report";
 import type { Results } from "./peers/report";
 import { FULL, SCENARIOS, runScenarios } from "./peers/run";
 import type { Scenario } from "./peers/run";
@@ -36,6 +36,7 @@ async function main(): Promise<void> {
     at: new Date().toISOString(),
     machine: machine(loadAvgAtStart),
     versions: peerVersions(),
+    source: sourceState(),
     sizes: { ...FULL },
     durationS: (Date.now() - started) / 1000,
     rows,
@@ -44,6 +45,10 @@ async function main(): Promise<void> {
     `\nCasefile vs LangGraph.js, medians (${results.machine.cpus} CPUs, load average ${loadAvgAtStart.map((x) => x.toFixed(1)).join(" ")} at start)`,
   );
   for (const l of table(rows)) console.log(l);
+  if (results.source)
+    console.log(
+      `source: ${results.source.commit.slice(0, 10)}${results.source.uncommittedInSrc.length ? `, with uncommitted changes in ${results.source.uncommittedInSrc.join(", ")}` : ""}`,
+    );
   // A partial run (some scenarios only) is printed but does not replace the full results.
   if (only.length === SCENARIOS.length) {
     const written = writeResults(path.join(__dirname, "results"), results);

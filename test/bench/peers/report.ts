@@ -3,6 +3,7 @@
  * run, if there is one, is read before it is replaced, and each row is compared with the row of
  * the same id in it.
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -13,6 +14,8 @@ export interface Results {
   at: string;
   machine: { cpus: number; cpuModel?: string; platform: string; node: string; loadAvgAtStart: number[]; loadAvgAtEnd: number[] };
   versions: Record<string, string>;
+  /** The code measured: HEAD, and files under src/ that differed from it (others may be mid-change). */
+  source?: { commit: string; uncommittedInSrc: string[] };
   sizes: Record<string, number>;
   durationS: number;
   rows: Row[];
@@ -45,7 +48,7 @@ export function fmtValue(v: number | undefined, unit: Row["unit"]): string {
 
 /** The table as lines of text: one line per measure, the two sides' setups on the line below. */
 export function table(rows: Row[]): string[] {
-  const cols = [62, 14, 14, 12, 34];
+  const cols = [64, 14, 14, 12, 36];
   const line = (cells: string[]): string =>
     cells
       .map((c, i) => (i < cols.length ? c.padEnd(cols[i]!) : c))
@@ -131,6 +134,17 @@ export function peerVersions(): Record<string, string> {
     }
   }
   return out;
+}
+
+export function sourceState(): Results["source"] {
+  try {
+    const git = (...args: string[]): string =>
+      execFileSync("git", args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trimEnd();
+    const status = git("status", "--porcelain", "--", "src");
+    return { commit: git("rev-parse", "HEAD").trim(), uncommittedInSrc: status ? status.split("\n").map((l) => l.slice(3)) : [] };
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -201,7 +201,7 @@ export async function resume(o: ResumeOptions): Promise<Row[]> {
     return {
       id: `resume.${p}`,
       scenario: "3 resume",
-      measure: `${o.checkpoints} checkpoints: resume from the ${p}, to the first new checkpoint`,
+      measure: `${o.checkpoints} checkpoints: resume from the ${p} to the next checkpoint`,
       unit: "ms",
       ours,
       oursLabel: p === "last" ? "SqlJsStore, same run continues" : "SqlJsStore, branch run",
@@ -233,7 +233,7 @@ export async function resume(o: ResumeOptions): Promise<Row[]> {
   rows.push({
     id: "resume.open",
     scenario: "3 resume",
-    measure: `${o.checkpoints} checkpoints: opening the file (before resume, not in it)`,
+    measure: `${o.checkpoints} checkpoints: open (before resume, not in it)`,
     unit: "ms",
     ours: median(opens.ours),
     oursLabel: "SqlJsStore.open (writer)",
