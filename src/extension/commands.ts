@@ -2,7 +2,6 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import { CASE_FILE_GLOB } from "./caseFiles";
 import type { InspectorActions } from "./inspectorPanel";
-import { InspectorPanel } from "./inspectorPanel";
 import { canRunWorkflowCode } from "./trust";
 import type { CasefileViews } from "./views";
 
@@ -31,6 +30,8 @@ export const commands = {
   openInspector: (ctx) => async (uri?: unknown, runId?: unknown) => {
     const caseFile = uri instanceof vscode.Uri ? uri : await pickCaseFile();
     if (!caseFile) return { ok: false, reason: "No case file chosen." } satisfies CommandResult;
+    // Loaded on first use: the panel brings zod (the message schemas), too heavy for activation.
+    const { InspectorPanel } = await import("./inspectorPanel.js");
     const panel = await InspectorPanel.show(
       ctx.extension.extensionUri,
       ctx.log,

@@ -261,6 +261,7 @@ function printResult(r: SuiteResult): void {
     console.log(`    ${mark} ${t.title}${t.durationMs > 50 ? ` (${t.durationMs}ms)` : ""}`);
     if (t.error) console.log(`      ${t.error.split("\n").slice(0, 8).join("\n      ")}`);
   }
+  for (const [name, value] of Object.entries(r.metrics ?? {})) console.log(`    ${name}: ${value}`);
   console.log(
     `  ${r.passes} passing, ${r.failures} failing${r.pending ? `, ${r.pending} pending` : ""} (${r.durationMs} ms in the extension host)`,
   );

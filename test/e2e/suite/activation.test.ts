@@ -2,6 +2,7 @@ import * as assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
+import { recordMetric } from "./metrics";
 
 const EXTENSION_ID = "casefile.casefile";
 
@@ -20,7 +21,14 @@ describe("Casefile extension in VS Code", () => {
   before(async () => {
     const ext = vscode.extensions.getExtension(EXTENSION_ID);
     assert.ok(ext, `extension ${EXTENSION_ID} is loaded from the development path`);
+    const wasActive = ext.isActive;
+    const t0 = performance.now();
     await ext.activate();
+    const api = (await ext.activate()) as { activateMs: number };
+    recordMetric(
+      "activation",
+      `${wasActive ? "already active when the suite started" : `ext.activate() ${(performance.now() - t0).toFixed(1)} ms`}; activate() body ${api.activateMs.toFixed(1)} ms`,
+    );
     manifest = JSON.parse(readFileSync(path.join(ext.extensionPath, "package.json"), "utf8")) as Manifest;
   });
 

@@ -2,6 +2,7 @@ import { readdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import Mocha from "mocha";
 import { suiteConfig } from "./config";
+import { takeMetrics } from "./metrics";
 
 /**
  * The e2e suite's entry, called by VS Code's extension host exactly as `@vscode/test-electron`
@@ -20,6 +21,7 @@ export interface SuiteResult {
   pending: number;
   durationMs: number;
   tests: { title: string; state: "passed" | "failed" | "pending"; durationMs: number; error?: string }[];
+  metrics?: Record<string, string>;
 }
 
 export async function run(): Promise<void> {
@@ -51,6 +53,7 @@ export async function run(): Promise<void> {
     });
   });
   result.durationMs = Date.now() - started;
+  result.metrics = takeMetrics();
   if (files.length === 0) {
     result.failures++;
     result.tests.push({ title: "suite", state: "failed", durationMs: 0, error: `no test files for mode ${config.mode} in ${__dirname}` });

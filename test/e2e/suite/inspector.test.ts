@@ -90,7 +90,7 @@ describe("Run Inspector on a fixture case file", () => {
   });
 
   it("drops malformed and hostile messages from the webview, logs them, and keeps working", async () => {
-    const panel = api.inspectorPanel(caseFile);
+    const panel = await api.inspectorPanel(caseFile);
     assert.ok(panel, "the inspector is open");
     const droppedBefore = panel.dropped;
     const checks = await askBrowser({
