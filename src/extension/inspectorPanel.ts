@@ -10,7 +10,9 @@ import { parseInspectorMessage } from "../protocol/webview";
  *
  * Protocol (src/protocol/webview.ts): the webview says `ready` once its script runs; the host
  * posts nothing before that (a message posted earlier would be lost), then sends `load` with the
- * view model. Every message from the webview is parsed; a malformed one is dropped and logged and
+ * view model. A hidden panel's page is discarded (retainContextWhenHidden is off: it costs memory
+ * per panel); when shown again it says `ready` again and gets the latest view model; the webview
+ * keeps the person's selection with setState. Every message from the webview is parsed; a malformed one is dropped and logged and
  * the panel carries on.
  */
 
@@ -28,6 +30,8 @@ export class InspectorPanel implements vscode.Disposable {
   private ready = false;
   /** Messages waiting for `ready`; only the newest `load` matters, so it replaces older ones. */
   private queue: HostToInspector[] = [];
+  /** The last view model sent or queued, for a page that loads again after being hidden. */
+  private latest: Extract<HostToInspector, { type: "load" }> | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   private runId: string | undefined;
   private disposed = false;
@@ -83,6 +87,10 @@ export class InspectorPanel implements vscode.Disposable {
     this.disposables.push(
       panel.webview.onDidReceiveMessage((data: unknown) => void this.receive(data)),
       panel.onDidDispose(() => this.dispose()),
+      // Hidden, the page is discarded: hold messages until the next page says `ready`.
+      panel.onDidChangeViewState(() => {
+        if (!panel.visible) this.ready = false;
+      }),
       watcher,
       watcher.onDidChange(() => this.reloadSoon()),
       watcher.onDidCreate(() => this.reloadSoon()),
@@ -112,6 +120,7 @@ export class InspectorPanel implements vscode.Disposable {
   }
 
   private post(message: HostToInspector): void {
+    if (message.type === "load") this.latest = message;
     if (!this.ready) {
       if (message.type === "load") this.queue = this.queue.filter((m) => m.type !== "load");
       this.queue.push(message);
@@ -131,9 +140,12 @@ export class InspectorPanel implements vscode.Disposable {
     const message = parsed.message;
     switch (message.type) {
       case "ready": {
+        // Said once per page load: the first time, and again each time the panel is shown after
+        // being hidden (its page is not retained). Each new page gets the latest view model.
         this.ready = true;
-        const queued = this.queue;
+        const queued = this.queue.filter((m) => m.type !== "load");
         this.queue = [];
+        if (this.latest) void this.panel.webview.postMessage(this.latest);
         for (const m of queued) void this.panel.webview.postMessage(m);
         return;
       }

@@ -89,6 +89,26 @@ describe("Run Inspector on a fixture case file", () => {
     assert.deepEqual(checks.texts.selected, ["Superstep 2"], "the person's selection is kept");
   });
 
+  it("comes back with its run and the person's selection after being hidden behind another editor", async () => {
+    const doc = await vscode.workspace.openTextDocument({ content: "covering the inspector", language: "plaintext" });
+    await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Active, preview: false });
+    await new Promise((r) => setTimeout(r, 500));
+    const panel = await api.inspectorPanel(caseFile);
+    assert.ok(panel);
+    assert.equal(panel.panel.visible, false, "the text editor covers the inspector");
+    panel.panel.reveal();
+    const checks = await askBrowser({
+      name: "reshown",
+      waitFor: `body[data-loaded="${RUN}"]`,
+      read: { rows: ".timeline-row", selected: ".detail-head h2" },
+    });
+    assert.equal(checks.found, true, checks.error);
+    assert.equal(checks.texts.rows?.length, 5);
+    assert.deepEqual(checks.texts.selected, ["Superstep 2"]);
+    await vscode.commands.executeCommand("workbench.action.closeAllEditors");
+    await vscode.commands.executeCommand("casefile.openInspector", caseFile, RUN);
+  });
+
   it("drops malformed and hostile messages from the webview, logs them, and keeps working", async () => {
     const panel = await api.inspectorPanel(caseFile);
     assert.ok(panel, "the inspector is open");
