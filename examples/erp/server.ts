@@ -155,6 +155,9 @@ export async function startErp(opts: ErpOptions = {}): Promise<ErpServer> {
     return send(res, 405, { error: `${method} not allowed on ${url.pathname}` });
   }
 
+  // Clients (undici's fetch) reuse idle connections; a long idle timeout keeps a loaded test
+  // machine from closing one just as a client sends on it.
+  server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(opts.port ?? 0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
   return {

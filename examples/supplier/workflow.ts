@@ -95,7 +95,20 @@ async function erp(
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (opts.key) headers["idempotency-key"] = opts.key;
   if (opts.ifMatch) headers["if-match"] = opts.ifMatch;
-  const res = await fetch(`${base}${path}`, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+  const init = { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) };
+  let res: Response;
+  try {
+    res = await fetch(`${base}${path}`, init);
+  } catch (e) {
+    // A connection the server closed while idle fails before the request is sent. One retry is
+    // safe for every call here: reads change nothing, and every write carries its idempotency key.
+    try {
+      res = await fetch(`${base}${path}`, init);
+    } catch (again) {
+      const cause = (again as { cause?: { message?: string } }).cause?.message ?? (e as Error).message;
+      throw new Error(`ERP ${method} ${path} unreachable: ${cause}`);
+    }
+  }
   return { status: res.status, body: await res.json(), etag: res.headers.get("etag") ?? "none" };
 }
 
