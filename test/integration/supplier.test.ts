@@ -105,7 +105,10 @@ describe("supplier onboarding example through the CLI", function () {
     const r = await runCli(["resume", file, "--checkpoint", checkpoint], env);
     assert.equal(r.code, 1, "a case stopped for replanning is not a success");
     assert.match(r.stdout, /needs_replanning/);
-    assert.match(r.stderr, /NEEDS_REPLANNING: .*effect "createSupplier" \(intent run-[0-9a-f]+:createSupplier:5, create supplier on erp:suppliers\) did not act: the live record changed in taxNumber/);
+    assert.match(
+      r.stderr,
+      /NEEDS_REPLANNING: .*effect "createSupplier" \(intent run-[0-9a-f]+:createSupplier:5, create supplier on erp:suppliers\) did not act: the live record changed in taxNumber/,
+    );
     const [intent] = await intents(file);
     assert.equal(intent!.status, "needs_replanning");
     const drift = intent!.drift as unknown as {
