@@ -165,7 +165,7 @@ describe("Run Inspector webview (headless Chromium)", function () {
     await page.click('button[data-action="fork"]');
     await page.selectOption("select.replay-mode", "live");
     await page.click('button[data-action="replay"]');
-    await page.selectOption("select.eval-format", "jsonl");
+    await page.selectOption("select.eval-format", "openai-jsonl");
     await page.click('button[data-action="export"]');
     const branchSelect = "select.branch-select";
     await page.selectOption(branchSelect, INVOICE_BRANCH);
@@ -174,7 +174,7 @@ describe("Run Inspector webview (headless Chromium)", function () {
       { type: "resumeFrom", runId: INVOICE_RUN, checkpointId: `${INVOICE_RUN}-cp1` },
       { type: "forkWithEditedState", runId: INVOICE_RUN, checkpointId: `${INVOICE_RUN}-cp1` },
       { type: "replayStep", runId: INVOICE_RUN, stepId, mode: "live" },
-      { type: "exportStepAsEval", runId: INVOICE_RUN, stepId, format: "jsonl" },
+      { type: "exportStepAsEval", runId: INVOICE_RUN, stepId, format: "openai-jsonl" },
       { type: "selectRun", runId: INVOICE_BRANCH },
     ]);
     // The host's answer shows in the status line.

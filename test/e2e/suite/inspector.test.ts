@@ -131,7 +131,7 @@ describe("Run Inspector on a fixture case file", () => {
     // The Casefile log channel writes to a file under the extension's log folder.
     const logged = await readLogs(api.ctx.extension.logUri);
     assert.equal((logged.match(/dropped a malformed message from the webview/g) ?? []).length, 4, logged.slice(-2000));
-    assert.match(checks.after?.notice?.[0] ?? "", /Export of step run-2026-11-30-a1-s1-triage as a promptfoo eval case is not built yet/);
+    assert.match(checks.after?.notice?.[0] ?? "", /Export of step run-2026-11-30-a1-s1-triage as a json eval case is not built yet/);
   });
 });
 
