@@ -7,6 +7,8 @@
  * Every message from the host is parsed with the shared schema (src/protocol/webview.ts); one that
  * does not parse is dropped and logged to the console, and the panel keeps what it shows.
  */
+// First: configures zod before any schema is built.
+import "./zodJitless";
 import type {
   ContextView,
   DecisionView,

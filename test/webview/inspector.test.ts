@@ -6,7 +6,7 @@ import { countTokens } from "../../src/engine/tokens";
 import type { InspectorViewModel } from "../../src/protocol/webview";
 import { buildInspectorViewModel } from "../../src/extension/viewModel";
 import { commitInvoiceRun, INVOICE_BRANCH, INVOICE_RUN } from "../fixtures/casefile/fixture";
-import { deliver, launchBrowser, openWebview, posted, screenshot } from "./webviewHost";
+import { cspViolations, deliver, launchBrowser, openWebview, posted, screenshot } from "./webviewHost";
 import type { Theme } from "./webviewHost";
 
 /**
@@ -142,6 +142,7 @@ describe("Run Inspector webview (headless Chromium)", function () {
     await openTab(page, "intents");
     assert.match(await text(page, ".intent h3"), /postPayment → bank:payments DONE/);
     assert.match(await text(page, ".intent"), /invoice:INV-1042:postPayment/);
+    assert.deepEqual(await cspViolations(page), [], "nothing the panel's CSP would refuse (no eval, no inline style or script)");
     await page.close();
   });
 

@@ -6,8 +6,9 @@ import type { Browser, Page } from "playwright-core";
 
 /**
  * Loads a built webview bundle (media/*.js) into a page of Debian's headless Chromium, the way
- * VS Code hosts it: the theme's CSS variables on :root, a `vscode-<theme>` class on body, and
- * `acquireVsCodeApi()` provided by the host. Here the host's API is a recorder: what the webview
+ * VS Code hosts it: a CSP as strict as the panel's (default-src 'none', scripts by nonce only),
+ * the theme's CSS variables on :root, a `vscode-<theme>` class on body, and `acquireVsCodeApi()`
+ * provided by the host. CSP violations are collected in `window.__csp`. Here the host's API is a recorder: what the webview
  * posts lands in `window.__posted`, in order, for the test to read.
  */
 
@@ -25,6 +26,7 @@ const ARGS = [
 ];
 
 export type Theme = "dark" | "light" | "hc";
+const NONCE = "dGVzdC1ub25jZS1mb3ItdGhlLXBhZ2U=";
 
 export function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
@@ -44,9 +46,12 @@ export async function openWebview(
     file,
     `<!DOCTYPE html>
 <html lang="en"><head><meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src file:; font-src file:; img-src file:; script-src 'nonce-${NONCE}'">
 <link rel="stylesheet" href="${url(`test/fixtures/webview/theme-${theme}.css`)}">
 ${opts.styles.map((s) => `<link rel="stylesheet" href="${url(s)}">`).join("\n")}
-<script>
+<script nonce="${NONCE}">
+  window.__csp = [];
+  document.addEventListener("securitypolicyviolation", (e) => window.__csp.push(e.violatedDirective + " " + e.blockedURI));
   window.__posted = [];
   window.__state = undefined;
   window.acquireVsCodeApi = () => ({
@@ -58,7 +63,7 @@ ${opts.styles.map((s) => `<link rel="stylesheet" href="${url(s)}">`).join("\n")}
 </head>
 <body class="${bodyClass}">
 <div id="app" class="app"></div>
-<script src="${url(opts.script)}"></script>
+<script nonce="${NONCE}" src="${url(opts.script)}"></script>
 </body></html>`,
   );
   const page = await browser.newPage({ viewport: { width: opts.width ?? 1280, height: opts.height ?? 800 } });
@@ -68,6 +73,11 @@ ${opts.styles.map((s) => `<link rel="stylesheet" href="${url(s)}">`).join("\n")}
   await page.goto(pathToFileURL(file).toString());
   await page.waitForFunction(() => (window as unknown as { __posted: unknown[] }).__posted.length > 0);
   return page;
+}
+
+/** What the page's CSP has refused so far (directive and blocked URI). */
+export function cspViolations(page: Page): Promise<string[]> {
+  return page.evaluate(() => (window as unknown as { __csp: string[] }).__csp);
 }
 
 /** What the webview has posted so far. */
