@@ -54,8 +54,8 @@ const SIZES = [1 * MB, 100 * MB];
  * contenders take turns, so a burst of load from elsewhere on the machine hits them alike.
  * export-each at 100 MB costs most of a second a commit, hence fewer reps.
  */
-const ROUNDS = 8;
-const PER_ROUND = 50;
+const ROUNDS = 40;
+const PER_ROUND = 10;
 const EXPORT_EACH_REPS = { small: 40, large: 8 };
 const COMPACTION_REPS = 3;
 const DEFAULT_COMPACT_AT = 8 * MB;
@@ -400,7 +400,9 @@ async function main(): Promise<void> {
     }
     for (const c of contenders) for (let w = 0; w < 10; w++) c.next()(); // warm-up
     for (let round = 0; round < ROUNDS; round++) {
-      for (const c of contenders) {
+      // Short turns in a rotating order, so no contender always follows the same one.
+      const order = contenders.map((_, k) => contenders[(k + round) % contenders.length]!);
+      for (const c of order) {
         for (let r = 0; r < PER_ROUND; r++) {
           const commit = c.next();
           const t = process.hrtime.bigint();
