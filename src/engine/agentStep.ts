@@ -34,7 +34,8 @@ export interface AgentMessage {
  * (or the reason it was rejected) goes to the commit step as a message.
  */
 export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonly<AnyState>, out: TaskOutcome): Promise<Json> {
-  const built = spec.context(state, input.message.payload, input.rules?.() ?? []);
+  const rules = input.rules?.() ?? [];
+  const built = spec.context(state, input.message.payload, rules);
   const replay = input.replay?.executor === input.executor ? input.replay : undefined;
   const original = buildModelRequest({
     step: input.executor,
@@ -75,6 +76,8 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
     durationMs: 0,
   };
   if (request !== original) record.originalHash = original.hash;
+  // Which rules, as confirmed when, the context was built with: rules change after the fact.
+  if (rules.length) record.rules = rules.map((r) => ({ id: r.id, confirmedAt: r.confirmedAt }));
   out.agentCall = record;
 
   const t0 = performance.now();

@@ -148,6 +148,8 @@ export interface AgentCallRecord {
   usage?: Json;
   /** For edited replays: the hash of the original context this one replaced. */
   originalHash?: string;
+  /** The business rules in force handed to the context builder (id, and when that version was confirmed). */
+  rules?: { id: string; confirmedAt: string }[];
   at: string;
   durationMs: number;
 }

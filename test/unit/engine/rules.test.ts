@@ -134,8 +134,9 @@ describe("business rules: filtered into agent contexts", () => {
     const provider = new ScriptedProvider(path.join(fixtures, "advisor.responses.json"));
     const result = await new Engine(advisorWorkflow(), store, { provider, ruleBook: book, now: () => new Date(at(10)) }).run();
     assert.equal(result.status, "completed");
-    const system = store.listAgentCalls(result.runId)[0]!.request.messages[0]!.content;
-    assert.equal(system, `Rules in force:\n- [${ids.confirmed}] confirmed`);
+    const call = store.listAgentCalls(result.runId)[0]!;
+    assert.equal(call.request.messages[0]!.content, `Rules in force:\n- [${ids.confirmed}] confirmed`);
+    assert.deepEqual(call.rules, [{ id: ids.confirmed, confirmedAt: at(1) }], "the call records which rule versions it was given");
   });
 
   it("reads the case file's own rules when no rule book is given, at the run's clock", async () => {
