@@ -126,6 +126,12 @@ async function runPass(mode: Mode, suiteIndex: string): Promise<SuiteResult> {
     browserPid = browserProcessId(browser);
     if (browserPid !== undefined) started.browsers.add(browserPid);
     page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    // CSP refusals in every frame (the webviews' included), read back with each DOM answer.
+    await page.addInitScript(() => {
+      const w = window as unknown as { __csp?: string[] };
+      w.__csp = [];
+      document.addEventListener("securitypolicyviolation", (e) => w.__csp!.push(`${e.violatedDirective} ${e.blockedURI}`));
+    });
     const remote = (p: string): string => `vscode-remote://127.0.0.1:${port}${p}`;
     const payload = [
       ["extensionDevelopmentPath", remote(ROOT)],
@@ -251,7 +257,10 @@ async function readInspector(page: Page, request: InspectorDomRequest, mode: Mod
     after[name] = await frame.$$eval(selector, (els) => els.map((e) => (e as HTMLElement).innerText.trim()));
   }
   await page.screenshot({ path: path.join(SHOTS, `${mode}-${request.name}.png`) });
-  return { found: true, texts, after };
+  const cspViolations = await frame.evaluate(
+    () => (window as unknown as { __csp?: string[] }).__csp ?? ["(no CSP listener in this frame)"],
+  );
+  return { found: true, texts, after, cspViolations };
 }
 
 function printResult(r: SuiteResult): void {

@@ -25,6 +25,8 @@ export interface BrowserChecks {
   found: boolean;
   texts: Record<string, string[]>;
   after?: Record<string, string[]>;
+  /** What the webview frame's CSP refused since it loaded (directive and blocked URI). */
+  cspViolations?: string[];
   error?: string;
 }
 

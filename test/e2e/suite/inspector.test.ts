@@ -70,6 +70,7 @@ describe("Run Inspector on a fixture case file", () => {
     assert.match(checks.after?.proposal?.[0] ?? "", /"action": "approve"/);
     // The host answered the Resume click: trusted workspace, runner integration not built yet.
     assert.match(checks.after?.notice?.[0] ?? "", /Resume from checkpoint run-2026-11-30-a1-cp2 is not built yet/);
+    assert.deepEqual(checks.cspViolations, [], "the panel's CSP refused nothing the inspector does");
   });
 
   it("follows the case file: a superstep written while the panel is open appears in the timeline", async () => {
