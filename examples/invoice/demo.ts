@@ -37,8 +37,15 @@ async function main(): Promise<void> {
       const file = path.join(outDir, `${invoiceId}.casefile`);
       rmSync(file, { force: true });
       rmSync(`${file}.journal`, { force: true });
-      console.log(`$ casefile run examples/invoice/workflow.ts --case-file ${path.relative(root, file)} --input '{"invoiceId":"${invoiceId}"}'`);
-      process.stdout.write(await casefile(["run", path.join(root, "examples/invoice/workflow.ts"), "--case-file", file, "--input", JSON.stringify({ invoiceId })], env));
+      console.log(
+        `$ casefile run examples/invoice/workflow.ts --case-file ${path.relative(root, file)} --input '{"invoiceId":"${invoiceId}"}'`,
+      );
+      process.stdout.write(
+        await casefile(
+          ["run", path.join(root, "examples/invoice/workflow.ts"), "--case-file", file, "--input", JSON.stringify({ invoiceId })],
+          env,
+        ),
+      );
 
       const inspected = JSON.parse(await casefile(["inspect", file, "--json"], env)) as { runs: { waiting: { id: string }[] }[] };
       const waiting = inspected.runs[0]?.waiting[0];
@@ -51,7 +58,9 @@ async function main(): Promise<void> {
       process.stdout.write(await casefile(["inspect", file], env));
       console.log("\n");
     }
-    console.log(`Case files are in ${outDir}. Open one in VS Code with the Casefile extension, or run \`node bin/casefile.js inspect <file> --json\`.`);
+    console.log(
+      `Case files are in ${outDir}. Open one in VS Code with the Casefile extension, or run \`node bin/casefile.js inspect <file> --json\`.`,
+    );
   } finally {
     await erp.close();
   }

@@ -19,7 +19,19 @@ export const invoiceSeed = {
     },
   },
   "purchase-orders": {
-    "PO-7001": { number: "PO-7001", supplier: "Acme Pallets", currency: "EUR", lines: [{ sku: "PAL-EUR", qty: 100, unitPrice: 10 }], total: 1000 },
-    "PO-7002": { number: "PO-7002", supplier: "Borealis Crates", currency: "EUR", lines: [{ sku: "CRT-40", qty: 50, unitPrice: 20 }], total: 1000 },
+    "PO-7001": {
+      number: "PO-7001",
+      supplier: "Acme Pallets",
+      currency: "EUR",
+      lines: [{ sku: "PAL-EUR", qty: 100, unitPrice: 10 }],
+      total: 1000,
+    },
+    "PO-7002": {
+      number: "PO-7002",
+      supplier: "Borealis Crates",
+      currency: "EUR",
+      lines: [{ sku: "CRT-40", qty: 50, unitPrice: 20 }],
+      total: 1000,
+    },
   },
 };

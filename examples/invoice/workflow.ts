@@ -73,7 +73,10 @@ export default defineWorkflow({
         const invoice = Invoice.parse(inv.body.data);
         ctx.fact("invoice", invoice, { source: `${base}/invoices/${invoice.id}`, sourceVersion: inv.etag });
         const po = await getFact(base, `/purchase-orders/${encodeURIComponent(invoice.poNumber)}`);
-        ctx.fact("po", PurchaseOrder.parse(po.body.data), { source: `${base}/purchase-orders/${invoice.poNumber}`, sourceVersion: po.etag });
+        ctx.fact("po", PurchaseOrder.parse(po.body.data), {
+          source: `${base}/purchase-orders/${invoice.poNumber}`,
+          sourceVersion: po.etag,
+        });
         return "loaded";
       },
     }),

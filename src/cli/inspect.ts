@@ -19,7 +19,14 @@ export interface RunInspection {
     changed: string[];
     steps: { executor: string; kind: string; status: string; durationMs: number; writes: string[]; error?: string }[];
   }[];
-  verdicts: { superstep: number; executor: string; action?: Json; verdict: string; reason: string; rules: { name: string; ok: boolean; message: string }[] }[];
+  verdicts: {
+    superstep: number;
+    executor: string;
+    action?: Json;
+    verdict: string;
+    reason: string;
+    rules: { name: string; ok: boolean; message: string }[];
+  }[];
   waiting: { id: string; executor: string; title: string; options?: string[] }[];
   branches: string[];
 }
@@ -91,10 +98,14 @@ export function formatInspection(file: string, runs: RunInspection[]): string {
     for (const s of r.supersteps) {
       const steps = s.steps.map((st) => `${st.executor} (${st.kind}, ${st.status}${st.error ? `: ${st.error}` : ""})`).join(", ");
       const changed = s.changed.length ? `  changed: ${s.changed.join(", ")}` : "";
-      lines.push(`  superstep ${String(s.superstep).padStart(3)}  ${steps || (s.superstep === 0 ? "(start)" : s.answered ? "(a person answered the waiting request)" : "(no steps)")}${changed}`);
+      lines.push(
+        `  superstep ${String(s.superstep).padStart(3)}  ${steps || (s.superstep === 0 ? "(start)" : s.answered ? "(a person answered the waiting request)" : "(no steps)")}${changed}`,
+      );
     }
     for (const v of r.verdicts) {
-      lines.push(`  verdict at superstep ${v.superstep} (${v.executor}): proposed ${JSON.stringify(v.action ?? null)} -> ${v.verdict.toUpperCase()}: ${v.reason}`);
+      lines.push(
+        `  verdict at superstep ${v.superstep} (${v.executor}): proposed ${JSON.stringify(v.action ?? null)} -> ${v.verdict.toUpperCase()}: ${v.reason}`,
+      );
     }
     for (const w of r.waiting) lines.push(`  waiting for a person: ${w.id}  "${w.title}"${w.options ? ` [${w.options.join(" | ")}]` : ""}`);
     for (const o of r.outputs) lines.push(`  output: ${JSON.stringify(o)}`);

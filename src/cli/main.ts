@@ -57,7 +57,8 @@ function providerArg(value: string | undefined, io: Io): ProviderConfig | undefi
   const raw = jsonArg(value, "provider") ?? jsonArg(io.env.CASEFILE_PROVIDER, "provider (CASEFILE_PROVIDER)");
   if (raw === undefined) return undefined;
   const parsed = ProviderConfigSchema.safeParse(raw);
-  if (!parsed.success) throw new CasefileError("USAGE", `--provider: ${parsed.error.issues[0]!.message} at "${parsed.error.issues[0]!.path.join(".")}"`);
+  if (!parsed.success)
+    throw new CasefileError("USAGE", `--provider: ${parsed.error.issues[0]!.message} at "${parsed.error.issues[0]!.path.join(".")}"`);
   return parsed.data;
 }
 
@@ -81,7 +82,11 @@ async function session(command: RunCommand, provider: ProviderConfig | undefined
 
 export const commands: Record<string, Command> = {
   async run(args, io) {
-    const { values, positionals } = parse(args, { "case-file": { type: "string" }, input: { type: "string" }, provider: { type: "string" } });
+    const { values, positionals } = parse(args, {
+      "case-file": { type: "string" },
+      input: { type: "string" },
+      provider: { type: "string" },
+    });
     const workflowPath = positionals[0];
     if (!workflowPath) throw new CasefileError("USAGE", "run needs a workflow file");
     const caseFile = values["case-file"] ?? defaultCaseFile(workflowPath);
@@ -102,16 +107,28 @@ export const commands: Record<string, Command> = {
       throw new CasefileError("USAGE", "--patch must be a JSON object of state key -> new value");
     }
     return session(
-      { kind: "resume", caseFile, checkpointId: values.checkpoint, patch: patch as Record<string, Json> | undefined, workflowPath: values.workflow },
+      {
+        kind: "resume",
+        caseFile,
+        checkpointId: values.checkpoint,
+        patch: patch as Record<string, Json> | undefined,
+        workflowPath: values.workflow,
+      },
       providerArg(values.provider, io),
       io,
     );
   },
 
   async respond(args, io) {
-    const { values, positionals } = parse(args, { request: { type: "string" }, answer: { type: "string" }, workflow: { type: "string" }, provider: { type: "string" } });
+    const { values, positionals } = parse(args, {
+      request: { type: "string" },
+      answer: { type: "string" },
+      workflow: { type: "string" },
+      provider: { type: "string" },
+    });
     const caseFile = positionals[0];
-    if (!caseFile || !values.request || values.answer === undefined) throw new CasefileError("USAGE", "respond needs a case file, --request ID and --answer JSON");
+    if (!caseFile || !values.request || values.answer === undefined)
+      throw new CasefileError("USAGE", "respond needs a case file, --request ID and --answer JSON");
     return session(
       { kind: "respond", caseFile, requestId: values.request, answer: jsonArg(values.answer, "answer"), workflowPath: values.workflow },
       providerArg(values.provider, io),
@@ -127,7 +144,9 @@ export const commands: Record<string, Command> = {
     try {
       const runs = inspectRuns(store, values.run);
       if (values.run && runs.length === 0) throw new CasefileError("UNKNOWN_RUN", `no run "${values.run}" in ${path.resolve(caseFile)}`);
-      io.out(values.json ? JSON.stringify({ caseFile: path.resolve(caseFile), runs }, null, 2) : formatInspection(path.resolve(caseFile), runs));
+      io.out(
+        values.json ? JSON.stringify({ caseFile: path.resolve(caseFile), runs }, null, 2) : formatInspection(path.resolve(caseFile), runs),
+      );
       return 0;
     } finally {
       store.close();

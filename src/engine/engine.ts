@@ -73,7 +73,10 @@ export class Engine {
       const parsed = wf.input.safeParse(input);
       if (!parsed.success) {
         const issue = parsed.error.issues[0]!;
-        throw new CasefileError("INVALID_INPUT", `input of workflow "${wf.name}" is invalid at "${issue.path.join(".") || "(root)"}": ${issue.message}`);
+        throw new CasefileError(
+          "INVALID_INPUT",
+          `input of workflow "${wf.name}" is invalid at "${issue.path.join(".") || "(root)"}": ${issue.message}`,
+        );
       }
       input = toJson(parsed.data, "input", "input");
     }
@@ -100,7 +103,11 @@ export class Engine {
       local: {},
       waiting: [],
     };
-    this.commit({ runs: [run], checkpoints: [cp], events: [this.event(run.id, 0, "run_started", { workflow: wf.name, version: wf.version, input })] });
+    this.commit({
+      runs: [run],
+      checkpoints: [cp],
+      events: [this.event(run.id, 0, "run_started", { workflow: wf.name, version: wf.version, input })],
+    });
     return this.loop(run, cp, {});
   }
 
@@ -135,12 +142,18 @@ export class Engine {
     const found = this.findWaiting(requestId);
     const spec = this.workflow.executors[found.request.executor];
     if (!spec || spec.kind !== "request") {
-      throw new CasefileError("WORKFLOW_MISMATCH", `request "${requestId}" belongs to executor "${found.request.executor}", which is no longer a request step`);
+      throw new CasefileError(
+        "WORKFLOW_MISMATCH",
+        `request "${requestId}" belongs to executor "${found.request.executor}", which is no longer a request step`,
+      );
     }
     const parsed = (spec.answer ?? ApprovalAnswer).safeParse(answer);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      throw new CasefileError("INVALID_ANSWER", `answer to request "${requestId}" is invalid at "${issue.path.join(".") || "(root)"}": ${issue.message}`);
+      throw new CasefileError(
+        "INVALID_ANSWER",
+        `answer to request "${requestId}" is invalid at "${issue.path.join(".") || "(root)"}": ${issue.message}`,
+      );
     }
     const { run, cp, values } = this.prepare(found.checkpoint.id, undefined, true);
     const at = this.now();
@@ -152,7 +165,12 @@ export class Engine {
       createdAt: at,
       pending: [
         ...cp.pending,
-        { to: found.request.executor, from: "person", kind: "answer", payload: { answer: toJson(parsed.data, "answer", "person"), message: found.request.message } },
+        {
+          to: found.request.executor,
+          from: "person",
+          kind: "answer",
+          payload: { answer: toJson(parsed.data, "answer", "person"), message: found.request.message },
+        },
       ],
       waiting: cp.waiting.filter((w) => w.id !== requestId),
     };
@@ -161,7 +179,13 @@ export class Engine {
     this.commit({
       runs: [run],
       checkpoints: [next],
-      events: [this.event(run.id, next.superstep, "request_answered", { requestId, executor: found.request.executor, answer: parsed.data as Json })],
+      events: [
+        this.event(run.id, next.superstep, "request_answered", {
+          requestId,
+          executor: found.request.executor,
+          answer: parsed.data as Json,
+        }),
+      ],
     });
     return this.loop(run, next, values);
   }
@@ -193,9 +217,13 @@ export class Engine {
     const source = this.store.getCheckpoint(fromId);
     if (!source) throw new CasefileError("UNKNOWN_CHECKPOINT", `no checkpoint "${fromId}" in this case file`);
     const parent = this.store.getRun(source.runId);
-    if (!parent) throw new CasefileError("UNKNOWN_RUN", `checkpoint "${fromId}" names run "${source.runId}", which is not in this case file`);
+    if (!parent)
+      throw new CasefileError("UNKNOWN_RUN", `checkpoint "${fromId}" names run "${source.runId}", which is not in this case file`);
     if (source.workflow.name !== wf.name) {
-      throw new CasefileError("WORKFLOW_MISMATCH", `checkpoint "${fromId}" was made by workflow "${source.workflow.name}", not "${wf.name}"`);
+      throw new CasefileError(
+        "WORKFLOW_MISMATCH",
+        `checkpoint "${fromId}" was made by workflow "${source.workflow.name}", not "${wf.name}"`,
+      );
     }
     let values = this.store.readValues(source.keys);
     const changed = new Set<string>();
@@ -220,19 +248,26 @@ export class Engine {
           (!added.length && !removed.length ? "; edges or keys changed" : ""),
       );
       const dropped = pending.filter((m) => !wf.executors[m.to]);
-      if (dropped.length) this.warn(`dropped ${dropped.length} pending message(s) to removed executors: ${dropped.map((m) => m.to).join(", ")}`);
+      if (dropped.length)
+        this.warn(`dropped ${dropped.length} pending message(s) to removed executors: ${dropped.map((m) => m.to).join(", ")}`);
       pending = pending.filter((m) => wf.executors[m.to]);
     }
 
     if (patch) {
       for (const [key, value] of Object.entries(patch)) {
         const decl = wf.state[key];
-        if (!decl) throw new CasefileError("UNKNOWN_KEY", `patch names unknown state key "${key}"; keys are: ${Object.keys(wf.state).join(", ")}`, { key });
+        if (!decl)
+          throw new CasefileError("UNKNOWN_KEY", `patch names unknown state key "${key}"; keys are: ${Object.keys(wf.state).join(", ")}`, {
+            key,
+          });
         const parsed = keySchema(decl).safeParse(value);
         if (!parsed.success) {
           const issue = parsed.error.issues[0]!;
           const at = [key, ...issue.path.map(String)].join(".");
-          throw new CasefileError("INVALID_PATCH", `patch value for "${key}" is invalid at "${at}": ${issue.message}`, { key, path: issue.path.map(String) });
+          throw new CasefileError("INVALID_PATCH", `patch value for "${key}" is invalid at "${at}": ${issue.message}`, {
+            key,
+            path: issue.path.map(String),
+          });
         }
         values[key] = toJson(parsed.data, key, "patch");
         changed.add(key);
@@ -316,7 +351,12 @@ export class Engine {
     }
     for (const [key, value] of Object.entries(state)) {
       const decl = wf.state[key];
-      if (!decl) throw new CasefileError("MIGRATION_FAILED", `after migrating checkpoint "${cpId}", state key "${key}" is not in version ${wf.version} of the workflow`, { key });
+      if (!decl)
+        throw new CasefileError(
+          "MIGRATION_FAILED",
+          `after migrating checkpoint "${cpId}", state key "${key}" is not in version ${wf.version} of the workflow`,
+          { key },
+        );
       const parsed = keySchema(decl).safeParse(value);
       if (!parsed.success) {
         const issue = parsed.error.issues[0]!;
@@ -343,7 +383,9 @@ export class Engine {
       if (cp.pending.length === 0) {
         return this.finish(run, cp, cp.waiting.length > 0 ? "waiting" : "completed");
       }
-      const go = await this.control.gate(() => this.emit(this.event(run.id, cp.superstep, "run_paused", { checkpoint: cp.id, next: cp.pending.map((m) => m.to) })));
+      const go = await this.control.gate(() =>
+        this.emit(this.event(run.id, cp.superstep, "run_paused", { checkpoint: cp.id, next: cp.pending.map((m) => m.to) })),
+      );
       if (!go) return this.finish(run, cp, "stopped");
 
       const superstep = cp.superstep + 1;
@@ -386,7 +428,10 @@ export class Engine {
       let changed = new Map<string, { executor: string; value: Json }>();
       if (!failure) {
         try {
-          changed = checkWrites(this.workflow, outcomes.flatMap((o) => o.writes));
+          changed = checkWrites(
+            this.workflow,
+            outcomes.flatMap((o) => o.writes),
+          );
         } catch (e) {
           failure = { ...describeError(e), executor: (e as CasefileError).details?.executor as string | undefined };
         }
@@ -416,15 +461,32 @@ export class Engine {
     const local = { ...cp.local };
     const events: EventRecord[] = [];
     for (const o of outcomes) {
-      for (const payload of o.sends) pending.push(...route(this.workflow, o.step.executor, toJson(payload, "message", o.step.executor), values, fanIn));
+      for (const payload of o.sends)
+        pending.push(...route(this.workflow, o.step.executor, toJson(payload, "message", o.step.executor), values, fanIn));
       if (o.local) local[o.step.executor] = toJson(o.local.value, "local", o.step.executor);
-      events.push(this.event(run.id, superstep, "step_completed", { step: o.step.id, executor: o.step.executor, kind: o.step.kind, status: o.step.status, writes: o.step.writes, durationMs: o.step.durationMs }));
+      events.push(
+        this.event(run.id, superstep, "step_completed", {
+          step: o.step.id,
+          executor: o.step.executor,
+          kind: o.step.kind,
+          status: o.step.status,
+          writes: o.step.writes,
+          durationMs: o.step.durationMs,
+        }),
+      );
       for (const out of o.outputs) {
         run.outputs = [...(run.outputs ?? []), out];
         events.push(this.event(run.id, superstep, "output", { executor: o.step.executor, output: out }));
       }
       for (const w of o.warnings) events.push(this.event(run.id, superstep, "warning", { executor: o.step.executor, message: w }));
-      if (o.waiting) events.push(this.event(run.id, superstep, "request_waiting", { request: o.waiting.id, executor: o.step.executor, prompt: o.waiting.prompt as unknown as Json }));
+      if (o.waiting)
+        events.push(
+          this.event(run.id, superstep, "request_waiting", {
+            request: o.waiting.id,
+            executor: o.step.executor,
+            prompt: o.waiting.prompt as unknown as Json,
+          }),
+        );
     }
     const at = this.now();
     const checkpoint: Checkpoint = {
@@ -441,7 +503,13 @@ export class Engine {
       local,
       waiting: [...cp.waiting, ...outcomes.flatMap((o) => (o.waiting ? [o.waiting] : []))],
     };
-    events.push(this.event(run.id, superstep, "checkpoint", { checkpoint: checkpoint.id, changed: [...changed.keys()], pending: pending.map((m) => m.to) }));
+    events.push(
+      this.event(run.id, superstep, "checkpoint", {
+        checkpoint: checkpoint.id,
+        changed: [...changed.keys()],
+        pending: pending.map((m) => m.to),
+      }),
+    );
     run.updatedAt = at;
     this.commit({
       runs: [run],
@@ -449,7 +517,14 @@ export class Engine {
       values: [...changed].map(([key, { value }]) => ({ run: run.id, key, version: keys[key]!.version, value })),
       steps: outcomes.map((o) => o.step),
       facts: outcomes.flatMap((o) =>
-        o.facts.map((f) => ({ ...f.provenance, runId: run.id, superstep, key: f.key, version: keys[f.key]!.version, executor: o.step.executor })),
+        o.facts.map((f) => ({
+          ...f.provenance,
+          runId: run.id,
+          superstep,
+          key: f.key,
+          version: keys[f.key]!.version,
+          executor: o.step.executor,
+        })),
       ),
       agentCalls: outcomes.flatMap((o) => (o.agentCall ? [o.agentCall] : [])),
       verdicts: outcomes.flatMap((o) => (o.verdict ? [o.verdict] : [])),
@@ -459,7 +534,13 @@ export class Engine {
   }
 
   /** A failed superstep commits nothing to state; its step records are kept to explain why. */
-  private fail(run: RunRecord, cp: Checkpoint, superstep: number, outcomes: TaskOutcome[], error: NonNullable<RunResult["error"]>): RunResult {
+  private fail(
+    run: RunRecord,
+    cp: Checkpoint,
+    superstep: number,
+    outcomes: TaskOutcome[],
+    error: NonNullable<RunResult["error"]>,
+  ): RunResult {
     // An effect that found its record changed under it stops the case for a person to replan.
     const replan = error.code === "NEEDS_REPLANNING";
     run.status = replan ? "needs_replanning" : "failed";
@@ -467,7 +548,9 @@ export class Engine {
     run.updatedAt = this.now();
     // A failed superstep may be attempted again (resume continues the run from the same
     // checkpoint): its records keep their own ids, tagged with the attempt, beside the retry's.
-    const prior = this.store.listEvents({ runId: run.id }).filter((e) => e.superstep === superstep && /^run_(failed|needs_replanning)$/.test(e.type));
+    const prior = this.store
+      .listEvents({ runId: run.id })
+      .filter((e) => e.superstep === superstep && /^run_(failed|needs_replanning)$/.test(e.type));
     const tag = `~attempt-${prior.length + 1}`;
     const steps = outcomes.map((o) => ({ ...o.step, id: o.step.id + tag }));
     this.commit({
@@ -475,7 +558,9 @@ export class Engine {
       steps,
       agentCalls: outcomes.flatMap((o) => (o.agentCall ? [{ ...o.agentCall, id: o.agentCall.id + tag }] : [])),
       events: [
-        ...outcomes.filter((o) => o.error).map((o) => this.event(run.id, superstep, "step_failed", { step: o.step.id + tag, executor: o.step.executor, error: o.error! })),
+        ...outcomes
+          .filter((o) => o.error)
+          .map((o) => this.event(run.id, superstep, "step_failed", { step: o.step.id + tag, executor: o.step.executor, error: o.error! })),
         this.event(run.id, superstep, replan ? "run_needs_replanning" : "run_failed", { error, checkpoint: cp.id }),
       ],
     });
@@ -488,7 +573,9 @@ export class Engine {
     const type: EventType = status === "completed" ? "run_completed" : status === "waiting" ? "run_waiting" : "run_stopped";
     this.commit({
       runs: [run],
-      events: [this.event(run.id, cp.superstep, type, { checkpoint: cp.id, waiting: cp.waiting.map((w) => w.id), outputs: run.outputs ?? [] })],
+      events: [
+        this.event(run.id, cp.superstep, type, { checkpoint: cp.id, waiting: cp.waiting.map((w) => w.id), outputs: run.outputs ?? [] }),
+      ],
     });
     return this.result(run, cp);
   }

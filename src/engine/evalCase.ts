@@ -86,13 +86,9 @@ export interface EvalCaseSource {
 export function evalCaseFromRecords(src: EvalCaseSource): EvalCase {
   const { call, verdict } = src;
   if (call.raw === undefined) {
-    throw new CasefileError(
-      "USAGE",
-      `agent call ${call.id} (step "${call.executor}") has no recorded answer to export`,
-      {
-        agentCallId: call.id,
-      },
-    );
+    throw new CasefileError("USAGE", `agent call ${call.id} (step "${call.executor}") has no recorded answer to export`, {
+      agentCallId: call.id,
+    });
   }
   if (!verdict && !call.rejection) {
     throw new CasefileError(
@@ -148,9 +144,7 @@ export function parseOwnJson(text: string, source: string): EvalCase {
  * with it); the verdict and everything else are ours and not held by this format.
  */
 export function toOpenAIEvalsJsonl(cases: readonly EvalCase[]): string {
-  return cases
-    .map((c) => JSON.stringify({ input: c.request.messages, ideal: JSON.stringify(c.expected.proposal) }) + "\n")
-    .join("");
+  return cases.map((c) => JSON.stringify({ input: c.request.messages, ideal: JSON.stringify(c.expected.proposal) }) + "\n").join("");
 }
 
 const OpenAIEvalLineSchema = z.object({ input: z.array(ChatMessageSchema), ideal: z.string() });
@@ -266,15 +260,9 @@ function validate(value: unknown, where: string): EvalCase {
 function checked<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
-  const problems = r.error.issues.map(
-    (i) => `${i.path.length ? i.path.map(String).join(".") : "(root)"}: ${i.message}`,
-  );
-  throw new CasefileError(
-    "INVALID_INPUT",
-    `${where} is not a valid eval case:\n` + problems.map((p) => `  - ${p}`).join("\n"),
-    {
-      file: where,
-      problems,
-    },
-  );
+  const problems = r.error.issues.map((i) => `${i.path.length ? i.path.map(String).join(".") : "(root)"}: ${i.message}`);
+  throw new CasefileError("INVALID_INPUT", `${where} is not a valid eval case:\n` + problems.map((p) => `  - ${p}`).join("\n"), {
+    file: where,
+    problems,
+  });
 }

@@ -95,9 +95,7 @@ export interface RuleInput<S = AnyState> {
 }
 
 /** A rule returns pass/fail with a message; a failing rule escalates unless it says reject. */
-export type RuleFn<S = AnyState> = (
-  input: RuleInput<S>,
-) => boolean | { ok: boolean; message: string; onFail?: "reject" | "escalate" };
+export type RuleFn<S = AnyState> = (input: RuleInput<S>) => boolean | { ok: boolean; message: string; onFail?: "reject" | "escalate" };
 
 export interface CommitOutcome<S = AnyState> {
   proposal: (Json & Record<string, Json>) | undefined;
@@ -227,10 +225,6 @@ export interface EdgeSpec {
   label?: string;
 }
 
-export function edge(
-  from: EdgeSpec["from"],
-  to: EdgeSpec["to"],
-  options: Pick<EdgeSpec, "when" | "label"> = {},
-): EdgeSpec {
+export function edge(from: EdgeSpec["from"], to: EdgeSpec["to"], options: Pick<EdgeSpec, "when" | "label"> = {}): EdgeSpec {
   return { from, to, ...options };
 }

@@ -2,15 +2,7 @@ import { CasefileError, describeError } from "./errors";
 import type { AnyState, ExecutorSpec, LoaderContext, StepContext } from "./executors";
 import type { RuleInForce } from "./rules";
 import type { ModelProvider } from "./model";
-import type {
-  AgentCallRecord,
-  Json,
-  Message,
-  Provenance,
-  StepRecord,
-  VerdictRecord,
-  WaitingRequest,
-} from "./records";
+import type { AgentCallRecord, Json, Message, Provenance, StepRecord, VerdictRecord, WaitingRequest } from "./records";
 import type { CaseStore } from "./store";
 import type { StagedWrite } from "./superstep";
 import { runAgent, type AgentReplay } from "./agentStep";
@@ -167,16 +159,24 @@ function makeContext(input: TaskInput, state: Readonly<AnyState>, out: TaskOutco
     },
     fact(key, value, from) {
       if (input.spec.kind !== "loader") {
-        throw new CasefileError("FACT_WRITER_NOT_LOADER", `executor "${input.executor}" (${input.spec.kind}) tried to write fact "${key}": only loaders may write facts`, {
-          executor: input.executor,
-          key,
-        });
+        throw new CasefileError(
+          "FACT_WRITER_NOT_LOADER",
+          `executor "${input.executor}" (${input.spec.kind}) tried to write fact "${key}": only loaders may write facts`,
+          {
+            executor: input.executor,
+            key,
+          },
+        );
       }
       if (!from?.source || typeof from.sourceVersion !== "string") {
-        throw new CasefileError("INVALID_STATE_VALUE", `loader "${input.executor}" wrote fact "${key}" without a source and source version`, {
-          executor: input.executor,
-          key,
-        });
+        throw new CasefileError(
+          "INVALID_STATE_VALUE",
+          `loader "${input.executor}" wrote fact "${key}" without a source and source version`,
+          {
+            executor: input.executor,
+            key,
+          },
+        );
       }
       const provenance: Provenance = { source: from.source, sourceVersion: from.sourceVersion, readAt: input.now() };
       out.writes.push({ executor: input.executor, key, value: { value, provenance } });

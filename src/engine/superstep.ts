@@ -24,7 +24,10 @@ export function checkWrites(workflow: Workflow, writes: StagedWrite[]): Map<stri
   for (const w of writes) {
     const decl = workflow.state[w.key];
     if (!decl) {
-      throw new CasefileError("UNKNOWN_KEY", `executor "${w.executor}" wrote unknown state key "${w.key}"`, { executor: w.executor, key: w.key });
+      throw new CasefileError("UNKNOWN_KEY", `executor "${w.executor}" wrote unknown state key "${w.key}"`, {
+        executor: w.executor,
+        key: w.key,
+      });
     }
     if (workflow.owners[w.key] !== w.executor) {
       const owner = workflow.owners[w.key];

@@ -115,7 +115,11 @@ export function defineWorkflow(spec: WorkflowSpec): Workflow {
     const to = ([] as string[]).concat(e.to);
     for (const end of [...from, ...to]) {
       if (!spec.executors?.[end])
-        problems.push({ code: "UNKNOWN_EXECUTOR", executor: end, message: `edge #${i} (${from.join("+")} -> ${to.join("+")}) names unknown executor "${end}"` });
+        problems.push({
+          code: "UNKNOWN_EXECUTOR",
+          executor: end,
+          message: `edge #${i} (${from.join("+")} -> ${to.join("+")}) names unknown executor "${end}"`,
+        });
     }
     edges.push({ id: `${from.join("+")}->${to.join("+")}`, from, to, when: e.when, label: e.label });
   });
@@ -140,7 +144,11 @@ export function defineWorkflow(spec: WorkflowSpec): Workflow {
     }
     for (const id of executorIds) {
       if (!reached.has(id))
-        problems.push({ code: "UNREACHABLE_EXECUTOR", executor: id, message: `executor "${id}" is unreachable: no edge path leads to it from "${spec.start}"` });
+        problems.push({
+          code: "UNREACHABLE_EXECUTOR",
+          executor: id,
+          message: `executor "${id}" is unreachable: no edge path leads to it from "${spec.start}"`,
+        });
     }
   }
 

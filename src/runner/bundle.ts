@@ -59,15 +59,15 @@ export async function loadWorkflow(file: string): Promise<LoadedWorkflow> {
 
   const exported = module.exports.default ?? module.exports.workflow;
   if (!isWorkflow(exported)) {
-    throw new CasefileError(
-      "INVALID_WORKFLOW",
-      `${abs} does not export a workflow: write \`export default defineWorkflow({ ... })\``,
-      { file: abs },
-    );
+    throw new CasefileError("INVALID_WORKFLOW", `${abs} does not export a workflow: write \`export default defineWorkflow({ ... })\``, {
+      file: abs,
+    });
   }
   return { workflow: exported, path: abs, inputs: Object.keys(result.metafile.inputs).map((p) => path.resolve(p)) };
 }
 
 function isWorkflow(v: unknown): v is Workflow {
-  return typeof v === "object" && v !== null && typeof (v as Workflow).graphHash === "string" && typeof (v as Workflow).executors === "object";
+  return (
+    typeof v === "object" && v !== null && typeof (v as Workflow).graphHash === "string" && typeof (v as Workflow).executors === "object"
+  );
 }

@@ -1,5 +1,12 @@
 import { fork, type ChildProcess } from "node:child_process";
-import { RunnerToHostSchema, type ControlAction, type HostToRunner, type ProviderConfig, type RunCommand, type RunnerToHost } from "../protocol/runner";
+import {
+  RunnerToHostSchema,
+  type ControlAction,
+  type HostToRunner,
+  type ProviderConfig,
+  type RunCommand,
+  type RunnerToHost,
+} from "../protocol/runner";
 
 export interface RunnerOptions {
   /** Path of the bundled runner (dist/runner.js inside the extension). */

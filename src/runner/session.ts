@@ -36,7 +36,11 @@ export interface SessionResult extends RunResult {
 export async function runSession(command: RunCommand, opts: SessionOptions = {}): Promise<SessionResult> {
   const caseFile = path.resolve(command.caseFile);
   const env = opts.env ?? process.env;
-  const store = await openCaseFile(caseFile, { create: command.kind === "run", tenant: opts.tenant, compactAtBytes: compactAtFromEnv(env) });
+  const store = await openCaseFile(caseFile, {
+    create: command.kind === "run",
+    tenant: opts.tenant,
+    compactAtBytes: compactAtFromEnv(env),
+  });
   let ruleBook: SqlJsStore | undefined;
   try {
     for (const w of store.warnings) opts.log?.(`warning: ${w}`);
@@ -44,8 +48,7 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
     const { workflow } = await loadWorkflow(workflowPath);
     ruleBook = await openRuleBook(workflowPath, env);
     const provider =
-      opts.providerInstance ??
-      createProvider(opts.provider ?? { kind: "scripted" }, { workflowPath, env: opts.env ?? process.env });
+      opts.providerInstance ?? createProvider(opts.provider ?? { kind: "scripted" }, { workflowPath, env: opts.env ?? process.env });
     const replayed = command.kind === "replay" ? replayOf(store, caseFile, command) : undefined;
     const engine = new Engine(workflow, store, {
       provider,
@@ -116,14 +119,20 @@ function replayOf(
     throw new CasefileError("USAGE", `replaying step "${call.id}" in edited mode needs the edited context messages (--messages FILE.json)`);
   }
   if (command.mode !== "edited" && command.messages) {
-    throw new CasefileError("USAGE", `edited messages were given for step "${call.id}", but the replay mode is "${command.mode}"; use --mode edited`);
+    throw new CasefileError(
+      "USAGE",
+      `edited messages were given for step "${call.id}", but the replay mode is "${command.mode}"; use --mode edited`,
+    );
   }
   const before = store
     .listCheckpoints(call.runId)
     .filter((c) => c.superstep < call.superstep)
     .at(-1);
   if (!before) {
-    throw new CasefileError("UNKNOWN_CHECKPOINT", `run "${call.runId}" in ${caseFile} has no checkpoint before superstep ${call.superstep}, where step "${call.id}" ran`);
+    throw new CasefileError(
+      "UNKNOWN_CHECKPOINT",
+      `run "${call.runId}" in ${caseFile} has no checkpoint before superstep ${call.superstep}, where step "${call.id}" ran`,
+    );
   }
   const replay: AgentReplay = { executor: call.executor, mode: command.mode, recorded: call };
   if (command.messages) replay.messages = command.messages;
@@ -136,7 +145,8 @@ function findAgentCall(store: SqlJsStore, caseFile: string, id: string): AgentCa
   const known = store.listAgentCalls().map((c) => c.id);
   throw new CasefileError(
     "USAGE",
-    `no agent step "${id}" in ${caseFile}` + (known.length ? `; agent steps: ${known.slice(0, 10).join(", ")}${known.length > 10 ? ", ..." : ""}` : "; it records no agent steps"),
+    `no agent step "${id}" in ${caseFile}` +
+      (known.length ? `; agent steps: ${known.slice(0, 10).join(", ")}${known.length > 10 ? ", ..." : ""}` : "; it records no agent steps"),
     { step: id, file: caseFile },
   );
 }

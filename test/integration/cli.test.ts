@@ -46,7 +46,10 @@ describe("CLI end to end on the invoice example", function () {
     assert.match(r.stdout, /run run-\w+ waiting at superstep 5/);
     const [run] = (await inspect(file)).runs;
     assert.equal(run!.status, "waiting");
-    assert.deepEqual(run!.verdicts.map((v) => [v.action, v.verdict]), [["approve_variance", "escalated"]]);
+    assert.deepEqual(
+      run!.verdicts.map((v) => [v.action, v.verdict]),
+      [["approve_variance", "escalated"]],
+    );
     assert.match(run!.verdicts[0]!.reason, /withinTolerance: variance 9% exceeds the 5% tolerance/);
     assert.deepEqual(
       run!.supersteps.map((s) => s.steps.map((st) => st.executor).join(",")),
@@ -58,7 +61,10 @@ describe("CLI end to end on the invoice example", function () {
     assert.match(human.stdout, /proposed "approve_variance" -> ESCALATED: withinTolerance: variance 9% exceeds/);
     assert.match(human.stdout, /waiting for a person: \S+:5:review {2}"Review invoice INV-1001: variance 9%"/);
 
-    const answer = await runCli(["respond", file, "--request", run!.waiting[0]!.id, "--answer", '{"decision":"reject","comment":"no"}'], env);
+    const answer = await runCli(
+      ["respond", file, "--request", run!.waiting[0]!.id, "--answer", '{"decision":"reject","comment":"no"}'],
+      env,
+    );
     assert.equal(answer.code, 0, answer.stderr);
     const [done] = (await inspect(file)).runs;
     assert.equal(done!.status, "completed");
@@ -93,7 +99,10 @@ describe("CLI end to end on the invoice example", function () {
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /^casefile: USAGE: run needs a workflow file$/m);
 
-    const broken = await runCli(["run", path.join(root, "test/fixtures/workflows/broken.ts"), "--case-file", path.join(dir, "b.casefile")], env);
+    const broken = await runCli(
+      ["run", path.join(root, "test/fixtures/workflows/broken.ts"), "--case-file", path.join(dir, "b.casefile")],
+      env,
+    );
     assert.equal(broken.code, 3);
     assert.match(broken.stderr, /casefile: DUPLICATE_OWNER: state key "x" is owned by both "a" and "b"/);
 

@@ -108,7 +108,13 @@ describe("runner process: durability and control", function () {
     const outcome = await r.handle.finished;
     assert.equal(outcome.done?.status, "completed");
     const logs = r.messages.filter((m): m is Extract<RunnerToHost, { type: "log" }> => m.type === "log").map((m) => m.message);
-    assert.ok(logs.some((l) => /dropped a malformed message from the host/.test(l)), logs.join("\n"));
-    assert.ok(logs.some((l) => /dropped a second start/.test(l)), logs.join("\n"));
+    assert.ok(
+      logs.some((l) => /dropped a malformed message from the host/.test(l)),
+      logs.join("\n"),
+    );
+    assert.ok(
+      logs.some((l) => /dropped a second start/.test(l)),
+      logs.join("\n"),
+    );
   });
 });

@@ -101,13 +101,9 @@ export class OpenAICompatibleProvider implements ModelProvider {
   async complete(request: ModelRequest, signal?: AbortSignal): Promise<ModelResponse> {
     const model = request.model || this.#defaultModel;
     if (!model) {
-      throw new CasefileError(
-        "MODEL_CALL_FAILED",
-        `step "${request.step}": no model named in the request or the provider`,
-        {
-          step: request.step,
-        },
-      );
+      throw new CasefileError("MODEL_CALL_FAILED", `step "${request.step}": no model named in the request or the provider`, {
+        step: request.step,
+      });
     }
     const body = {
       // Workflow params (temperature, seed, max_tokens…) first, so they cannot replace what

@@ -63,11 +63,10 @@ export function parseFixture(text: string, file: string): ScriptedFixture {
   const parsed = ScriptedFixtureSchema.safeParse(raw);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${formatPath(i.path)}: ${i.message}`);
-    throw new CasefileError(
-      "INVALID_INPUT",
-      `scripted fixture ${file} is invalid:\n` + problems.map((p) => `  - ${p}`).join("\n"),
-      { file, problems },
-    );
+    throw new CasefileError("INVALID_INPUT", `scripted fixture ${file} is invalid:\n` + problems.map((p) => `  - ${p}`).join("\n"), {
+      file,
+      problems,
+    });
   }
   return parsed.data;
 }
@@ -128,9 +127,7 @@ export class ScriptedProvider implements ModelProvider {
       forStep.length === 0
         ? "the fixture has no entry for this step"
         : `the fixture has ${forStep.length} entr${forStep.length === 1 ? "y" : "ies"} for this step, keyed by ` +
-          forStep
-            .map((e) => (e.hash ? e.hash + (e.call !== undefined ? ` call ${e.call}` : "") : `call ${e.call}`))
-            .join(", ");
+          forStep.map((e) => (e.hash ? e.hash + (e.call !== undefined ? ` call ${e.call}` : "") : `call ${e.call}`)).join(", ");
     return new CasefileError(
       "MODEL_RESPONSE_MISSING",
       `no scripted response for step "${request.step}" with hash ${request.hash} (call ${request.callIndex}) in ${this.fixturePath}; ` +

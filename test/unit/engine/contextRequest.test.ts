@@ -139,10 +139,7 @@ describe("buildModelRequest", () => {
   it("refuses params JSON would silently alter, naming the step and the path", () => {
     assert.throws(
       () => buildModelRequest(input({ params: { temperature: Number.NaN } })),
-      (e: unknown) =>
-        isCasefileError(e) &&
-        e.code === "INVALID_WORKFLOW" &&
-        /step "classify": params\.temperature is NaN/.test(e.message),
+      (e: unknown) => isCasefileError(e) && e.code === "INVALID_WORKFLOW" && /step "classify": params\.temperature is NaN/.test(e.message),
     );
     assert.throws(
       () => buildModelRequest(input({ params: { when: new Date(0) as unknown as string } })),
@@ -159,9 +156,7 @@ describe("buildModelRequest", () => {
     assert.throws(
       () => buildModelRequest(input({ responseSchema: z.object({ at: z.date() }) })),
       (e: unknown) =>
-        isCasefileError(e) &&
-        e.code === "INVALID_WORKFLOW" &&
-        /step "classify": the response schema cannot be expressed/.test(e.message),
+        isCasefileError(e) && e.code === "INVALID_WORKFLOW" && /step "classify": the response schema cannot be expressed/.test(e.message),
     );
   });
 });

@@ -8,12 +8,7 @@ import path from "node:path";
 import { inspect } from "node:util";
 import { isCasefileError } from "../../../src/engine/errors";
 import type { ModelRequest } from "../../../src/engine/model";
-import {
-  createProvider,
-  defaultFixturePath,
-  OpenAICompatibleProvider,
-  ScriptedProvider,
-} from "../../../src/engine/providers";
+import { createProvider, defaultFixturePath, OpenAICompatibleProvider, ScriptedProvider } from "../../../src/engine/providers";
 
 const hash = "sha256:" + "c".repeat(64);
 const request: ModelRequest = {
@@ -47,10 +42,7 @@ describe("createProvider", () => {
   });
 
   it("resolves a configured fixture relative to the workflow's folder", () => {
-    const p = createProvider(
-      { kind: "scripted", fixture: "fixtures/happy.json" },
-      { workflowPath: path.join(dir, "wf.ts"), env: {} },
-    );
+    const p = createProvider({ kind: "scripted", fixture: "fixtures/happy.json" }, { workflowPath: path.join(dir, "wf.ts"), env: {} });
     assert.equal((p as ScriptedProvider).fixturePath, path.join(dir, "fixtures", "happy.json"));
   });
 
@@ -84,11 +76,7 @@ describe("createProvider", () => {
       (e) => check(e, "OPENAI_API_KEY"),
     );
     assert.throws(
-      () =>
-        createProvider(
-          { kind: "openai", apiKeyEnv: "MY_KEY" },
-          { workflowPath: "/w/f.ts", env: { OPENAI_API_KEY: key, MY_KEY: "" } },
-        ),
+      () => createProvider({ kind: "openai", apiKeyEnv: "MY_KEY" }, { workflowPath: "/w/f.ts", env: { OPENAI_API_KEY: key, MY_KEY: "" } }),
       (e) => check(e, "MY_KEY"),
     );
     assert.throws(
@@ -159,10 +147,7 @@ describe("createProvider", () => {
         apiKey: undefined,
         model: "gpt-4o-mini",
       });
-      await assert.rejects(
-        p.complete({ ...request, model: "" }),
-        /step "classify": no model named in the request or the provider/,
-      );
+      await assert.rejects(p.complete({ ...request, model: "" }), /step "classify": no model named in the request or the provider/);
       for (const text of [JSON.stringify(p), inspect(p, { depth: 20, showHidden: true }), JSON.stringify(r)])
         assert.ok(!text.includes(key), text);
     });

@@ -58,15 +58,22 @@ describe("engine: supersteps and checkpoints", () => {
       executors: {
         start: code({ owns: ["a"], run: (ctx) => (ctx.write("a", 1), "go") }),
         left: code({ reads: ["a", "b"], owns: ["b"], run: (ctx) => ((seen.leftSawB = ctx.state.b), ctx.write("b", 10), "l") }),
-        right: code({ reads: ["a", "b"], run: async (ctx) => {
-          await new Promise((r) => setTimeout(r, 5));
-          seen.rightSawB = ctx.state.b;
-          return "r";
-        } }),
-        join: code({ reads: ["a", "b"], owns: ["sum"], run: (ctx) => {
-          seen.joinMessage = ctx.message;
-          ctx.write("sum", ctx.state.a + ctx.state.b);
-        } }),
+        right: code({
+          reads: ["a", "b"],
+          run: async (ctx) => {
+            await new Promise((r) => setTimeout(r, 5));
+            seen.rightSawB = ctx.state.b;
+            return "r";
+          },
+        }),
+        join: code({
+          reads: ["a", "b"],
+          owns: ["sum"],
+          run: (ctx) => {
+            seen.joinMessage = ctx.message;
+            ctx.write("sum", ctx.state.a + ctx.state.b);
+          },
+        }),
       },
       edges: [edge("start", ["left", "right"]), edge(["left", "right"], "join")],
       start: "start",
@@ -112,7 +119,10 @@ describe("engine: supersteps and checkpoints", () => {
     assert.deepEqual(store.readValues(store.latestCheckpoint(r.runId)!.keys), {}, "no write of the failed superstep applied");
     assert.equal(store.getRun(r.runId)!.status, "failed");
     assert.deepEqual(
-      store.listSteps(r.runId).filter((s) => s.superstep === 2).map((s) => s.executor),
+      store
+        .listSteps(r.runId)
+        .filter((s) => s.superstep === 2)
+        .map((s) => s.executor),
       ["writer", "writer"],
       "the failed superstep's steps are kept to explain it",
     );
@@ -164,7 +174,10 @@ describe("engine: supersteps and checkpoints", () => {
     const store = new MemoryStore();
     const r = await new Engine(wf, store, { now: () => new Date("2026-01-02T03:04:05Z") }).run();
     const state = store.readValues(store.latestCheckpoint(r.runId)!.keys);
-    assert.deepEqual(state.doc, { value: { id: "D1" }, provenance: { source: "erp", sourceVersion: "v7", readAt: "2026-01-02T03:04:05.000Z" } });
+    assert.deepEqual(state.doc, {
+      value: { id: "D1" },
+      provenance: { source: "erp", sourceVersion: "v7", readAt: "2026-01-02T03:04:05.000Z" },
+    });
     assert.deepEqual(
       store.listFacts(r.runId).map((f) => [f.key, f.source, f.sourceVersion, f.executor]),
       [["doc", "erp", "v7", "load"]],
@@ -293,7 +306,9 @@ describe("engine: resume and fork", () => {
     const parent = await new Engine(v1, store).run({ limit: 2 });
     const v2bad = defineWorkflow(counterSpec({ version: 2, state: { n: z.string(), log: z.array(z.string()) } }));
     await assert.rejects(new Engine(v2bad, store).resume(`${parent.runId}:1`), /no migration to version 2/);
-    const v2noParse = defineWorkflow(counterSpec({ version: 2, state: { n: z.string(), log: z.array(z.string()) }, migrations: { 2: (s) => s } }));
+    const v2noParse = defineWorkflow(
+      counterSpec({ version: 2, state: { n: z.string(), log: z.array(z.string()) }, migrations: { 2: (s) => s } }),
+    );
     await assert.rejects(new Engine(v2noParse, store).resume(`${parent.runId}:1`), (e: Error & { code?: string }) => {
       assert.equal(e.code, "MIGRATION_FAILED");
       assert.match(e.message, /"n" no longer parses/);
@@ -306,7 +321,10 @@ describe("engine: resume and fork", () => {
     assert.deepEqual(store.readValues(store.getCheckpoint(`${migrated.runId}:1`)!.keys), { n: 100 });
     const v0 = defineWorkflow(counterSpec({ version: 1, name: "counter" }));
     const newer = await new Engine(v2, store).run({ limit: 1 });
-    await assert.rejects(new Engine(v0, store).resume(newer.checkpointId), /made by version 2 of "counter", newer than this workflow's version 1/);
+    await assert.rejects(
+      new Engine(v0, store).resume(newer.checkpointId),
+      /made by version 2 of "counter", newer than this workflow's version 1/,
+    );
   });
 
   it("warns, naming executors added and removed, when the graph changed since the checkpoint", async () => {

@@ -198,10 +198,7 @@ describe("eval cases", () => {
 
     it("names the line at fault", () => {
       const text = jsonl + '{"input": "hello", "ideal": "{}"}\n';
-      assert.throws(
-        () => parseOpenAIEvalsJsonl(text, "cases.jsonl"),
-        /cases\.jsonl line 4 is not a valid eval case:\n {2}- input/,
-      );
+      assert.throws(() => parseOpenAIEvalsJsonl(text, "cases.jsonl"), /cases\.jsonl line 4 is not a valid eval case:\n {2}- input/);
     });
   });
 

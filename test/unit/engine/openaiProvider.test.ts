@@ -82,11 +82,7 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   res.end(JSON.stringify(body));
 }
 
-function completion(
-  body: Record<string, unknown>,
-  content: string | null,
-  extra: Record<string, unknown> = {},
-): unknown {
+function completion(body: Record<string, unknown>, content: string | null, extra: Record<string, unknown> = {}): unknown {
   return {
     id: "chatcmpl-loopback",
     object: "chat.completion",
@@ -132,9 +128,7 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
   after(() => server.stop());
   beforeEach(() => server.reset());
 
-  const provider = (
-    opts: Partial<ConstructorParameters<typeof OpenAICompatibleProvider>[0]> = {},
-  ): OpenAICompatibleProvider =>
+  const provider = (opts: Partial<ConstructorParameters<typeof OpenAICompatibleProvider>[0]> = {}): OpenAICompatibleProvider =>
     new OpenAICompatibleProvider({
       apiKey: key,
       baseUrl: `${server.url}/v1`,
@@ -202,10 +196,7 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
   });
 
   it("backs off exponentially when the server gives no retry-after", async () => {
-    server.queue(
-      { status: 503, body: { error: { message: "busy" } } },
-      { status: 502, body: { error: { message: "busy" } } },
-    );
+    server.queue({ status: 503, body: { error: { message: "busy" } } }, { status: 502, body: { error: { message: "busy" } } });
     server.queue({ body: completion({ model: "gpt-4o-mini" }, answer) });
     await provider().complete(request());
     assert.equal(server.received.length, 3);
@@ -278,10 +269,7 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
       maxRetries: 0,
       timeoutMs: 2_000,
     });
-    await assert.rejects(
-      dead.complete(request()),
-      /step "classify invoice": model call to http:\/\/127\.0\.0\.1:9\/v1 could not connect/,
-    );
+    await assert.rejects(dead.complete(request()), /step "classify invoice": model call to http:\/\/127\.0\.0\.1:9\/v1 could not connect/);
   });
 
   it("honours an abort signal", async () => {
@@ -315,8 +303,7 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
 
   it("refuses a base URL with credentials in it without quoting them", () => {
     assert.throws(
-      () =>
-        new OpenAICompatibleProvider({ apiKey: key, baseUrl: "http://someone:hunter2-password@127.0.0.1:9/v1?x=1" }),
+      () => new OpenAICompatibleProvider({ apiKey: key, baseUrl: "http://someone:hunter2-password@127.0.0.1:9/v1?x=1" }),
       (e: unknown) => {
         assert.ok(isCasefileError(e) && e.code === "USAGE");
         assert.match(e.message, /the base URL http:\/\/127\.0\.0\.1:9\/v1 carries a user name or password/);

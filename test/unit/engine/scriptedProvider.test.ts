@@ -113,10 +113,7 @@ describe("ScriptedProvider", () => {
 
   it("says when the fixture has no entry for the step at all", async () => {
     const file = write("f.json", { responses: [] });
-    await assert.rejects(
-      new ScriptedProvider(file).complete(request("review", hashA)),
-      /step "review".*no entry for this step/s,
-    );
+    await assert.rejects(new ScriptedProvider(file).complete(request("review", hashA)), /step "review".*no entry for this step/s);
   });
 
   it("reports a missing fixture file as a missing response naming the file, step and hash", async () => {

@@ -14,17 +14,7 @@ const messages: ChatMessage[] = [
 
 describe("countTokens", () => {
   it("counts with o200k_base for the gpt-4o, gpt-4.1, o-series and gpt-5 families", () => {
-    for (const model of [
-      "gpt-4o",
-      "gpt-4o-mini",
-      "gpt-4.1",
-      "gpt-4.1-nano",
-      "o1",
-      "o3-mini",
-      "o4-mini",
-      "gpt-5",
-      "openai/gpt-5-mini",
-    ]) {
+    for (const model of ["gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-nano", "o1", "o3-mini", "o4-mini", "gpt-5", "openai/gpt-5-mini"]) {
       assert.equal(countTokens(messages, model).tokenizer, "o200k_base", model);
     }
   });

@@ -55,9 +55,7 @@ describe("defineWorkflow: build-time validation", () => {
   });
 
   it("refuses a non-loader that owns a fact key", () => {
-    const [p] = problemsOf(() =>
-      defineWorkflow({ ...base, executors: { first: code({ owns: ["doc"], run: () => 1 }) }, edges: [] }),
-    );
+    const [p] = problemsOf(() => defineWorkflow({ ...base, executors: { first: code({ owns: ["doc"], run: () => 1 }) }, edges: [] }));
     assert.equal(p!.code, "FACT_WRITER_NOT_LOADER");
     assert.match(p!.message, /executor "first" \(code\) owns fact key "doc": only loaders may write facts/);
   });
@@ -109,7 +107,12 @@ describe("defineWorkflow: build-time validation", () => {
         edges: [edge("first", "third")],
       }),
     );
-    assert.deepEqual(ps.map((p) => p.code).sort(), ["DUPLICATE_OWNER", "FACT_WRITER_NOT_LOADER", "UNKNOWN_EXECUTOR", "UNREACHABLE_EXECUTOR"]);
+    assert.deepEqual(ps.map((p) => p.code).sort(), [
+      "DUPLICATE_OWNER",
+      "FACT_WRITER_NOT_LOADER",
+      "UNKNOWN_EXECUTOR",
+      "UNREACHABLE_EXECUTOR",
+    ]);
   });
 
   it("refuses an agent whose proposal schema lacks action, reason and facts", () => {
