@@ -36,6 +36,12 @@ export function msSince(start: bigint): number {
   return Number(process.hrtime.bigint() - start) / 1e6;
 }
 
+/** CPU time (user + system, all threads) since `start`, in ms: less sensitive than wall time to a busy machine. */
+export function cpuMsSince(start: NodeJS.CpuUsage): number {
+  const d = process.cpuUsage(start);
+  return (d.user + d.system) / 1000;
+}
+
 export function median(xs: readonly number[]): number {
   if (xs.length === 0) return NaN;
   const s = [...xs].sort((a, b) => a - b);
