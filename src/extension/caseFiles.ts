@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import type * as vscode from "vscode";
 import type { ChatMessage } from "../engine/records";
-import type { InspectorViewModel } from "../protocol/webview";
+import type { InspectorViewModel, StateView } from "../protocol/webview";
 import { canRunWorkflowCode } from "./trust";
 
 /**
@@ -26,6 +26,17 @@ export async function loadInspectorViewModel(caseFile: vscode.Uri, runId: string
         ? { countMessageTokens: (m: ChatMessage, model: string) => countTokens([m], model).count - countTokens([], model).count }
         : {}),
     });
+  } finally {
+    store.close();
+  }
+}
+
+/** Opens the case file read-only, reads one checkpoint's state, closes it. */
+export async function loadStateView(caseFile: vscode.Uri, runId: string, superstep: number): Promise<StateView> {
+  const [{ openCaseFile }, { buildStateView }] = await Promise.all([import("../casefile/index.js"), import("./viewModel.js")]);
+  const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
+  try {
+    return buildStateView(store, runId, superstep);
   } finally {
     store.close();
   }

@@ -1,7 +1,7 @@
 import * as vscode from "vscode";
 import type { Ctx } from "./commands";
 import { commands } from "./commands";
-import { loadInspectorViewModel } from "./caseFiles";
+import { loadInspectorViewModel, loadStateView } from "./caseFiles";
 import type { InspectorActions, InspectorPanel } from "./inspectorPanel";
 import { canRunWorkflowCode } from "./trust";
 import { CasefileViews } from "./views";
@@ -39,6 +39,7 @@ export function deactivate(): void {}
 function inspectorActions(): InspectorActions {
   return {
     load: loadInspectorViewModel,
+    loadState: loadStateView,
     perform: async (_caseFile, action) => {
       if (action.type !== "exportStepAsEval") {
         const trust = canRunWorkflowCode();

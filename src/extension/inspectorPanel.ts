@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import * as path from "node:path";
 import * as vscode from "vscode";
-import type { HostToInspector, InspectorToHost, InspectorViewModel } from "../protocol/webview";
+import type { HostToInspector, InspectorToHost, InspectorViewModel, StateView } from "../protocol/webview";
 import { parseInspectorMessage } from "../protocol/webview";
 
 /**
@@ -19,8 +19,10 @@ import { parseInspectorMessage } from "../protocol/webview";
 export interface InspectorActions {
   /** Builds the view model for a run of the case file (the latest run when runId is absent). */
   load(caseFile: vscode.Uri, runId: string | undefined): Promise<InspectorViewModel>;
+  /** The state at one checkpoint, for the State tab. */
+  loadState(caseFile: vscode.Uri, runId: string, superstep: number): Promise<StateView>;
   /** Carries out an action the person asked for; the returned sentence is shown in the panel. */
-  perform(caseFile: vscode.Uri, action: Exclude<InspectorToHost, { type: "ready" | "selectRun" }>): Promise<string>;
+  perform(caseFile: vscode.Uri, action: Exclude<InspectorToHost, { type: "ready" | "selectRun" | "loadState" }>): Promise<string>;
 }
 
 export class InspectorPanel implements vscode.Disposable {
@@ -152,6 +154,18 @@ export class InspectorPanel implements vscode.Disposable {
       case "selectRun":
         await this.reload(message.runId);
         return;
+      case "loadState": {
+        const { runId, superstep } = message;
+        try {
+          const state = await this.actions.loadState(this.caseFile, runId, superstep);
+          this.post({ type: "state", runId, superstep, state });
+        } catch (err) {
+          const text = err instanceof Error ? err.message : String(err);
+          this.log.error(`Run Inspector: cannot read the state of ${runId} at superstep ${superstep}: ${text}`);
+          this.post({ type: "state", runId, superstep, state: { absent: `The state could not be read: ${text}` } });
+        }
+        return;
+      }
       case "resumeFrom":
       case "forkWithEditedState":
       case "replayStep":

@@ -16,12 +16,14 @@ import type {
   InspectorViewModel,
   IntentView,
   StateEntryView,
+  StateView,
   StepView,
   SuperstepView,
 } from "../protocol/webview";
 
 /**
- * Builds the Run Inspector's view model from a case store. Pure apart from reading the store: no
+ * Builds the Run Inspector's view model from a case store (state at a checkpoint comes separately,
+ * from `buildStateView`, when the person opens it). Pure apart from reading the store: no
  * vscode, no I/O of its own, so it is tested in plain Node against a real store. Called by the
  * inspector panel when it opens and whenever the case file changes.
  *
@@ -66,8 +68,6 @@ export function buildInspectorViewModel(store: CaseStore, opts: ViewModelOptions
   const callById = new Map<string, AgentCallRecord>();
   for (const list of calls.values()) for (const c of list) callById.set(c.id, c);
   const intents = indexBy(store.listIntents({ runId: run.id }), (i) => stepKey(i.superstep, i.executor));
-  const provenance = new ProvenanceIndex(store);
-
   const stepsBySuperstep = new Map<number, StepRecord[]>();
   for (const s of store.listSteps(run.id)) {
     const list = stepsBySuperstep.get(s.superstep);
@@ -88,27 +88,7 @@ export function buildInspectorViewModel(store: CaseStore, opts: ViewModelOptions
         countMessageTokens: opts.countMessageTokens,
       }),
     );
-    let state: SuperstepView["state"];
-    const cp = summary ? store.getCheckpoint(summary.id) : undefined;
-    if (!cp) {
-      state = { absent: `No checkpoint was recorded after superstep ${n}.` };
-    } else {
-      const values = store.readValues(cp.keys);
-      const entries: StateEntryView[] = Object.keys(cp.keys)
-        .sort()
-        .map((key) => {
-          const ref = cp.keys[key]!;
-          return {
-            key,
-            value: values[key] ?? null,
-            version: ref.version,
-            writtenBy: ref.run,
-            provenance: provenance.lookup(ref.run, key, ref.version),
-          };
-        });
-      state = { entries };
-    }
-    return { superstep: n, checkpointId: summary?.id ?? null, at: summary?.createdAt ?? null, steps, state };
+    return { superstep: n, checkpointId: summary?.id ?? null, at: summary?.createdAt ?? null, steps };
   });
 
   return {
@@ -127,6 +107,47 @@ export function buildInspectorViewModel(store: CaseStore, opts: ViewModelOptions
     branches: branchTree(runs),
     supersteps,
     canRun: opts.canRun,
+  };
+}
+
+/**
+ * The state at the checkpoint after superstep `superstep` of a run, each key marked against the
+ * checkpoint before it (for a branch's first checkpoint: the one it was forked from). Called by
+ * the inspector panel when the webview asks (`loadState`).
+ */
+export function buildStateView(store: CaseStore, runId: string, superstep: number): StateView {
+  const summaries = store.listCheckpoints(runId);
+  const summary = summaries.find((c) => c.superstep === superstep);
+  const cp = summary ? store.getCheckpoint(summary.id) : undefined;
+  if (!cp) return { absent: `No checkpoint was recorded after superstep ${superstep}.` };
+  const earlier = summaries.filter((c) => c.superstep < superstep).pop();
+  const run = store.getRun(runId);
+  const previous = earlier
+    ? store.getCheckpoint(earlier.id)
+    : run?.parentCheckpointId !== undefined
+      ? store.getCheckpoint(run.parentCheckpointId)
+      : undefined;
+  const values = store.readValues(cp.keys);
+  const provenance = new ProvenanceIndex(store);
+  const entries: StateEntryView[] = Object.keys(cp.keys)
+    .sort()
+    .map((key) => {
+      const ref = cp.keys[key]!;
+      const before = previous?.keys[key];
+      const change = !previous ? null : !before ? "new" : before.version !== ref.version || before.run !== ref.run ? "changed" : null;
+      return {
+        key,
+        change,
+        value: values[key] ?? null,
+        version: ref.version,
+        writtenBy: ref.run,
+        provenance: provenance.lookup(ref.run, key, ref.version),
+      };
+    });
+  return {
+    checkpointId: cp.id,
+    comparedWith: previous ? { runId: previous.runId, superstep: previous.superstep } : null,
+    entries,
   };
 }
 

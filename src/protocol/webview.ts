@@ -112,6 +112,8 @@ export const StepSchema = z.object({
 
 export const StateEntrySchema = z.object({
   key: z.string(),
+  /** Against the checkpoint before (the fork point, for a branch's first): null when unchanged. */
+  change: z.enum(["new", "changed"]).nullable(),
   value: json,
   version: z.number().int(),
   /** The run that wrote this version: differs from the run shown for keys inherited by a branch. */
@@ -125,8 +127,21 @@ export const SuperstepSchema = z.object({
   checkpointId: z.string().nullable(),
   at: z.string().nullable(),
   steps: z.array(StepSchema),
-  state: z.union([Absent, z.object({ entries: z.array(StateEntrySchema) })]),
 });
+
+/**
+ * State at one checkpoint. Sent on request (`loadState`), not in the view model: a run's states
+ * are the bulk of its case file, and a person looks at a few of them.
+ */
+export const StateViewSchema = z.union([
+  Absent,
+  z.object({
+    checkpointId: z.string(),
+    /** The superstep whose checkpoint `change` compares with; null when there is none. */
+    comparedWith: z.object({ runId: z.string(), superstep: z.number().int() }).nullable(),
+    entries: z.array(StateEntrySchema),
+  }),
+]);
 
 export const BranchSchema = z.object({
   runId: z.string(),
@@ -163,6 +178,7 @@ export type ContextView = z.infer<typeof ContextSchema>;
 export type DecisionView = z.infer<typeof DecisionSchema>;
 export type IntentView = z.infer<typeof IntentSchema>;
 export type StateEntryView = z.infer<typeof StateEntrySchema>;
+export type StateView = z.infer<typeof StateViewSchema>;
 export type BranchView = z.infer<typeof BranchSchema>;
 
 export const ReplayModeSchema = z.enum(["recorded", "live", "edited"]);
@@ -181,11 +197,14 @@ export const InspectorToHostSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("replayStep"), runId: id, stepId: id, mode: ReplayModeSchema }),
   z.object({ type: z.literal("exportStepAsEval"), runId: id, stepId: id, format: EvalFormatSchema }),
   z.object({ type: z.literal("selectRun"), runId: id }),
+  z.object({ type: z.literal("loadState"), runId: id, superstep: z.number().int().nonnegative() }),
 ]);
 export type InspectorToHost = z.infer<typeof InspectorToHostSchema>;
 
 export const HostToInspectorSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("load"), model: InspectorViewModelSchema }),
+  /** The answer to `loadState`. */
+  z.object({ type: z.literal("state"), runId: z.string(), superstep: z.number().int(), state: StateViewSchema }),
   /** A line for the panel's status area: the outcome of an action, or why it could not run. */
   z.object({ type: z.literal("notice"), level: z.enum(["info", "warning", "error"]), message: z.string() }),
 ]);

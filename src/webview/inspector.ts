@@ -16,7 +16,7 @@ import type {
   InspectorToHost,
   InspectorViewModel,
   IntentView,
-  StateEntryView,
+  StateView,
   StepView,
   SuperstepView,
 } from "../protocol/webview";
@@ -86,6 +86,8 @@ function receive(message: HostToInspector): void {
       const parseMs = parsedAt - receivedAt;
       if (message.model.run.id !== ui.runId) ui = { runId: message.model.run.id, superstepIndex: 0, stepIndex: 0, tab: ui.tab };
       model = message.model;
+      // Checkpoints never change, but a reloaded case file may hold ones not seen before.
+      states.clear();
       render();
       // Read by the webview tests: from the message's arrival to the end of the frame that shows
       // it (a task queued from requestAnimationFrame runs after that frame's layout and paint).
@@ -98,6 +100,12 @@ function receive(message: HostToInspector): void {
       );
       return;
     }
+    case "state":
+      states.set(stateKey(message.runId, message.superstep), message.state);
+      if (ui.tab === "state" && model?.run.id === message.runId && model.supersteps[ui.superstepIndex]?.superstep === message.superstep) {
+        renderDetail();
+      }
+      return;
     case "notice":
       showNotice(message.level, message.message);
       return;
@@ -353,7 +361,7 @@ function renderDetail(): void {
     }),
   );
   const body = el("div", { className: `tab-body tab-${ui.tab}`, role: "tabpanel" });
-  if (ui.tab === "state") body.append(stateTab(s, model.supersteps[ui.superstepIndex - 1]));
+  if (ui.tab === "state") body.append(stateTab(s));
   else if (!step) body.append(el("p", { className: "absent" }, `No step ran in superstep ${s.superstep}.`));
   else if (ui.tab === "context") body.append(contextTab(step.context));
   else if (ui.tab === "decision") body.append(decisionTab(step.decision));
@@ -534,29 +542,40 @@ function decisionTab(d: DecisionView | { absent: string }): HTMLElement {
   return el("div", { className: "columns" }, [proposal, commit]);
 }
 
-function stateTab(s: SuperstepView, previous: SuperstepView | undefined): HTMLElement {
-  if ("absent" in s.state) return absent(s.state.absent);
-  const before = previous && "entries" in previous.state ? new Map(previous.state.entries.map((e) => [e.key, e])) : undefined;
-  const changed = (e: StateEntryView): string => {
-    if (!before) return "";
-    const p = before.get(e.key);
-    if (!p) return "new";
-    return p.version !== e.version || p.writtenBy !== e.writtenBy ? "changed" : "";
-  };
+/** States the host has sent, by run and superstep; asked for once, when first shown. */
+const states = new Map<string, StateView | "loading">();
+const stateKey = (runId: string, superstep: number): string => `${runId}\0${superstep}`;
+
+function stateTab(s: SuperstepView): HTMLElement {
+  const runId = model!.run.id;
+  const key = stateKey(runId, s.superstep);
+  const state = states.get(key);
+  if (state === undefined) {
+    states.set(key, "loading");
+    post({ type: "loadState", runId, superstep: s.superstep });
+  }
+  if (state === undefined || state === "loading") {
+    return el("p", { className: "muted loading-state" }, [
+      icon("loading codicon-modifier-spin"),
+      ` Reading the state after superstep ${s.superstep}…`,
+    ]);
+  }
+  if ("absent" in state) return absent(state.absent);
+  const compared = state.comparedWith;
   return el("div", {}, [
     el(
       "p",
       { className: "muted" },
-      before
-        ? `State after superstep ${s.superstep}; marks compare with superstep ${previous!.superstep}.`
+      compared
+        ? `State after superstep ${s.superstep}; marks compare with superstep ${compared.superstep}${compared.runId !== runId ? ` of ${compared.runId} (the fork point)` : ""}.`
         : `State after superstep ${s.superstep}.`,
     ),
     table(
       ["key", "value", "version", "provenance"],
-      s.state.entries.map((e) => {
-        const mark = changed(e);
+      state.entries.map((e) => {
+        const mark = e.change;
         return [
-          el("span", {}, [e.key, mark ? el("span", { className: `mark mark-${mark}` }, mark) : nothing()]),
+          el("span", {}, [e.key, mark ? " " : "", mark ? el("span", { className: `mark mark-${mark}` }, mark) : nothing()]),
           // A fact's stored value carries its provenance too; that is shown in its own column.
           jsonInline(e.provenance && isFactShaped(e.value) ? e.value.value : e.value),
           el("span", {}, [

@@ -4,7 +4,7 @@ import { MemoryStore } from "../../src/casefile/index";
 import type { CommitBatch } from "../../src/engine/store";
 import { countTokens } from "../../src/engine/tokens";
 import type { InspectorViewModel } from "../../src/protocol/webview";
-import { buildInspectorViewModel } from "../../src/extension/viewModel";
+import { buildInspectorViewModel, buildStateView } from "../../src/extension/viewModel";
 import { commitInvoiceRun, INVOICE_BRANCH, INVOICE_RUN } from "../fixtures/casefile/fixture";
 import { cspViolations, deliver, launchBrowser, openWebview, posted, screenshot } from "./webviewHost";
 import type { Theme } from "./webviewHost";
@@ -17,9 +17,13 @@ import type { Theme } from "./webviewHost";
 
 const caseFile = { path: "/workspace/invoice.casefile", name: "invoice.casefile" };
 
-function invoiceModel(runId: string, canRun: InspectorViewModel["canRun"] = { ok: true }): InspectorViewModel {
+function invoiceStore(): MemoryStore {
   const store = new MemoryStore();
   commitInvoiceRun(store);
+  return store;
+}
+
+function invoiceModel(runId: string, canRun: InspectorViewModel["canRun"] = { ok: true }, store = invoiceStore()): InspectorViewModel {
   return buildInspectorViewModel(store, {
     caseFile,
     runId,
@@ -33,6 +37,15 @@ async function openInspector(browser: Browser, model: InspectorViewModel, theme:
   await deliver(page, { type: "load", model });
   await page.waitForSelector(`body[data-loaded="${model.run.id}"]`);
   return page;
+}
+
+/** Plays the host for the State tab: waits for the webview's `loadState` and answers it from the store. */
+async function answerStateRequest(page: Page, store: MemoryStore): Promise<{ runId: string; superstep: number }> {
+  await page.waitForFunction(() => (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === "loadState"));
+  const all = await posted(page);
+  const { runId, superstep } = all.filter((m) => m.type === "loadState").pop() as unknown as { runId: string; superstep: number };
+  await deliver(page, { type: "state", runId, superstep, state: buildStateView(store, runId, superstep) });
+  return { runId, superstep };
 }
 
 /** The text as a person sees it (innerText: CSS text-transform applied), whitespace collapsed. */
@@ -113,7 +126,8 @@ describe("Run Inspector webview (headless Chromium)", function () {
   });
 
   it("switches tabs: context with per-message tokens and budget, state with provenance, intents", async () => {
-    const page = await openInspector(browser, invoiceModel(INVOICE_RUN));
+    const store = invoiceStore();
+    const page = await openInspector(browser, invoiceModel(INVOICE_RUN, { ok: true }, store));
     await selectSuperstep(page, 1);
     await openTab(page, "context");
     assert.match(await text(page, ".budget"), /118 tokens of budget 2000 soft \/ 4000 hard · o200k_base/);
@@ -126,6 +140,10 @@ describe("Run Inspector webview (headless Chromium)", function () {
     await screenshot(page, "inspector-context-dark");
 
     await openTab(page, "state");
+    assert.match(await text(page, ".tab-body"), /Reading the state after superstep 1…/);
+    assert.deepEqual(await answerStateRequest(page, store), { runId: INVOICE_RUN, superstep: 1 });
+    await page.waitForSelector("table.state");
+    assert.match(await text(page, ".tab-body p"), /marks compare with superstep 0\.$/);
     const state = await texts(page, "table.state tbody tr");
     assert.equal(state.length, 3);
     assert.match(
@@ -155,6 +173,15 @@ describe("Run Inspector webview (headless Chromium)", function () {
     assert.match(await text(page, ".tab-body .absent"), /applies to agent and commit steps; this is a loader step/);
     await openTab(page, "intents");
     assert.match(await text(page, ".tab-body .absent"), /Only effect steps record intents/);
+    await openTab(page, "state");
+    await deliver(page, {
+      type: "state",
+      runId: INVOICE_RUN,
+      superstep: 0,
+      state: { absent: "No checkpoint was recorded after superstep 0." },
+    });
+    await page.waitForSelector(".tab-body .absent");
+    assert.equal(await text(page, ".tab-body .absent"), "No checkpoint was recorded after superstep 0.");
     await page.close();
   });
 

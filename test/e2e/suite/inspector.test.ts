@@ -57,6 +57,24 @@ describe("Run Inspector on a fixture case file", () => {
       click: ['.timeline-row:has(.superstep-number:text-is("#2"))', '.tab[data-tab="decision"]', 'button[data-action="resume"]'],
       readAfterClicks: { verdict: ".verdict-large", rules: ".rule", proposal: ".proposal-json", notice: "#notice" },
     });
+    // The State tab asks the host for the checkpoint's state: the real round trip through the store.
+    const state = await askBrowser({
+      name: "state",
+      waitFor: `body[data-loaded="${RUN}"]`,
+      read: {},
+      click: ['.tab[data-tab="state"]', "table.state"],
+      readAfterClicks: { rows: "table.state tbody tr", note: ".tab-body > div > p" },
+    });
+    assert.equal(state.found, true, state.error);
+    assert.deepEqual(
+      state.after?.rows?.map((r) => normalise(r).split(" ")[0]),
+      ["decision", "invoice", "proposal", "supplier"],
+    );
+    assert.match(
+      state.after?.rows?.map(normalise).find((r) => r.startsWith("invoice")) ?? "",
+      /fact of record from erp:invoices\/INV-1042/,
+    );
+    assert.match(state.after?.note?.[0] ?? "", /State after superstep 2; marks compare with superstep 1\./);
     assert.equal(checks.found, true, checks.error);
     assert.deepEqual(checks.texts.rows?.map(normalise), [
       "#0 loadInvoice loadSupplier",

@@ -4,7 +4,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { MemoryStore, openCaseFile } from "../../../src/casefile/index";
 import type { CaseStore } from "../../../src/engine/store";
-import { buildInspectorViewModel, NoRunsError, UnknownRunError } from "../../../src/extension/viewModel";
+import { buildInspectorViewModel, buildStateView, NoRunsError, UnknownRunError } from "../../../src/extension/viewModel";
 import { InspectorViewModelSchema } from "../../../src/protocol/webview";
 import type { InspectorViewModel, StepView } from "../../../src/protocol/webview";
 import { commitInvoiceRun, INVOICE_BRANCH, INVOICE_RUN } from "../../fixtures/casefile/fixture";
@@ -135,11 +135,36 @@ for (const { name, open } of stores) {
       );
     });
 
-    it("shows state at each checkpoint with facts' provenance, including keys a branch inherited", () => {
+    it("shows state at a checkpoint with facts' provenance and what changed since the checkpoint before", () => {
+      const state = buildStateView(store, INVOICE_RUN, 2);
+      assert.ok("entries" in state);
+      assert.equal(state.checkpointId, `${INVOICE_RUN}-cp2`);
+      assert.deepEqual(state.comparedWith, { runId: INVOICE_RUN, superstep: 1 });
+      assert.deepEqual(
+        state.entries.map((e) => [e.key, e.change, e.version, e.provenance?.source ?? null]),
+        [
+          ["decision", "new", 1, null],
+          ["invoice", null, 1, "erp:invoices/INV-1042"],
+          ["proposal", null, 1, null],
+          ["supplier", null, 1, "erp:suppliers/S-77"],
+        ],
+      );
+      const first = buildStateView(store, INVOICE_RUN, 0);
+      assert.ok("entries" in first);
+      assert.equal(first.comparedWith, null);
+      assert.ok(
+        first.entries.every((e) => e.change === null),
+        "nothing to compare the first checkpoint with",
+      );
+      assert.deepEqual(buildStateView(store, INVOICE_RUN, 9), { absent: "No checkpoint was recorded after superstep 9." });
+    });
+
+    it("compares a branch's first checkpoint with its fork point, and finds inherited facts' provenance", () => {
       const vm = buildInspectorViewModel(store, { caseFile, runId: INVOICE_BRANCH, canRun: { ok: true } });
       assert.equal(vm.run.parentCheckpointId, `${INVOICE_RUN}-cp1`);
-      const state = vm.supersteps[0]!.state;
+      const state = buildStateView(store, INVOICE_BRANCH, 2);
       assert.ok("entries" in state);
+      assert.deepEqual(state.comparedWith, { runId: INVOICE_RUN, superstep: 1 });
       const invoice = state.entries.find((e) => e.key === "invoice")!;
       assert.equal(invoice.writtenBy, INVOICE_RUN, "inherited from the parent run");
       assert.deepEqual(invoice.provenance, {
@@ -148,7 +173,8 @@ for (const { name, open } of stores) {
         readAt: "2026-11-30T10:00:00.000Z",
       });
       const proposal = state.entries.find((e) => e.key === "proposal")!;
-      assert.deepEqual([proposal.version, proposal.writtenBy, proposal.provenance], [2, INVOICE_BRANCH, null]);
+      assert.deepEqual([proposal.change, proposal.version, proposal.writtenBy, proposal.provenance], ["changed", 2, INVOICE_BRANCH, null]);
+      assert.equal(state.entries.find((e) => e.key === "decision")!.change, "new");
       const d = step(vm, 2, "decide").decision;
       assert.ok(!("absent" in d));
       assert.equal(d.verdict, "escalated");
