@@ -54,7 +54,7 @@ const SIZES = [1 * MB, 100 * MB];
  * contenders take turns, so a burst of load from elsewhere on the machine hits them alike.
  * export-each at 100 MB costs most of a second a commit, hence fewer reps.
  */
-const ROUNDS = 40;
+const ROUNDS = 60;
 const PER_ROUND = 10;
 const EXPORT_EACH_REPS = { small: 40, large: 8 };
 const COMPACTION_REPS = 3;
