@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import type * as vscode from "vscode";
 import type { ChatMessage } from "../engine/records";
-import type { InspectorViewModel, StateView } from "../protocol/webview";
+import type { InspectorViewModel, SuperstepDetailView } from "../protocol/webview";
 import { canRunWorkflowCode } from "./trust";
 
 /**
@@ -14,29 +14,30 @@ export const CASE_FILE_GLOB = "**/*.casefile";
 /** Opens the case file read-only (no lock: a running workflow may hold it), builds the view model, closes it. */
 export async function loadInspectorViewModel(caseFile: vscode.Uri, runId: string | undefined): Promise<InspectorViewModel> {
   const [{ openCaseFile }, { buildInspectorViewModel }] = await Promise.all([import("../casefile/index.js"), import("./viewModel.js")]);
-  const countTokens = loadTokenCounter();
   const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
   try {
     return buildInspectorViewModel(store, {
       caseFile: { path: caseFile.fsPath, name: path.basename(caseFile.fsPath) },
       ...(runId !== undefined ? { runId } : {}),
       canRun: canRunWorkflowCode(),
-      // A message's share of the request: the count with it minus the count of an empty request.
-      ...(countTokens
-        ? { countMessageTokens: (m: ChatMessage, model: string) => countTokens([m], model).count - countTokens([], model).count }
-        : {}),
     });
   } finally {
     store.close();
   }
 }
 
-/** Opens the case file read-only, reads one checkpoint's state, closes it. */
-export async function loadStateView(caseFile: vscode.Uri, runId: string, superstep: number): Promise<StateView> {
-  const [{ openCaseFile }, { buildStateView }] = await Promise.all([import("../casefile/index.js"), import("./viewModel.js")]);
+/** Opens the case file read-only, reads one superstep's details, closes it. */
+export async function loadSuperstepDetail(caseFile: vscode.Uri, runId: string, superstep: number): Promise<SuperstepDetailView> {
+  const [{ openCaseFile }, { buildSuperstepDetail }] = await Promise.all([import("../casefile/index.js"), import("./viewModel.js")]);
+  const countTokens = loadTokenCounter();
   const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
   try {
-    return buildStateView(store, runId, superstep);
+    return buildSuperstepDetail(store, runId, superstep, {
+      // A message's share of the request: the count with it minus the count of an empty request.
+      ...(countTokens
+        ? { countMessageTokens: (m: ChatMessage, model: string) => countTokens([m], model).count - countTokens([], model).count }
+        : {}),
+    });
   } finally {
     store.close();
   }

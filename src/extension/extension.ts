@@ -1,7 +1,7 @@
 import * as vscode from "vscode";
 import type { Ctx } from "./commands";
 import { commands } from "./commands";
-import { loadInspectorViewModel, loadStateView } from "./caseFiles";
+import { loadInspectorViewModel, loadSuperstepDetail } from "./caseFiles";
 import type { InspectorActions, InspectorPanel } from "./inspectorPanel";
 import { canRunWorkflowCode } from "./trust";
 import { CasefileViews } from "./views";
@@ -39,7 +39,7 @@ export function deactivate(): void {}
 function inspectorActions(): InspectorActions {
   return {
     load: loadInspectorViewModel,
-    loadState: loadStateView,
+    loadSuperstep: loadSuperstepDetail,
     perform: async (_caseFile, action) => {
       if (action.type !== "exportStepAsEval") {
         const trust = canRunWorkflowCode();

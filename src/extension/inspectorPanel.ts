@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import * as path from "node:path";
 import * as vscode from "vscode";
-import type { HostToInspector, InspectorToHost, InspectorViewModel, StateView } from "../protocol/webview";
+import type { HostToInspector, InspectorToHost, InspectorViewModel, SuperstepDetailView } from "../protocol/webview";
 import { parseInspectorMessage } from "../protocol/webview";
 
 /**
@@ -19,10 +19,10 @@ import { parseInspectorMessage } from "../protocol/webview";
 export interface InspectorActions {
   /** Builds the view model for a run of the case file (the latest run when runId is absent). */
   load(caseFile: vscode.Uri, runId: string | undefined): Promise<InspectorViewModel>;
-  /** The state at one checkpoint, for the State tab. */
-  loadState(caseFile: vscode.Uri, runId: string, superstep: number): Promise<StateView>;
+  /** A superstep's details (steps' context, decision, intents; the state), when it is selected. */
+  loadSuperstep(caseFile: vscode.Uri, runId: string, superstep: number): Promise<SuperstepDetailView>;
   /** Carries out an action the person asked for; the returned sentence is shown in the panel. */
-  perform(caseFile: vscode.Uri, action: Exclude<InspectorToHost, { type: "ready" | "selectRun" | "loadState" }>): Promise<string>;
+  perform(caseFile: vscode.Uri, action: Exclude<InspectorToHost, { type: "ready" | "selectRun" | "loadSuperstep" }>): Promise<string>;
 }
 
 export class InspectorPanel implements vscode.Disposable {
@@ -154,15 +154,16 @@ export class InspectorPanel implements vscode.Disposable {
       case "selectRun":
         await this.reload(message.runId);
         return;
-      case "loadState": {
+      case "loadSuperstep": {
         const { runId, superstep } = message;
         try {
-          const state = await this.actions.loadState(this.caseFile, runId, superstep);
-          this.post({ type: "state", runId, superstep, state });
+          const detail = await this.actions.loadSuperstep(this.caseFile, runId, superstep);
+          this.post({ type: "superstep", detail });
         } catch (err) {
           const text = err instanceof Error ? err.message : String(err);
-          this.log.error(`Run Inspector: cannot read the state of ${runId} at superstep ${superstep}: ${text}`);
-          this.post({ type: "state", runId, superstep, state: { absent: `The state could not be read: ${text}` } });
+          this.log.error(`Run Inspector: cannot read superstep ${superstep} of ${runId}: ${text}`);
+          const absent = { absent: `This superstep could not be read from the case file: ${text}` };
+          this.post({ type: "superstep", detail: { runId, superstep, steps: [], state: absent } });
         }
         return;
       }

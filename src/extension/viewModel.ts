@@ -18,12 +18,14 @@ import type {
   StateEntryView,
   StateView,
   StepView,
+  SuperstepDetailView,
   SuperstepView,
 } from "../protocol/webview";
 
 /**
- * Builds the Run Inspector's view model from a case store (state at a checkpoint comes separately,
- * from `buildStateView`, when the person opens it). Pure apart from reading the store: no
+ * Builds the Run Inspector's view model from a case store: the run, its branches and a timeline
+ * of supersteps. A superstep's details (contexts, decisions, intents, state) come separately, from
+ * `buildSuperstepDetail`, when the person selects it. Pure apart from reading the store: no
  * vscode, no I/O of its own, so it is tested in plain Node against a real store. Called by the
  * inspector panel when it opens and whenever the case file changes.
  *
@@ -36,6 +38,9 @@ export interface ViewModelOptions {
   /** The run to show; defaults to the most recently updated run in the case file. */
   runId?: string;
   canRun: InspectorViewModel["canRun"];
+}
+
+export interface DetailOptions {
   /** Counts one message's tokens for the model; without it per-message counts are null. */
   countMessageTokens?: (message: ChatMessage, model: string) => number;
 }
@@ -60,14 +65,7 @@ export function buildInspectorViewModel(store: CaseStore, opts: ViewModelOptions
   const run = opts.runId !== undefined ? store.getRun(opts.runId) : latest(runs);
   if (!run) throw new UnknownRunError(opts.runId ?? "", opts.caseFile.path);
 
-  const calls = indexBy(store.listAgentCalls(run.id), (c) => stepKey(c.superstep, c.executor));
-  const verdicts = store.listVerdicts(run.id);
-  const verdictByStep = indexBy(verdicts, (v) => stepKey(v.superstep, v.executor));
-  const verdictByCall = new Map<string, VerdictRecord>();
-  for (const v of verdicts) if (v.agentCallId !== undefined) verdictByCall.set(v.agentCallId, v);
-  const callById = new Map<string, AgentCallRecord>();
-  for (const list of calls.values()) for (const c of list) callById.set(c.id, c);
-  const intents = indexBy(store.listIntents({ runId: run.id }), (i) => stepKey(i.superstep, i.executor));
+  const records = indexRun(store, run.id);
   const stepsBySuperstep = new Map<number, StepRecord[]>();
   for (const s of store.listSteps(run.id)) {
     const list = stepsBySuperstep.get(s.superstep);
@@ -79,15 +77,7 @@ export function buildInspectorViewModel(store: CaseStore, opts: ViewModelOptions
 
   const supersteps: SuperstepView[] = numbers.map((n) => {
     const summary = checkpoints.get(n);
-    const steps = (stepsBySuperstep.get(n) ?? []).map((s) =>
-      stepView(s, {
-        call: first(calls.get(stepKey(n, s.executor))),
-        verdict: decisionFor(s, calls, verdictByStep, verdictByCall),
-        callById,
-        intents: intents.get(stepKey(n, s.executor)) ?? [],
-        countMessageTokens: opts.countMessageTokens,
-      }),
-    );
+    const steps = (stepsBySuperstep.get(n) ?? []).map((s) => stepView(s, decisionFor(s, records)));
     return { superstep: n, checkpointId: summary?.id ?? null, at: summary?.createdAt ?? null, steps };
   });
 
@@ -113,7 +103,7 @@ export function buildInspectorViewModel(store: CaseStore, opts: ViewModelOptions
 /**
  * The state at the checkpoint after superstep `superstep` of a run, each key marked against the
  * checkpoint before it (for a branch's first checkpoint: the one it was forked from). Called by
- * the inspector panel when the webview asks (`loadState`).
+ * the inspector panel as part of a superstep's details (`buildSuperstepDetail`).
  */
 export function buildStateView(store: CaseStore, runId: string, superstep: number): StateView {
   const summaries = store.listCheckpoints(runId);
@@ -151,15 +141,32 @@ export function buildStateView(store: CaseStore, runId: string, superstep: numbe
   };
 }
 
-interface StepInputs {
-  call: AgentCallRecord | undefined;
-  verdict: VerdictRecord | undefined;
+/** A run's model calls, verdicts and intents, indexed by superstep and executor. */
+interface RunRecords {
+  calls: Map<string, AgentCallRecord[]>;
   callById: Map<string, AgentCallRecord>;
-  intents: IntentRecord[];
-  countMessageTokens: ViewModelOptions["countMessageTokens"];
+  verdictByStep: Map<string, VerdictRecord[]>;
+  verdictByCall: Map<string, VerdictRecord>;
+  intents: Map<string, IntentRecord[]>;
 }
 
-function stepView(s: StepRecord, inp: StepInputs): StepView {
+function indexRun(store: CaseStore, runId: string): RunRecords {
+  const calls = indexBy(store.listAgentCalls(runId), (c) => stepKey(c.superstep, c.executor));
+  const verdicts = store.listVerdicts(runId);
+  const verdictByCall = new Map<string, VerdictRecord>();
+  for (const v of verdicts) if (v.agentCallId !== undefined) verdictByCall.set(v.agentCallId, v);
+  const callById = new Map<string, AgentCallRecord>();
+  for (const list of calls.values()) for (const c of list) callById.set(c.id, c);
+  return {
+    calls,
+    callById,
+    verdictByStep: indexBy(verdicts, (v) => stepKey(v.superstep, v.executor)),
+    verdictByCall,
+    intents: indexBy(store.listIntents({ runId }), (i) => stepKey(i.superstep, i.executor)),
+  };
+}
+
+function stepView(s: StepRecord, verdict: VerdictRecord | undefined): StepView {
   return {
     id: s.id,
     executor: s.executor,
@@ -168,10 +175,42 @@ function stepView(s: StepRecord, inp: StepInputs): StepView {
     durationMs: s.durationMs,
     writes: [...s.writes],
     error: s.error ? { code: s.error.code, message: s.error.message } : null,
-    context: contextView(s, inp),
-    decision: decisionView(s, inp),
-    intents: s.kind === "effect" ? inp.intents.map(intentView) : { absent: `Only effect steps record intents; this is a ${s.kind} step.` },
+    verdict: verdict?.verdict ?? null,
   };
+}
+
+/**
+ * Everything about one superstep that the timeline leaves out: each step's context, decision and
+ * intents, and the state at its checkpoint. Called by the inspector panel when the webview asks
+ * (`loadSuperstep`), that is when the person selects the superstep.
+ */
+export function buildSuperstepDetail(store: CaseStore, runId: string, superstep: number, opts: DetailOptions = {}): SuperstepDetailView {
+  if (!store.getRun(runId)) throw new UnknownRunError(runId, "this case file");
+  const records = indexRun(store, runId);
+  const steps = store.listSteps(runId, superstep).map((s) => {
+    const key = stepKey(superstep, s.executor);
+    const inputs: StepInputs = {
+      call: first(records.calls.get(key)),
+      verdict: decisionFor(s, records),
+      callById: records.callById,
+      countMessageTokens: opts.countMessageTokens,
+    };
+    const intents = records.intents.get(key) ?? [];
+    return {
+      stepId: s.id,
+      context: contextView(s, inputs),
+      decision: decisionView(s, inputs),
+      intents: s.kind === "effect" ? intents.map(intentView) : { absent: `Only effect steps record intents; this is a ${s.kind} step.` },
+    };
+  });
+  return { runId, superstep, steps, state: buildStateView(store, runId, superstep) };
+}
+
+interface StepInputs {
+  call: AgentCallRecord | undefined;
+  verdict: VerdictRecord | undefined;
+  callById: Map<string, AgentCallRecord>;
+  countMessageTokens: DetailOptions["countMessageTokens"];
 }
 
 function contextView(s: StepRecord, { call, countMessageTokens }: StepInputs): ContextView | { absent: string } {
@@ -198,16 +237,11 @@ function contextView(s: StepRecord, { call, countMessageTokens }: StepInputs): C
 }
 
 /** Agent steps show the verdict that judged their proposal; commit steps show their own verdict. */
-function decisionFor(
-  s: StepRecord,
-  calls: Map<string, AgentCallRecord[]>,
-  byStep: Map<string, VerdictRecord[]>,
-  byCall: Map<string, VerdictRecord>,
-): VerdictRecord | undefined {
-  if (s.kind === "commit") return first(byStep.get(stepKey(s.superstep, s.executor)));
+function decisionFor(s: StepRecord, { calls, verdictByStep, verdictByCall }: RunRecords): VerdictRecord | undefined {
+  if (s.kind === "commit") return first(verdictByStep.get(stepKey(s.superstep, s.executor)));
   if (s.kind === "agent") {
     for (const c of calls.get(stepKey(s.superstep, s.executor)) ?? []) {
-      const v = byCall.get(c.id);
+      const v = verdictByCall.get(c.id);
       if (v) return v;
     }
   }

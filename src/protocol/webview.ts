@@ -97,6 +97,7 @@ export const IntentSchema = z.object({
   updatedAt: z.string(),
 });
 
+/** A step as the timeline shows it. Its context, decision and intents come with its superstep. */
 export const StepSchema = z.object({
   id: z.string(),
   executor: z.string(),
@@ -105,6 +106,12 @@ export const StepSchema = z.object({
   durationMs: z.number(),
   writes: z.array(z.string()),
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  /** A commit step's verdict, or the verdict on an agent step's proposal; null when none. */
+  verdict: z.enum(["accepted", "rejected", "escalated"]).nullable(),
+});
+
+export const StepDetailSchema = z.object({
+  stepId: z.string(),
   context: z.union([Absent, ContextSchema]),
   decision: z.union([Absent, DecisionSchema]),
   intents: z.union([Absent, z.array(IntentSchema)]),
@@ -130,8 +137,7 @@ export const SuperstepSchema = z.object({
 });
 
 /**
- * State at one checkpoint. Sent on request (`loadState`), not in the view model: a run's states
- * are the bulk of its case file, and a person looks at a few of them.
+ * State at one checkpoint. Sent with the superstep's details, on request (`loadSuperstep`).
  */
 export const StateViewSchema = z.union([
   Absent,
@@ -142,6 +148,17 @@ export const StateViewSchema = z.union([
     entries: z.array(StateEntrySchema),
   }),
 ]);
+
+/**
+ * What the view model leaves out, one superstep at a time: sent when the person selects the
+ * superstep, so a 10,000-superstep run's view model stays a timeline.
+ */
+export const SuperstepDetailSchema = z.object({
+  runId: z.string(),
+  superstep: z.number().int(),
+  steps: z.array(StepDetailSchema),
+  state: StateViewSchema,
+});
 
 export const BranchSchema = z.object({
   runId: z.string(),
@@ -174,6 +191,8 @@ export const InspectorViewModelSchema = z.object({
 export type InspectorViewModel = z.infer<typeof InspectorViewModelSchema>;
 export type SuperstepView = z.infer<typeof SuperstepSchema>;
 export type StepView = z.infer<typeof StepSchema>;
+export type StepDetailView = z.infer<typeof StepDetailSchema>;
+export type SuperstepDetailView = z.infer<typeof SuperstepDetailSchema>;
 export type ContextView = z.infer<typeof ContextSchema>;
 export type DecisionView = z.infer<typeof DecisionSchema>;
 export type IntentView = z.infer<typeof IntentSchema>;
@@ -197,14 +216,15 @@ export const InspectorToHostSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("replayStep"), runId: id, stepId: id, mode: ReplayModeSchema }),
   z.object({ type: z.literal("exportStepAsEval"), runId: id, stepId: id, format: EvalFormatSchema }),
   z.object({ type: z.literal("selectRun"), runId: id }),
-  z.object({ type: z.literal("loadState"), runId: id, superstep: z.number().int().nonnegative() }),
+  /** Asks for a superstep's details (every step's context, decision, intents; the state). */
+  z.object({ type: z.literal("loadSuperstep"), runId: id, superstep: z.number().int().nonnegative() }),
 ]);
 export type InspectorToHost = z.infer<typeof InspectorToHostSchema>;
 
 export const HostToInspectorSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("load"), model: InspectorViewModelSchema }),
-  /** The answer to `loadState`. */
-  z.object({ type: z.literal("state"), runId: z.string(), superstep: z.number().int(), state: StateViewSchema }),
+  /** The answer to `loadSuperstep`. */
+  z.object({ type: z.literal("superstep"), detail: SuperstepDetailSchema }),
   /** A line for the panel's status area: the outcome of an action, or why it could not run. */
   z.object({ type: z.literal("notice"), level: z.enum(["info", "warning", "error"]), message: z.string() }),
 ]);

@@ -18,6 +18,7 @@ import type {
   IntentView,
   StateView,
   StepView,
+  SuperstepDetailView,
   SuperstepView,
 } from "../protocol/webview";
 import { EvalFormatSchema, parseHostMessage, ReplayModeSchema } from "../protocol/webview";
@@ -87,7 +88,7 @@ function receive(message: HostToInspector): void {
       if (message.model.run.id !== ui.runId) ui = { runId: message.model.run.id, superstepIndex: 0, stepIndex: 0, tab: ui.tab };
       model = message.model;
       // Checkpoints never change, but a reloaded case file may hold ones not seen before.
-      states.clear();
+      details.clear();
       render();
       // Read by the webview tests: from the message's arrival to the end of the frame that shows
       // it (a task queued from requestAnimationFrame runs after that frame's layout and paint).
@@ -100,12 +101,12 @@ function receive(message: HostToInspector): void {
       );
       return;
     }
-    case "state":
-      states.set(stateKey(message.runId, message.superstep), message.state);
-      if (ui.tab === "state" && model?.run.id === message.runId && model.supersteps[ui.superstepIndex]?.superstep === message.superstep) {
-        renderDetail();
-      }
+    case "superstep": {
+      const { runId, superstep } = message.detail;
+      details.set(detailKey(runId, superstep), message.detail);
+      if (model?.run.id === runId && model.supersteps[ui.superstepIndex]?.superstep === superstep) renderDetail();
       return;
+    }
     case "notice":
       showNotice(message.level, message.message);
       return;
@@ -242,7 +243,7 @@ class Timeline {
   private row(i: number): HTMLElement {
     const s = this.supersteps[i]!;
     const selected = i === ui.superstepIndex;
-    const verdicts = s.steps.flatMap((st) => ("verdict" in st.decision && st.kind === "commit" ? [st.decision.verdict] : []));
+    const verdicts = s.steps.flatMap((st) => (st.kind === "commit" && st.verdict !== null ? [st.verdict] : []));
     const failed = s.steps.some((st) => st.status === "failed");
     const row = el("div", {
       className: `timeline-row${selected ? " selected" : ""}${failed ? " failed" : ""}`,
@@ -361,11 +362,20 @@ function renderDetail(): void {
     }),
   );
   const body = el("div", { className: `tab-body tab-${ui.tab}`, role: "tabpanel" });
-  if (ui.tab === "state") body.append(stateTab(s));
+  const loaded = superstepDetail(s);
+  if (loaded === "loading") body.append(loadingNote(s.superstep));
+  else if (ui.tab === "state") body.append(stateTab(s, loaded.state));
   else if (!step) body.append(el("p", { className: "absent" }, `No step ran in superstep ${s.superstep}.`));
-  else if (ui.tab === "context") body.append(contextTab(step.context));
-  else if (ui.tab === "decision") body.append(decisionTab(step.decision));
-  else body.append(intentsTab(step.intents));
+  else {
+    const d = loaded.steps.find((x) => x.stepId === step.id);
+    if (!d)
+      body.append(
+        absent(loaded.state && "absent" in loaded.state ? loaded.state.absent : "The details of this step are not in the case file."),
+      );
+    else if (ui.tab === "context") body.append(contextTab(d.context));
+    else if (ui.tab === "decision") body.append(decisionTab(d.decision));
+    else body.append(intentsTab(d.intents));
+  }
 
   detail.replaceChildren(
     el("div", { className: "detail-head" }, [
@@ -542,24 +552,29 @@ function decisionTab(d: DecisionView | { absent: string }): HTMLElement {
   return el("div", { className: "columns" }, [proposal, commit]);
 }
 
-/** States the host has sent, by run and superstep; asked for once, when first shown. */
-const states = new Map<string, StateView | "loading">();
-const stateKey = (runId: string, superstep: number): string => `${runId}\0${superstep}`;
+/** Superstep details the host has sent, by run and superstep; each asked for once, when first shown. */
+const details = new Map<string, SuperstepDetailView | "loading">();
+const detailKey = (runId: string, superstep: number): string => `${runId}\0${superstep}`;
 
-function stateTab(s: SuperstepView): HTMLElement {
+function superstepDetail(s: SuperstepView): SuperstepDetailView | "loading" {
   const runId = model!.run.id;
-  const key = stateKey(runId, s.superstep);
-  const state = states.get(key);
-  if (state === undefined) {
-    states.set(key, "loading");
-    post({ type: "loadState", runId, superstep: s.superstep });
-  }
-  if (state === undefined || state === "loading") {
-    return el("p", { className: "muted loading-state" }, [
-      icon("loading codicon-modifier-spin"),
-      ` Reading the state after superstep ${s.superstep}…`,
-    ]);
-  }
+  const key = detailKey(runId, s.superstep);
+  const d = details.get(key);
+  if (d !== undefined) return d;
+  details.set(key, "loading");
+  post({ type: "loadSuperstep", runId, superstep: s.superstep });
+  return "loading";
+}
+
+function loadingNote(superstep: number): HTMLElement {
+  return el("p", { className: "muted loading-detail" }, [
+    icon("loading codicon-modifier-spin"),
+    ` Reading superstep ${superstep} from the case file…`,
+  ]);
+}
+
+function stateTab(s: SuperstepView, state: StateView): HTMLElement {
+  const runId = model!.run.id;
   if ("absent" in state) return absent(state.absent);
   const compared = state.comparedWith;
   return el("div", {}, [

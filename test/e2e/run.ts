@@ -252,6 +252,7 @@ async function readInspector(page: Page, request: InspectorDomRequest, mode: Mod
     await frame.click(click);
     await sleep(500);
   }
+  for (const selector of request.waitAfterClicks ?? []) await frame.waitForSelector(selector, { timeout: 20_000 });
   const after: Record<string, string[]> = {};
   for (const [name, selector] of Object.entries(request.readAfterClicks ?? {})) {
     after[name] = await frame.$$eval(selector, (els) => els.map((e) => (e as HTMLElement).innerText.trim()));

@@ -4,7 +4,8 @@ import { MemoryStore } from "../../src/casefile/index";
 import type { CommitBatch } from "../../src/engine/store";
 import { countTokens } from "../../src/engine/tokens";
 import type { InspectorViewModel } from "../../src/protocol/webview";
-import { buildInspectorViewModel, buildStateView } from "../../src/extension/viewModel";
+import type { ChatMessage } from "../../src/engine/records";
+import { buildInspectorViewModel, buildSuperstepDetail } from "../../src/extension/viewModel";
 import { commitInvoiceRun, INVOICE_BRANCH, INVOICE_RUN } from "../fixtures/casefile/fixture";
 import { cspViolations, deliver, launchBrowser, openWebview, posted, screenshot } from "./webviewHost";
 import type { Theme } from "./webviewHost";
@@ -24,28 +25,49 @@ function invoiceStore(): MemoryStore {
 }
 
 function invoiceModel(runId: string, canRun: InspectorViewModel["canRun"] = { ok: true }, store = invoiceStore()): InspectorViewModel {
-  return buildInspectorViewModel(store, {
-    caseFile,
-    runId,
-    canRun,
-    countMessageTokens: (m, model) => countTokens([m], model).count - countTokens([], model).count,
-  });
+  return buildInspectorViewModel(store, { caseFile, runId, canRun });
 }
 
-async function openInspector(browser: Browser, model: InspectorViewModel, theme: Theme = "dark"): Promise<Page> {
-  const page = await openWebview(browser, { script: "media/inspector.js", styles: ["media/codicon.css", "media/inspector.css"], theme });
+const countMessageTokens = (m: ChatMessage, model: string): number => countTokens([m], model).count - countTokens([], model).count;
+
+/**
+ * Opens the inspector on a view model. With a store, the test plays the extension host: it answers
+ * each `loadSuperstep` from the store with the real detail builder, as the panel does.
+ */
+async function openInspector(
+  browser: Browser,
+  model: InspectorViewModel,
+  opts: { theme?: Theme; store?: MemoryStore } = {},
+): Promise<Page> {
+  const store = opts.store;
+  const page = await openWebview(browser, {
+    script: "media/inspector.js",
+    styles: ["media/codicon.css", "media/inspector.css"],
+    theme: opts.theme ?? "dark",
+    ...(store
+      ? {
+          onPost: async (p: Page, m: { type: string; [k: string]: unknown }) => {
+            if (m.type !== "loadSuperstep") return;
+            const detail = buildSuperstepDetail(store, m.runId as string, m.superstep as number, { countMessageTokens });
+            await deliver(p, { type: "superstep", detail });
+          },
+        }
+      : {}),
+  });
   await deliver(page, { type: "load", model });
   await page.waitForSelector(`body[data-loaded="${model.run.id}"]`);
   return page;
 }
 
-/** Plays the host for the State tab: waits for the webview's `loadState` and answers it from the store. */
-async function answerStateRequest(page: Page, store: MemoryStore): Promise<{ runId: string; superstep: number }> {
-  await page.waitForFunction(() => (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === "loadState"));
-  const all = await posted(page);
-  const { runId, superstep } = all.filter((m) => m.type === "loadState").pop() as unknown as { runId: string; superstep: number };
-  await deliver(page, { type: "state", runId, superstep, state: buildStateView(store, runId, superstep) });
-  return { runId, superstep };
+/** The invoice fixture's run (or branch) with the test answering for the host. */
+async function openInvoice(browser: Browser, runId = INVOICE_RUN, theme: Theme = "dark"): Promise<Page> {
+  const store = invoiceStore();
+  return openInspector(browser, invoiceModel(runId, { ok: true }, store), { store, theme });
+}
+
+/** What the webview posted, less its requests for superstep details. */
+async function actions(page: Page): Promise<{ type: string; [k: string]: unknown }[]> {
+  return (await posted(page)).filter((m) => m.type !== "loadSuperstep");
 }
 
 /** The text as a person sees it (innerText: CSS text-transform applied), whitespace collapsed. */
@@ -83,17 +105,34 @@ describe("Run Inspector webview (headless Chromium)", function () {
   });
 
   it("shows the run's supersteps in the timeline with their steps and verdicts", async () => {
-    const page = await openInspector(browser, invoiceModel(INVOICE_RUN));
+    const page = await openInvoice(browser);
     assert.equal(await text(page, ".title strong"), "invoice");
     assert.equal(await text(page, ".title .status"), "COMPLETED");
     assert.deepEqual(await rowTexts(page), ["#0 loadInvoice loadSupplier", "#1 triage", "#2 decide accepted", "#3 postPayment"]);
     await page.close();
   });
 
+  it("asks the host for a superstep's details when it is selected, and says it is reading them", async () => {
+    const store = invoiceStore();
+    const page = await openInspector(browser, invoiceModel(INVOICE_RUN, { ok: true }, store));
+    await selectSuperstep(page, 1);
+    assert.equal(await text(page, ".tab-body"), "Reading superstep 1 from the case file…");
+    const requests = (await posted(page)).filter((m) => m.type === "loadSuperstep");
+    assert.deepEqual(requests.pop(), { type: "loadSuperstep", runId: INVOICE_RUN, superstep: 1 });
+    await deliver(page, { type: "superstep", detail: buildSuperstepDetail(store, INVOICE_RUN, 1) });
+    await page.waitForSelector(".proposal-json");
+    assert.equal(await text(page, ".verdict-large"), "Accepted");
+    await selectSuperstep(page, 0);
+    await selectSuperstep(page, 1);
+    assert.equal((await posted(page)).filter((m) => m.type === "loadSuperstep" && m.superstep === 1).length, 1, "asked once, then kept");
+    await page.close();
+  });
+
   it("shows proposal vs commit side by side: proposal, each rule, the verdict and the state diff", async () => {
-    const page = await openInspector(browser, invoiceModel(INVOICE_RUN));
+    const page = await openInvoice(browser);
     await selectSuperstep(page, 2);
     await openTab(page, "decision");
+    await page.waitForSelector(".proposal-json");
     const proposal = JSON.parse(await page.$eval(".proposal-json", (e) => e.textContent ?? "")) as { action: string; facts: string[] };
     assert.equal(proposal.action, "approve");
     assert.deepEqual(proposal.facts, ["invoice", "supplier"]);
@@ -115,9 +154,10 @@ describe("Run Inspector webview (headless Chromium)", function () {
   });
 
   it("shows a rejected proposal's broken rule and the escalation in a branch run", async () => {
-    const page = await openInspector(browser, invoiceModel(INVOICE_BRANCH));
+    const page = await openInvoice(browser, INVOICE_BRANCH);
     assert.match(await text(page, ".header"), new RegExp(`branch of ${INVOICE_RUN} at checkpoint ${INVOICE_RUN}-cp1`));
     await openTab(page, "decision");
+    await page.waitForSelector(".verdict-large");
     assert.equal(await text(page, ".verdict-large"), "Escalated");
     const broken = await texts(page, ".rule.broken");
     assert.deepEqual(broken, ["cites-known-facts creditScore is not a fact of record"]);
@@ -126,10 +166,10 @@ describe("Run Inspector webview (headless Chromium)", function () {
   });
 
   it("switches tabs: context with per-message tokens and budget, state with provenance, intents", async () => {
-    const store = invoiceStore();
-    const page = await openInspector(browser, invoiceModel(INVOICE_RUN, { ok: true }, store));
+    const page = await openInvoice(browser);
     await selectSuperstep(page, 1);
     await openTab(page, "context");
+    await page.waitForSelector(".budget");
     assert.match(await text(page, ".budget"), /118 tokens of budget 2000 soft \/ 4000 hard · o200k_base/);
     const messages = await page.$$eval(".message", (els) =>
       els.map((e) => [".role", ".tokens", ".message-content"].map((s) => e.querySelector(s)!.textContent).join(" | ")),
@@ -140,8 +180,6 @@ describe("Run Inspector webview (headless Chromium)", function () {
     await screenshot(page, "inspector-context-dark");
 
     await openTab(page, "state");
-    assert.match(await text(page, ".tab-body"), /Reading the state after superstep 1…/);
-    assert.deepEqual(await answerStateRequest(page, store), { runId: INVOICE_RUN, superstep: 1 });
     await page.waitForSelector("table.state");
     assert.match(await text(page, ".tab-body p"), /marks compare with superstep 0\.$/);
     const state = await texts(page, "table.state tbody tr");
@@ -158,6 +196,7 @@ describe("Run Inspector webview (headless Chromium)", function () {
 
     await selectSuperstep(page, 3);
     await openTab(page, "intents");
+    await page.waitForSelector(".intent h3");
     assert.match(await text(page, ".intent h3"), /postPayment → bank:payments DONE/);
     assert.match(await text(page, ".intent"), /invoice:INV-1042:postPayment/);
     assert.deepEqual(await cspViolations(page), [], "nothing the panel's CSP would refuse (no eval, no inline style or script)");
@@ -165,28 +204,35 @@ describe("Run Inspector webview (headless Chromium)", function () {
   });
 
   it("says plainly where a step has nothing to show instead of inventing it", async () => {
-    const page = await openInspector(browser, invoiceModel(INVOICE_RUN));
+    const page = await openInvoice(browser);
     await selectSuperstep(page, 0);
     await openTab(page, "context");
+    await page.waitForSelector(".tab-body .absent");
     assert.equal(await text(page, ".tab-body .absent"), "Only agent steps give a model a context; this is a loader step.");
     await openTab(page, "decision");
     assert.match(await text(page, ".tab-body .absent"), /applies to agent and commit steps; this is a loader step/);
     await openTab(page, "intents");
     assert.match(await text(page, ".tab-body .absent"), /Only effect steps record intents/);
     await openTab(page, "state");
+    assert.match(await text(page, ".tab-body p"), /^State after superstep 0\.$/, "nothing before the first checkpoint to compare with");
+    // A superstep whose details the case file cannot give: the host says why, the panel shows it.
     await deliver(page, {
-      type: "state",
-      runId: INVOICE_RUN,
-      superstep: 0,
-      state: { absent: "No checkpoint was recorded after superstep 0." },
+      type: "superstep",
+      detail: {
+        runId: INVOICE_RUN,
+        superstep: 2,
+        steps: [],
+        state: { absent: "This superstep could not be read from the case file: torn record" },
+      },
     });
-    await page.waitForSelector(".tab-body .absent");
-    assert.equal(await text(page, ".tab-body .absent"), "No checkpoint was recorded after superstep 0.");
+    await selectSuperstep(page, 2);
+    await openTab(page, "decision");
+    assert.equal(await text(page, ".tab-body .absent"), "This superstep could not be read from the case file: torn record");
     await page.close();
   });
 
   it("posts the right message for each action", async () => {
-    const page = await openInspector(browser, invoiceModel(INVOICE_RUN));
+    const page = await openInvoice(browser);
     await selectSuperstep(page, 1);
     const stepId = `${INVOICE_RUN}-s1-triage`;
     await page.click('button[data-action="resume"]');
@@ -197,7 +243,7 @@ describe("Run Inspector webview (headless Chromium)", function () {
     await page.click('button[data-action="export"]');
     const branchSelect = "select.branch-select";
     await page.selectOption(branchSelect, INVOICE_BRANCH);
-    const messages = (await posted(page)).slice(1);
+    const messages = (await actions(page)).slice(1);
     assert.deepEqual(messages, [
       { type: "resumeFrom", runId: INVOICE_RUN, checkpointId: `${INVOICE_RUN}-cp1` },
       { type: "forkWithEditedState", runId: INVOICE_RUN, checkpointId: `${INVOICE_RUN}-cp1` },
@@ -212,7 +258,7 @@ describe("Run Inspector webview (headless Chromium)", function () {
   });
 
   it("keeps replay and export to agent steps, and says why elsewhere", async () => {
-    const page = await openInspector(browser, invoiceModel(INVOICE_RUN));
+    const page = await openInvoice(browser);
     await selectSuperstep(page, 2);
     for (const action of ["replay", "export"]) {
       const b = await page.$(`button[data-action="${action}"]`);
@@ -234,7 +280,7 @@ describe("Run Inspector webview (headless Chromium)", function () {
     }
     assert.equal(await page.isDisabled('button[data-action="export"]'), false, "export reads the case file only");
     await page.click('button[data-action="resume"]', { force: true });
-    assert.deepEqual(await posted(page), [{ type: "ready" }], "a disabled action posts nothing");
+    assert.deepEqual(await actions(page), [{ type: "ready" }], "a disabled action posts nothing");
     await page.close();
   });
 
@@ -303,9 +349,10 @@ describe("Run Inspector webview (headless Chromium)", function () {
   });
 
   it("stacks proposal above commit in a narrow panel and keeps them side by side in a wide one", async () => {
-    const page = await openInspector(browser, invoiceModel(INVOICE_RUN));
+    const page = await openInvoice(browser);
     await selectSuperstep(page, 2);
     await openTab(page, "decision");
+    await page.waitForSelector(".column.commit");
     const boxes = async (): Promise<{ proposal: { x: number; y: number }; commit: { x: number; y: number } }> => ({
       proposal: (await (await page.$(".column.proposal"))!.boundingBox())!,
       commit: (await (await page.$(".column.commit"))!.boundingBox())!,
@@ -322,9 +369,10 @@ describe("Run Inspector webview (headless Chromium)", function () {
 
   for (const theme of ["light", "hc"] as const) {
     it(`renders in the ${theme === "hc" ? "high-contrast" : theme} theme with the theme's colours`, async () => {
-      const page = await openInspector(browser, invoiceModel(INVOICE_RUN), theme);
+      const page = await openInvoice(browser, INVOICE_RUN, theme);
       await selectSuperstep(page, 2);
       await openTab(page, "decision");
+      await page.waitForSelector(".verdict-large");
       const bg = await page.$eval("body", (b) => getComputedStyle(b).backgroundColor);
       assert.equal(bg, theme === "light" ? "rgb(255, 255, 255)" : "rgb(0, 0, 0)");
       const iconFont = await page.$eval(".verdict-large .codicon", (e) => getComputedStyle(e).fontFamily);

@@ -34,7 +34,15 @@ export function launchBrowser(): Promise<Browser> {
 
 export async function openWebview(
   browser: Browser,
-  opts: { script: string; styles: string[]; theme?: Theme; width?: number; height?: number },
+  opts: {
+    script: string;
+    styles: string[];
+    theme?: Theme;
+    width?: number;
+    height?: number;
+    /** Plays the extension host: called with each message the webview posts, after it is recorded. */
+    onPost?: (page: Page, message: { type: string; [k: string]: unknown }) => Promise<void>;
+  },
 ): Promise<Page> {
   const theme = opts.theme ?? "dark";
   const dir = path.join(ROOT, "test-output", "webview", "host");
@@ -55,7 +63,10 @@ ${opts.styles.map((s) => `<link rel="stylesheet" href="${url(s)}">`).join("\n")}
   window.__posted = [];
   window.__state = undefined;
   window.acquireVsCodeApi = () => ({
-    postMessage: (m) => window.__posted.push(JSON.parse(JSON.stringify(m))),
+    postMessage: (m) => {
+      window.__posted.push(JSON.parse(JSON.stringify(m)));
+      if (window.__onPost) window.__onPost(JSON.parse(JSON.stringify(m)));
+    },
     getState: () => window.__state,
     setState: (s) => { window.__state = s; },
   });
@@ -69,6 +80,8 @@ ${opts.styles.map((s) => `<link rel="stylesheet" href="${url(s)}">`).join("\n")}
   const page = await browser.newPage({ viewport: { width: opts.width ?? 1280, height: opts.height ?? 800 } });
   const errors: string[] = [];
   page.on("pageerror", (e) => errors.push(e.message));
+  const onPost = opts.onPost;
+  if (onPost) await page.exposeFunction("__onPost", (m: { type: string }) => onPost(page, m));
   (page as Page & { errors: string[] }).errors = errors;
   await page.goto(pathToFileURL(file).toString());
   await page.waitForFunction(() => (window as unknown as { __posted: unknown[] }).__posted.length > 0);

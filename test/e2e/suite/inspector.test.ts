@@ -55,14 +55,16 @@ describe("Run Inspector on a fixture case file", () => {
       waitFor: `body[data-loaded="${RUN}"]`,
       read: { rows: ".timeline-row", title: ".title strong" },
       click: ['.timeline-row:has(.superstep-number:text-is("#2"))', '.tab[data-tab="decision"]', 'button[data-action="resume"]'],
+      waitAfterClicks: [".verdict-large", "#notice.visible .codicon-info"],
       readAfterClicks: { verdict: ".verdict-large", rules: ".rule", proposal: ".proposal-json", notice: "#notice" },
     });
-    // The State tab asks the host for the checkpoint's state: the real round trip through the store.
+    // The details (and the State tab) came from the host on selection: the real round trip through the store.
     const state = await askBrowser({
       name: "state",
       waitFor: `body[data-loaded="${RUN}"]`,
       read: {},
-      click: ['.tab[data-tab="state"]', "table.state"],
+      click: ['.tab[data-tab="state"]'],
+      waitAfterClicks: ["table.state"],
       readAfterClicks: { rows: "table.state tbody tr", note: ".tab-body > div > p" },
     });
     assert.equal(state.found, true, state.error);
@@ -143,6 +145,7 @@ describe("Run Inspector on a fixture case file", () => {
         "not an object",
       ],
       clickAfterRaw: ['.timeline-row:has(.superstep-number:text-is("#1"))', 'button[data-action="export"]'],
+      waitAfterClicks: ["#notice.visible"],
       readAfterClicks: { notice: "#notice" },
     });
     assert.equal(checks.found, true, checks.error);

@@ -4,15 +4,25 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { MemoryStore, openCaseFile } from "../../../src/casefile/index";
 import type { CaseStore } from "../../../src/engine/store";
-import { buildInspectorViewModel, buildStateView, NoRunsError, UnknownRunError } from "../../../src/extension/viewModel";
-import { InspectorViewModelSchema } from "../../../src/protocol/webview";
-import type { InspectorViewModel, StepView } from "../../../src/protocol/webview";
+import {
+  buildInspectorViewModel,
+  buildStateView,
+  buildSuperstepDetail,
+  NoRunsError,
+  UnknownRunError,
+} from "../../../src/extension/viewModel";
+import type { DetailOptions } from "../../../src/extension/viewModel";
+import { InspectorViewModelSchema, SuperstepDetailSchema } from "../../../src/protocol/webview";
+import type { StepDetailView } from "../../../src/protocol/webview";
 import { commitInvoiceRun, INVOICE_BRANCH, INVOICE_RUN } from "../../fixtures/casefile/fixture";
 
 const caseFile = { path: "/w/invoice.casefile", name: "invoice.casefile" };
 
-function step(vm: InspectorViewModel, superstep: number, executor: string): StepView {
-  const s = vm.supersteps.find((x) => x.superstep === superstep)?.steps.find((x) => x.executor === executor);
+/** One step's details, as the panel sends them when the person selects its superstep. */
+function detail(store: CaseStore, runId: string, superstep: number, executor: string, opts: DetailOptions = {}): StepDetailView {
+  const d = buildSuperstepDetail(store, runId, superstep, opts);
+  assert.ok(SuperstepDetailSchema.safeParse(d).success, "valid against the schema the webview parses with");
+  const s = d.steps.find((x) => x.stepId === `${runId}-s${superstep}-${executor}`);
   assert.ok(s, `step ${executor} in superstep ${superstep}`);
   return s;
 }
@@ -76,11 +86,16 @@ for (const { name, open } of stores) {
 
     it("links the agent's proposal to the commit's verdict, rules and diff on both steps", () => {
       const vm = buildInspectorViewModel(store, { caseFile, runId: INVOICE_RUN, canRun: { ok: true } });
+      assert.deepEqual(
+        vm.supersteps.map((s) => s.steps.map((x) => x.verdict)),
+        [[null, null], ["accepted"], ["accepted"], [null]],
+        "the timeline knows each step's verdict",
+      );
       for (const [n, ex] of [
         [1, "triage"],
         [2, "decide"],
       ] as const) {
-        const d = step(vm, n, ex).decision;
+        const d = detail(store, INVOICE_RUN, n, ex).decision;
         assert.ok(!("absent" in d), `${ex} shows the decision`);
         assert.equal(d.verdict, "accepted");
         assert.deepEqual(d.proposedBy, { executor: "triage", agentCallId: `${INVOICE_RUN}-call-triage-1` });
@@ -100,7 +115,7 @@ for (const { name, open } of stores) {
     });
 
     it("gives the agent step its exact context, with per-message counts only when a counter is given", () => {
-      const without = step(buildInspectorViewModel(store, { caseFile, runId: INVOICE_RUN, canRun: { ok: true } }), 1, "triage").context;
+      const without = detail(store, INVOICE_RUN, 1, "triage").context;
       assert.ok(!("absent" in without));
       assert.deepEqual(
         without.messages.map((m) => [m.role, m.tokens]),
@@ -110,11 +125,7 @@ for (const { name, open } of stores) {
         ],
       );
       assert.deepEqual(without.tokens, { count: 118, soft: 2000, hard: 4000, tokenizer: "o200k_base" });
-      const counted = step(
-        buildInspectorViewModel(store, { caseFile, runId: INVOICE_RUN, canRun: { ok: true }, countMessageTokens: (m) => m.content.length }),
-        1,
-        "triage",
-      ).context;
+      const counted = detail(store, INVOICE_RUN, 1, "triage", { countMessageTokens: (m) => m.content.length }).context;
       assert.ok(!("absent" in counted));
       assert.deepEqual(
         counted.messages.map((m) => m.tokens),
@@ -123,11 +134,10 @@ for (const { name, open } of stores) {
     });
 
     it("says why a section is empty instead of filling it", () => {
-      const vm = buildInspectorViewModel(store, { caseFile, runId: INVOICE_RUN, canRun: { ok: true } });
-      const loader = step(vm, 0, "loadInvoice");
+      const loader = detail(store, INVOICE_RUN, 0, "loadInvoice");
       assert.deepEqual(loader.context, { absent: "Only agent steps give a model a context; this is a loader step." });
       assert.deepEqual(loader.intents, { absent: "Only effect steps record intents; this is a loader step." });
-      const effect = step(vm, 3, "postPayment");
+      const effect = detail(store, INVOICE_RUN, 3, "postPayment");
       assert.ok(Array.isArray(effect.intents));
       assert.deepEqual(
         effect.intents.map((i) => [i.id, i.status, i.reference]),
@@ -175,7 +185,7 @@ for (const { name, open } of stores) {
       const proposal = state.entries.find((e) => e.key === "proposal")!;
       assert.deepEqual([proposal.change, proposal.version, proposal.writtenBy, proposal.provenance], ["changed", 2, INVOICE_BRANCH, null]);
       assert.equal(state.entries.find((e) => e.key === "decision")!.change, "new");
-      const d = step(vm, 2, "decide").decision;
+      const d = detail(store, INVOICE_BRANCH, 2, "decide").decision;
       assert.ok(!("absent" in d));
       assert.equal(d.verdict, "escalated");
       assert.equal(d.proposedBy, null, "the edited proposal came from a patch, not a model call");
