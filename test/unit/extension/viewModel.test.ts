@@ -191,6 +191,16 @@ for (const { name, open } of stores) {
       assert.equal(d.proposedBy, null, "the edited proposal came from a patch, not a model call");
     });
 
+    it("gives a superstep with no records nothing but the reason, and refuses an unknown run", () => {
+      assert.deepEqual(buildSuperstepDetail(store, INVOICE_RUN, 9), {
+        runId: INVOICE_RUN,
+        superstep: 9,
+        steps: [],
+        state: { absent: "No checkpoint was recorded after superstep 9." },
+      });
+      assert.throws(() => buildSuperstepDetail(store, "nope", 0), UnknownRunError);
+    });
+
     it("defaults to the most recently updated run and refuses unknown runs by name", () => {
       assert.equal(buildInspectorViewModel(store, { caseFile, canRun: { ok: true } }).run.id, INVOICE_BRANCH);
       assert.throws(() => buildInspectorViewModel(store, { caseFile, runId: "nope", canRun: { ok: true } }), UnknownRunError);
