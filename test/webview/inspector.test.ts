@@ -364,6 +364,12 @@ describe("Run Inspector webview (headless Chromium)", function () {
     const narrow = await boxes();
     assert.ok(narrow.commit.y > narrow.proposal.y, "commit below proposal");
     await screenshot(page, "inspector-decision-narrow");
+    await openTab(page, "state");
+    await page.waitForSelector("table.state");
+    const table = (await (await page.$("table.state"))!.boundingBox())!;
+    const pane = (await (await page.$(".detail"))!.boundingBox())!;
+    assert.ok(table.x + table.width <= pane.x + pane.width, "the state table fits the narrow panel");
+    await screenshot(page, "inspector-state-narrow");
     await page.close();
   });
 
