@@ -45,7 +45,10 @@ if [ -f "$CACHE/code-server/node_modules/code-server/package.json" ]; then
 fi
 if [ "$installed_version" != "$CODE_SERVER_VERSION" ] || [ ! -f "$CODE_SERVER_BIN" ]; then
   log "installing code-server@$CODE_SERVER_VERSION (takes 2-3 minutes)"
+  # Under `npm test` the outer npm (Node 20) exports npm_config_user_agent naming Node 20; the
+  # inner npm would keep it, and code-server's postinstall reads its Node version from it.
   PATH="$NODE24_DIR/bin:$PATH" npm_config_nodedir="$NODE24_DIR" \
+    env -u npm_config_user_agent -u npm_node_execpath -u npm_execpath \
     npm install --prefix "$CACHE/code-server" --no-audit --no-fund --loglevel=error \
     "code-server@$CODE_SERVER_VERSION" >/dev/null
 fi
