@@ -1,8 +1,11 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { CASE_FILE_GLOB } from "./caseFiles";
+import type { Json } from "../engine/records";
+import type { ForkEditor } from "./forkEditor";
 import type { InspectorActions } from "./inspectorPanel";
-import { canRunWorkflowCode } from "./trust";
+import { answerRequest, exportStepAsEval, replayStep, resumeFrom, runWorkflow, setApiKey } from "./runCommands";
+import type { RunSessions } from "./runSessions";
 import type { CasefileViews } from "./views";
 
 /**
@@ -17,6 +20,8 @@ export interface Ctx {
   readonly log: vscode.LogOutputChannel;
   readonly views: CasefileViews;
   readonly inspector: InspectorActions;
+  readonly runs: RunSessions;
+  readonly forks: ForkEditor;
 }
 
 export type CommandResult = { ok: true; message?: string } | { ok: false; reason: string };
@@ -25,8 +30,49 @@ type Handler = (...args: unknown[]) => unknown;
 type Factory = (ctx: Ctx) => Handler;
 
 export const commands = {
-  run: (ctx) => (uri?: unknown) => startWorkflow(ctx, "run", uri),
-  step: (ctx) => (uri?: unknown) => startWorkflow(ctx, "step", uri),
+  // Arguments: a workflow Uri (or a Workflows view item), then optionally the input and the case
+  // file path (the e2e suite passes both; a person is asked for the input).
+  run: (ctx) => (uri?: unknown, input?: unknown, caseFile?: unknown) => startWorkflow(ctx, "run", uri, input, caseFile),
+  step: (ctx) => (uri?: unknown, input?: unknown, caseFile?: unknown) => startWorkflow(ctx, "step", uri, input, caseFile),
+  resume: (ctx) => async (uri?: unknown, checkpointId?: unknown) => {
+    const target = await caseFileAndId(uri, checkpointId, "Checkpoint id to resume from");
+    return target ? resumeFrom(ctx.runs, ctx.log, target.caseFile, target.id) : noTarget;
+  },
+  forkWithEditedState: (ctx) => async (uri?: unknown, checkpointId?: unknown) => {
+    const target = await caseFileAndId(uri, checkpointId, "Checkpoint id to fork from");
+    return target ? ctx.forks.edit(target.caseFile, target.id) : noTarget;
+  },
+  replayStep: (ctx) => async (uri?: unknown, agentCallId?: unknown, mode?: unknown) => {
+    const target = await caseFileAndId(uri, agentCallId, "Agent step id to replay");
+    if (!target) return noTarget;
+    const chosen =
+      mode === "recorded" || mode === "live" || mode === "edited"
+        ? mode
+        : ((await vscode.window.showQuickPick(["recorded", "live"], { title: "Replay mode" })) as "recorded" | "live" | undefined);
+    return chosen ? replayStep(ctx.runs, ctx.log, target.caseFile, target.id, chosen) : noTarget;
+  },
+  answerRequest: (ctx) => async (uri?: unknown, requestId?: unknown, answer?: unknown) => {
+    const target = await caseFileAndId(uri, requestId, "Request id to answer");
+    return target ? answerRequest(ctx.runs, ctx.log, target.caseFile, target.id, answer as Json | undefined) : noTarget;
+  },
+  exportStepAsEval: (ctx) => async (uri?: unknown, agentCallId?: unknown, format?: unknown) => {
+    const target = await caseFileAndId(uri, agentCallId, "Agent step id to export");
+    const f = format === "json" || format === "promptfoo" || format === "openai-jsonl" ? format : undefined;
+    return target ? exportStepAsEval(ctx.extension, ctx.log, target.caseFile, target.id, f) : noTarget;
+  },
+  /** Continue, Step or Stop for the running workflow (status bar item; panel buttons). */
+  stepControl: (ctx) => async (action?: unknown) => {
+    const chosen =
+      action === "continue" || action === "step" || action === "stop" || action === "pause"
+        ? action
+        : ((await vscode.window.showQuickPick(["continue", "step", "stop"], { title: "Casefile run" })) as
+            "continue" | "step" | "stop" | undefined);
+    if (!chosen) return { ok: false, reason: "Nothing chosen." } satisfies CommandResult;
+    return ctx.runs.control(chosen)
+      ? ({ ok: true } satisfies CommandResult)
+      : ({ ok: false, reason: "No workflow is running." } satisfies CommandResult);
+  },
+  setApiKey: (ctx) => (provider?: unknown, key?: unknown) => setApiKey(ctx.extension, provider, key),
   openInspector: (ctx) => async (uri?: unknown, runId?: unknown) => {
     const caseFile = uri instanceof vscode.Uri ? uri : await pickCaseFile();
     if (!caseFile) return { ok: false, reason: "No case file chosen." } satisfies CommandResult;
@@ -49,18 +95,28 @@ export const commands = {
 
 export type CommandName = keyof typeof commands;
 
-/** Run and Step both execute workflow code: refused in Restricted Mode, with the reason shown. */
-async function startWorkflow(ctx: Ctx, mode: "run" | "step", uri: unknown): Promise<CommandResult> {
-  const trust = canRunWorkflowCode();
-  if (!trust.ok) {
-    ctx.log.info(`${mode} refused: workspace is in Restricted Mode`);
-    void vscode.window.showWarningMessage(trust.reason);
-    return trust;
+const noTarget = { ok: false, reason: "Nothing chosen." } satisfies CommandResult;
+
+/** Run and Step both execute workflow code: refused in Restricted Mode, with the reason shown (runCommands.ts). */
+function startWorkflow(ctx: Ctx, mode: "run" | "step", uri: unknown, input: unknown, caseFile: unknown) {
+  const workflow = uri instanceof vscode.Uri ? uri : isItemWithUri(uri) ? uri.resourceUri : undefined;
+  return runWorkflow(ctx.runs, ctx.log, mode, workflow, input as Json | undefined, typeof caseFile === "string" ? caseFile : undefined);
+}
+
+function isItemWithUri(value: unknown): value is { resourceUri: vscode.Uri } {
+  return typeof value === "object" && value !== null && (value as { resourceUri?: unknown }).resourceUri instanceof vscode.Uri;
+}
+
+/** A case file and an id, from the arguments (tree items pass both) or asked for. */
+async function caseFileAndId(uri: unknown, id: unknown, prompt: string): Promise<{ caseFile: vscode.Uri; id: string } | undefined> {
+  if (typeof uri === "object" && uri !== null && "caseFile" in uri && "id" in uri) {
+    const item = uri as { caseFile: unknown; id: unknown };
+    if (item.caseFile instanceof vscode.Uri && typeof item.id === "string") return { caseFile: item.caseFile, id: item.id };
   }
-  const target = uri instanceof vscode.Uri ? path.basename(uri.fsPath) : "a workflow";
-  const reason = `Running ${target} from the editor is not built yet: the runner integration is still to come (issue 5).`;
-  void vscode.window.showInformationMessage(reason);
-  return { ok: false, reason };
+  const caseFile = uri instanceof vscode.Uri ? uri : await pickCaseFile();
+  if (!caseFile) return undefined;
+  const chosen = typeof id === "string" ? id : await vscode.window.showInputBox({ title: prompt, ignoreFocusOut: true });
+  return chosen ? { caseFile, id: chosen } : undefined;
 }
 
 async function pickCaseFile(): Promise<vscode.Uri | undefined> {

@@ -3,7 +3,9 @@ import type { Ctx } from "./commands";
 import { commands } from "./commands";
 import { loadInspectorViewModel, loadSuperstepDetail } from "./caseFiles";
 import type { InspectorActions, InspectorPanel } from "./inspectorPanel";
-import { canRunWorkflowCode } from "./trust";
+import { ForkEditor } from "./forkEditor";
+import { performInspectorAction } from "./runCommands";
+import { RunSessions } from "./runSessions";
 import { CasefileViews } from "./views";
 
 /**
@@ -24,8 +26,10 @@ export function activate(context: vscode.ExtensionContext): CasefileTestApi {
   const started = performance.now();
   const log = vscode.window.createOutputChannel("Casefile", { log: true });
   const views = new CasefileViews();
-  const ctx: Ctx = { extension: context, log, views, inspector: inspectorActions() };
-  context.subscriptions.push(log, views);
+  const runs = new RunSessions(context, log, () => views.refresh());
+  const forks = new ForkEditor(context, runs, log);
+  const ctx: Ctx = { extension: context, log, views, runs, forks, inspector: inspectorActions(context, runs, forks, log) };
+  context.subscriptions.push(log, views, runs, forks);
   for (const [name, factory] of Object.entries(commands)) {
     context.subscriptions.push(vscode.commands.registerCommand(`casefile.${name}`, factory(ctx)));
   }
@@ -36,29 +40,16 @@ export function activate(context: vscode.ExtensionContext): CasefileTestApi {
 
 export function deactivate(): void {}
 
-function inspectorActions(): InspectorActions {
+function inspectorActions(
+  context: vscode.ExtensionContext,
+  runs: RunSessions,
+  forks: ForkEditor,
+  log: vscode.LogOutputChannel,
+): InspectorActions {
   return {
     load: loadInspectorViewModel,
     loadSuperstep: loadSuperstepDetail,
-    perform: async (_caseFile, action) => {
-      if (action.type !== "exportStepAsEval") {
-        const trust = canRunWorkflowCode();
-        if (!trust.ok) return trust.reason;
-      }
-      switch (action.type) {
-        case "resumeFrom":
-          return `Resume from checkpoint ${action.checkpointId} is not built yet: the runner integration is still to come.`;
-        case "forkWithEditedState":
-          return `Fork with edited state from checkpoint ${action.checkpointId} is not built yet: the state editor is still to come.`;
-        case "replayStep":
-          return `Replay (${action.mode}) of step ${action.stepId} is not built yet: the runner integration is still to come.`;
-        case "exportStepAsEval":
-          return `Export of step ${action.stepId} as a ${action.format} eval case is not built yet.`;
-        default: {
-          const never: never = action;
-          throw new Error(`unhandled action ${JSON.stringify(never)}`);
-        }
-      }
-    },
+    // Every action loads workflow code, so each is refused in Restricted Mode (runCommands.ts).
+    perform: (caseFile, action) => performInspectorAction(context, runs, log, caseFile, action, (c, id) => forks.edit(c, id)),
   };
 }

@@ -48,6 +48,37 @@ class CaseFilesProvider implements vscode.TreeDataProvider<vscode.Uri> {
   }
 }
 
+/** Workflows view: workspace .ts files calling defineWorkflow, with Run and Step inline actions. */
+class WorkflowsProvider implements vscode.TreeDataProvider<vscode.Uri> {
+  private readonly changed = new vscode.EventEmitter<void>();
+  readonly onDidChangeTreeData = this.changed.event;
+
+  refresh(): void {
+    this.changed.fire();
+  }
+
+  async getChildren(element?: vscode.Uri): Promise<vscode.Uri[]> {
+    if (element) return [];
+    const { findWorkflowFiles } = await import("./runCommands.js");
+    return findWorkflowFiles();
+  }
+
+  getTreeItem(uri: vscode.Uri): vscode.TreeItem {
+    const item = new vscode.TreeItem(path.basename(uri.fsPath), vscode.TreeItemCollapsibleState.None);
+    item.resourceUri = uri;
+    const folder = path.dirname(vscode.workspace.asRelativePath(uri, false));
+    if (folder !== ".") item.description = folder;
+    item.iconPath = new vscode.ThemeIcon("symbol-class");
+    item.contextValue = "casefile.workflow";
+    item.command = { command: "vscode.open", title: "Open Workflow", arguments: [uri] };
+    return item;
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
+}
+
 /** A view with no provider of its own yet: empty, so VS Code shows its welcome text. */
 class NotBuiltYetProvider implements vscode.TreeDataProvider<never> {
   getChildren(): never[] {
@@ -60,14 +91,16 @@ class NotBuiltYetProvider implements vscode.TreeDataProvider<never> {
 
 export class CasefileViews implements vscode.Disposable {
   private readonly caseFiles = new CaseFilesProvider();
+  private readonly workflows = new WorkflowsProvider();
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor() {
     const empty = new NotBuiltYetProvider();
     this.disposables.push(
       this.caseFiles,
+      this.workflows,
       vscode.window.registerTreeDataProvider(VIEW_IDS.runs, this.caseFiles),
-      vscode.window.registerTreeDataProvider(VIEW_IDS.workflows, empty),
+      vscode.window.registerTreeDataProvider(VIEW_IDS.workflows, this.workflows),
       vscode.window.registerTreeDataProvider(VIEW_IDS.intents, empty),
       vscode.window.registerTreeDataProvider(VIEW_IDS.requests, empty),
       vscode.window.registerTreeDataProvider(VIEW_IDS.rules, empty),
@@ -88,6 +121,12 @@ export class CasefileViews implements vscode.Disposable {
   /** Called by the refreshViews command and when case files appear or go. */
   refresh(): void {
     this.caseFiles.refresh();
+    this.workflows.refresh();
+  }
+
+  /** The workflow files the Workflows view lists, in its order. */
+  listWorkflows(): Promise<vscode.Uri[]> {
+    return this.workflows.getChildren();
   }
 
   dispose(): void {

@@ -1,0 +1,250 @@
+import { fork } from "node:child_process";
+import * as path from "node:path";
+import * as vscode from "vscode";
+import type { EvalFormat, InspectorToHost, ReplayMode } from "../protocol/webview";
+import type { Json } from "../engine/records";
+import type { RunResult, RunSessions } from "./runSessions";
+import { API_KEY_SECRETS } from "./runSessions";
+import { canRunWorkflowCode } from "./trust";
+
+/**
+ * What the run commands do: start a workflow, resume from a checkpoint, fork with edited state,
+ * replay a step, answer a request, export a step as an eval case. Called by the command handlers
+ * in commands.ts and by the Run Inspector's actions (extension.ts). Each asks Workspace Trust
+ * first: all of them load workflow code.
+ */
+
+export type ActionResult = RunResult | { ok: true; message: string; file?: string };
+
+function refuseIfUntrusted(log: vscode.LogOutputChannel, what: string): ActionResult | undefined {
+  const trust = canRunWorkflowCode();
+  if (trust.ok) return undefined;
+  log.info(`${what} refused: workspace is in Restricted Mode`);
+  void vscode.window.showWarningMessage(trust.reason);
+  return { ok: false, reason: trust.reason };
+}
+
+/** Where a workflow's case file goes: casefile.caseFileFolder, else beside the workflow. */
+export function caseFileFor(workflow: vscode.Uri): string {
+  const folder = vscode.workspace.getConfiguration("casefile").get<string>("caseFileFolder", "");
+  const name = path.basename(workflow.fsPath).replace(/\.[cm]?ts$/, "") + ".casefile";
+  if (!folder) return path.join(path.dirname(workflow.fsPath), name);
+  const root = vscode.workspace.getWorkspaceFolder(workflow)?.uri.fsPath ?? path.dirname(workflow.fsPath);
+  return path.resolve(root, folder, name);
+}
+
+export async function runWorkflow(
+  sessions: RunSessions,
+  log: vscode.LogOutputChannel,
+  mode: "run" | "step",
+  workflow: vscode.Uri | undefined,
+  input: Json | undefined,
+  caseFile: string | undefined,
+): Promise<ActionResult> {
+  const refused = refuseIfUntrusted(log, mode);
+  if (refused) return refused;
+  const file = workflow ?? (await pickWorkflow());
+  if (!file) return { ok: false, reason: "No workflow file chosen." };
+  const given = input ?? (await askJson(`Input for ${path.basename(file.fsPath)} (JSON)`, "{}"));
+  if (given === undefined) return { ok: false, reason: "No input given." };
+  const result = await sessions.start(
+    { kind: "run", workflowPath: file.fsPath, caseFile: caseFile ?? caseFileFor(file), input: given },
+    { stepMode: mode === "step", title: `${mode === "step" ? "Stepping through" : "Running"} ${path.basename(file.fsPath)}` },
+  );
+  return tell(result);
+}
+
+export async function resumeFrom(
+  sessions: RunSessions,
+  log: vscode.LogOutputChannel,
+  caseFile: vscode.Uri,
+  checkpointId: string,
+  patch?: Record<string, Json>,
+): Promise<ActionResult> {
+  const refused = refuseIfUntrusted(log, "resume");
+  if (refused) return refused;
+  const result = await sessions.start(
+    { kind: "resume", caseFile: caseFile.fsPath, checkpointId, ...(patch ? { patch } : {}) },
+    { stepMode: false, title: `${patch ? "Forking" : "Resuming"} from checkpoint ${checkpointId}` },
+  );
+  return patch ? result : tell(result);
+}
+
+export async function replayStep(
+  sessions: RunSessions,
+  log: vscode.LogOutputChannel,
+  caseFile: vscode.Uri,
+  agentCallId: string,
+  mode: ReplayMode,
+  messages?: { role: "system" | "user" | "assistant"; content: string }[],
+): Promise<ActionResult> {
+  const refused = refuseIfUntrusted(log, "replay");
+  if (refused) return refused;
+  const result = await sessions.start(
+    { kind: "replay", caseFile: caseFile.fsPath, agentCallId, mode, ...(messages ? { messages } : {}) },
+    { stepMode: false, title: `Replaying ${agentCallId} (${mode})` },
+  );
+  return tell(result);
+}
+
+export async function answerRequest(
+  sessions: RunSessions,
+  log: vscode.LogOutputChannel,
+  caseFile: vscode.Uri,
+  requestId: string,
+  answer: Json | undefined,
+): Promise<ActionResult> {
+  const refused = refuseIfUntrusted(log, "respond");
+  if (refused) return refused;
+  const given = answer ?? (await askJson(`Answer to request ${requestId} (JSON)`, '{"decision": "approve"}'));
+  if (given === undefined) return { ok: false, reason: "No answer given." };
+  const result = await sessions.start(
+    { kind: "respond", caseFile: caseFile.fsPath, requestId, answer: given },
+    { stepMode: false, title: `Answering ${requestId}` },
+  );
+  return tell(result);
+}
+
+/**
+ * Writes an eval case for an agent step, through the CLI in a child process: the export loads the
+ * workflow file (its proposal schema and rules), which is workflow code, so it stays out of the
+ * extension host and is refused in Restricted Mode.
+ */
+export async function exportStepAsEval(
+  extension: vscode.ExtensionContext,
+  log: vscode.LogOutputChannel,
+  caseFile: vscode.Uri,
+  agentCallId: string,
+  format: EvalFormat | undefined,
+): Promise<ActionResult> {
+  const refused = refuseIfUntrusted(log, "export");
+  if (refused) return refused;
+  const chosen =
+    format ??
+    ((await vscode.window.showQuickPick(["json", "promptfoo", "openai-jsonl"], { title: "Export step as eval case: format" })) as
+      EvalFormat | undefined);
+  if (!chosen) return { ok: false, reason: "No format chosen." };
+  const cli = vscode.Uri.joinPath(extension.extensionUri, "dist", "cli.js").fsPath;
+  const args = ["export-eval", caseFile.fsPath, "--step", agentCallId, "--format", chosen];
+  log.info(`export: casefile ${args.join(" ")}`);
+  const { code, out } = await new Promise<{ code: number | null; out: string }>((resolve) => {
+    const child = fork(cli, args, { silent: true, execArgv: [], cwd: path.dirname(caseFile.fsPath) });
+    let text = "";
+    child.stdout?.on("data", (d: Buffer) => (text += d.toString("utf8")));
+    child.stderr?.on("data", (d: Buffer) => (text += d.toString("utf8")));
+    child.on("exit", (c) => resolve({ code: c, out: text }));
+    child.on("error", (e) => resolve({ code: -1, out: e.message }));
+  });
+  const lines = out.trim().split("\n");
+  if (code !== 0) {
+    log.error(`export failed: ${out.trim()}`);
+    return tell({ ok: false, reason: `Export failed: ${lines.slice(-3).join(" ")}` });
+  }
+  const file = lines[lines.length - 1]!.trim();
+  log.info(`export: ${lines.join(" | ")}`);
+  const message = `Eval case written to ${vscode.workspace.asRelativePath(file)}`;
+  void vscode.window.showInformationMessage(message, "Open").then((pick) => {
+    if (pick) void vscode.window.showTextDocument(vscode.Uri.file(file));
+  });
+  return { ok: true, message, file };
+}
+
+/** "Casefile: Set API Key": the key goes to SecretStorage only, never to settings or the log. */
+export async function setApiKey(extension: vscode.ExtensionContext, provider?: unknown, key?: unknown): Promise<ActionResult> {
+  const kind =
+    provider === "openai" || provider === "azure"
+      ? provider
+      : ((await vscode.window.showQuickPick(["openai", "azure"], { title: "API key for which provider?" })) as
+          "openai" | "azure" | undefined);
+  if (!kind) return { ok: false, reason: "No provider chosen." };
+  const value =
+    typeof key === "string"
+      ? key
+      : await vscode.window.showInputBox({ title: `${API_KEY_SECRETS[kind]}`, password: true, ignoreFocusOut: true });
+  if (!value) return { ok: false, reason: "No key given." };
+  await extension.secrets.store(`casefile.${API_KEY_SECRETS[kind]}`, value);
+  return { ok: true, message: `${API_KEY_SECRETS[kind]} stored in the editor's secret storage.` };
+}
+
+/** The inspector's actions, carried out; the returned sentence is shown in the panel. */
+export async function performInspectorAction(
+  extension: vscode.ExtensionContext,
+  sessions: RunSessions,
+  log: vscode.LogOutputChannel,
+  caseFile: vscode.Uri,
+  action: Exclude<InspectorToHost, { type: "ready" | "selectRun" | "loadSuperstep" }>,
+  forkEditor: (caseFile: vscode.Uri, checkpointId: string) => Promise<ActionResult>,
+): Promise<string> {
+  let result: ActionResult;
+  switch (action.type) {
+    case "resumeFrom":
+      result = await resumeFrom(sessions, log, caseFile, action.checkpointId);
+      break;
+    case "forkWithEditedState":
+      result = await forkEditor(caseFile, action.checkpointId);
+      break;
+    case "replayStep":
+      result = await replayStep(sessions, log, caseFile, action.stepId, action.mode);
+      break;
+    case "exportStepAsEval":
+      result = await exportStepAsEval(extension, log, caseFile, action.stepId, action.format);
+      break;
+    default: {
+      const never: never = action;
+      throw new Error(`unhandled action ${JSON.stringify(never)}`);
+    }
+  }
+  if (!result.ok) throw new Error(result.reason);
+  return result.message;
+}
+
+function tell(result: ActionResult): ActionResult {
+  if (result.ok) void vscode.window.showInformationMessage(result.message);
+  else void vscode.window.showErrorMessage(result.reason);
+  return result;
+}
+
+async function askJson(title: string, value: string): Promise<Json | undefined> {
+  const text = await vscode.window.showInputBox({
+    title,
+    value,
+    ignoreFocusOut: true,
+    validateInput: (v) => {
+      try {
+        JSON.parse(v);
+        return undefined;
+      } catch (e) {
+        return (e as Error).message;
+      }
+    },
+  });
+  return text === undefined ? undefined : (JSON.parse(text) as Json);
+}
+
+/** Workspace .ts files that call defineWorkflow: the Workflows view's list, and the Run picker's. */
+export async function findWorkflowFiles(): Promise<vscode.Uri[]> {
+  const files = await vscode.workspace.findFiles("**/*.{ts,mts}", "**/{node_modules,dist,out,.vscode-test}/**", 2000);
+  const found: vscode.Uri[] = [];
+  for (const uri of files) {
+    if (uri.fsPath.endsWith(".d.ts")) continue;
+    const text = Buffer.from(await vscode.workspace.fs.readFile(uri)).toString("utf8");
+    if (text.includes("defineWorkflow(")) found.push(uri);
+  }
+  return found.sort((a, b) => a.fsPath.localeCompare(b.fsPath));
+}
+
+async function pickWorkflow(): Promise<vscode.Uri | undefined> {
+  const active = vscode.window.activeTextEditor?.document;
+  if (active && active.languageId === "typescript" && active.getText().includes("defineWorkflow(")) return active.uri;
+  const files = await findWorkflowFiles();
+  if (files.length === 1) return files[0];
+  if (files.length === 0) {
+    void vscode.window.showInformationMessage("No workflow files (calling defineWorkflow) in this workspace.");
+    return undefined;
+  }
+  const picked = await vscode.window.showQuickPick(
+    files.map((uri) => ({ label: path.basename(uri.fsPath), description: vscode.workspace.asRelativePath(uri), uri })),
+    { title: "Run Workflow", placeHolder: "Workflow file" },
+  );
+  return picked?.uri;
+}

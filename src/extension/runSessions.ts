@@ -1,0 +1,223 @@
+import * as path from "node:path";
+import * as vscode from "vscode";
+import type { ControlAction, ProviderConfig, RunCommand, RunnerToHost } from "../protocol/runner";
+import type { RunnerHandle } from "../runner/client";
+
+/**
+ * Runs the runner child process for the editor: one run at a time. Called by the run, step,
+ * resume, fork, replay and respond commands (commands.ts, runCommands.ts) and by the inspector's
+ * actions. The runner's log goes to the "Casefile" output channel; a progress notification shows
+ * while it goes; in step mode a status bar item and the stepControl command offer Continue, Step
+ * and Stop. Every runner event refreshes the views (throttled), so they update live.
+ */
+
+export type RunResult =
+  | { ok: true; runId: string; status: string; caseFile: string; message: string }
+  | { ok: false; reason: string; code?: string; details?: Record<string, unknown> };
+
+/** Names of the environment variables the runner reads keys from; the values come from SecretStorage. */
+export const API_KEY_SECRETS = { openai: "OPENAI_API_KEY", azure: "AZURE_OPENAI_API_KEY" } as const;
+
+export class RunSessions implements vscode.Disposable {
+  private active: { handle: RunnerHandle; stepMode: boolean; runId?: string; superstep?: number } | undefined;
+  private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
+  private refreshTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly extension: vscode.ExtensionContext,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly refreshViews: () => void,
+  ) {
+    this.status.name = "Casefile run";
+  }
+
+  get running(): boolean {
+    return this.active !== undefined;
+  }
+
+  /** Sends Continue, Step, Stop or Pause to the running workflow. Called by the stepControl command. */
+  control(action: ControlAction): boolean {
+    if (!this.active) return false;
+    this.log.info(`run control: ${action}`);
+    this.active.handle.control(action);
+    if (action !== "pause") this.showStatus("running");
+    return true;
+  }
+
+  /** Starts the runner with one command and settles when it exits. */
+  async start(command: RunCommand, opts: { stepMode: boolean; title: string }): Promise<RunResult> {
+    if (this.active) return { ok: false, reason: "A workflow is already running in this window: stop it first (Casefile: Stop)." };
+    const provider = providerFromSettings();
+    const env = await this.environment(provider);
+    const { startRunner } = await import("../runner/client.js");
+    this.log.info(`${opts.title}: ${JSON.stringify(command)}${opts.stepMode ? " (step mode)" : ""}`);
+    const handle = startRunner({
+      runnerPath: vscode.Uri.joinPath(this.extension.extensionUri, "dist", "runner.js").fsPath,
+      command,
+      stepMode: opts.stepMode,
+      ...(provider ? { provider } : {}),
+      env,
+      cwd: "workflowPath" in command && command.workflowPath ? path.dirname(command.workflowPath) : path.dirname(command.caseFile),
+      onMessage: (m) => this.onMessage(m, handle),
+      onInvalid: (problem) => this.log.warn(`runner: ${problem}`),
+    });
+    this.active = { handle, stepMode: opts.stepMode };
+    void vscode.commands.executeCommand("setContext", "casefile.running", true);
+    this.showStatus("running");
+    const finished = vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Casefile: ${opts.title}`, cancellable: true },
+      async (progress, token) => {
+        token.onCancellationRequested(() => handle.control("stop"));
+        this.progress = progress;
+        return handle.finished;
+      },
+    );
+    try {
+      const outcome = await finished;
+      if (outcome.done) {
+        const { runId, status, caseFile } = outcome.done;
+        const message = `Run ${runId} ${status}: ${vscode.workspace.asRelativePath(caseFile)}`;
+        this.log.info(message);
+        return { ok: true, runId, status, caseFile, message };
+      }
+      const error = outcome.error ?? { code: "RUNNER_CRASHED", message: `runner exited with code ${outcome.exitCode}` };
+      this.log.error(`${opts.title} failed: ${error.code}: ${error.message}`);
+      return {
+        ok: false,
+        reason: `${error.code}: ${error.message}`,
+        code: error.code,
+        ...(error.details ? { details: error.details } : {}),
+      };
+    } finally {
+      this.active = undefined;
+      this.progress = undefined;
+      this.status.hide();
+      void vscode.commands.executeCommand("setContext", "casefile.running", false);
+      void vscode.commands.executeCommand("setContext", "casefile.paused", false);
+      this.refreshViews();
+    }
+  }
+
+  private progress: vscode.Progress<{ message?: string }> | undefined;
+
+  private onMessage(message: RunnerToHost, handle: RunnerHandle): void {
+    switch (message.type) {
+      case "ready":
+      case "done":
+        return;
+      case "log":
+        this.log[message.level](message.message);
+        return;
+      case "error":
+        this.log.error(`${message.error.code}: ${message.error.message}`);
+        return;
+      case "event": {
+        const e = message.event;
+        if (this.active) Object.assign(this.active, { runId: e.runId, superstep: e.superstep });
+        this.log.trace(`event ${e.runId} #${e.superstep} ${e.type}`);
+        this.progress?.report({ message: `${e.runId} superstep ${e.superstep}: ${e.type}` });
+        this.refreshSoon();
+        return;
+      }
+      case "paused":
+        this.log.info(`paused before superstep ${message.superstep} of ${message.runId}`);
+        if (this.active) Object.assign(this.active, { runId: message.runId, superstep: message.superstep });
+        this.progress?.report({ message: `paused before superstep ${message.superstep}` });
+        this.showStatus("paused");
+        this.refreshSoon();
+        return;
+      case "modelRequest":
+        void answerWithLanguageModel(message, handle, this.log);
+        return;
+      default: {
+        const never: never = message;
+        this.log.warn(`runner: unhandled message ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  private showStatus(state: "running" | "paused"): void {
+    const a = this.active;
+    if (!a) return;
+    void vscode.commands.executeCommand("setContext", "casefile.paused", state === "paused");
+    const where = a.runId ? ` ${a.runId} #${a.superstep ?? 0}` : "";
+    this.status.text = state === "paused" ? `$(debug-pause) Casefile${where}: paused` : `$(sync~spin) Casefile${where}`;
+    this.status.tooltip = state === "paused" ? "Paused at a superstep boundary: Continue, Step or Stop" : "A workflow is running";
+    this.status.command = { command: "casefile.stepControl", title: "Continue, Step or Stop" };
+    this.status.show();
+  }
+
+  private refreshSoon(): void {
+    if (this.refreshTimer) return;
+    this.refreshTimer = setTimeout(() => {
+      this.refreshTimer = undefined;
+      this.refreshViews();
+    }, 500);
+  }
+
+  /** The runner's environment: the editor's, plus the API key from SecretStorage (never logged). */
+  private async environment(provider: ProviderConfig | undefined): Promise<NodeJS.ProcessEnv> {
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    if (provider?.kind === "openai" || provider?.kind === "azure") {
+      const name = API_KEY_SECRETS[provider.kind];
+      const key = await this.extension.secrets.get(`casefile.${name}`);
+      if (key) env[name] = key;
+    }
+    return env;
+  }
+
+  dispose(): void {
+    clearTimeout(this.refreshTimer);
+    this.active?.handle.control("stop");
+    this.status.dispose();
+  }
+}
+
+/** The provider from the casefile.* settings; undefined means the runner's default (scripted). */
+export function providerFromSettings(): ProviderConfig | undefined {
+  const config = vscode.workspace.getConfiguration("casefile");
+  const kind = config.get<string>("provider", "scripted");
+  const baseUrl = config.get<string>("baseUrl", "") || undefined;
+  const model = config.get<string>("model", "") || undefined;
+  switch (kind) {
+    case "openai":
+      return { kind, apiKeyEnv: API_KEY_SECRETS.openai, ...(baseUrl ? { baseUrl } : {}), ...(model ? { model } : {}) };
+    case "azure":
+      return {
+        kind,
+        endpoint: baseUrl ?? "",
+        deployment: model ?? "",
+        apiVersion: config.get<string>("azureApiVersion", "2024-10-21"),
+        apiKeyEnv: API_KEY_SECRETS.azure,
+      };
+    case "vscode-lm":
+      return { kind, ...(model ? { family: model } : {}) };
+    default:
+      return undefined;
+  }
+}
+
+/** Answers the runner's model request through VS Code's Language Model API (provider vscode-lm). */
+async function answerWithLanguageModel(
+  message: Extract<RunnerToHost, { type: "modelRequest" }>,
+  handle: RunnerHandle,
+  log: vscode.LogOutputChannel,
+): Promise<void> {
+  try {
+    const family = vscode.workspace.getConfiguration("casefile").get<string>("model", "") || undefined;
+    const [model] = await vscode.lm.selectChatModels(family ? { family } : {});
+    if (!model) throw new Error("no language model is available in this editor (vscode.lm)");
+    // The LM API has no system role: system messages go first as user messages.
+    const messages = message.request.messages.map((m) =>
+      m.role === "assistant" ? vscode.LanguageModelChatMessage.Assistant(m.content) : vscode.LanguageModelChatMessage.User(m.content),
+    );
+    const response = await model.sendRequest(messages, {});
+    let text = "";
+    for await (const part of response.text) text += part;
+    handle.send({ type: "modelResult", id: message.id, ok: true, text });
+  } catch (e) {
+    const error = e instanceof Error ? e.message : String(e);
+    log.error(`model request for ${message.request.step} failed: ${error}`);
+    handle.send({ type: "modelResult", id: message.id, ok: false, error });
+  }
+}
