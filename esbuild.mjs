@@ -37,6 +37,8 @@ const browser = {
 const targets = [
   { ...node, entryPoints: ["src/extension/extension.ts"], outfile: "dist/extension.js" },
   { ...node, entryPoints: ["src/runner/runnerMain.ts"], outfile: "dist/runner.js" },
+  // Bundles and builds one workflow file, reports its graph or problems (Workflow Graph, diagnostics).
+  { ...node, entryPoints: ["src/runner/describeMain.ts"], outfile: "dist/describe.js" },
   { ...node, entryPoints: ["src/cli/main.ts"], outfile: "dist/cli.js" },
   { ...node, entryPoints: ["src/engine/index.ts"], outfile: "dist/runtime.js" },
   // The tokenizer's encodings are megabytes: the extension loads this bundle only when a Run
