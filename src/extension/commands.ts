@@ -4,7 +4,7 @@ import { CASE_FILE_GLOB } from "./caseFiles";
 import type { Json } from "../engine/records";
 import type { ForkEditor } from "./forkEditor";
 import type { InspectorActions } from "./inspectorPanel";
-import { answerRequest, exportStepAsEval, replayStep, resumeFrom, runWorkflow, setApiKey } from "./runCommands";
+import { answerRequest, changeRule, exportStepAsEval, replayStep, resumeFrom, runWorkflow, setApiKey } from "./runCommands";
 import type { RunSessions } from "./runSessions";
 import type { CasefileViews } from "./views";
 
@@ -73,6 +73,10 @@ export const commands = {
       : ({ ok: false, reason: "No workflow is running." } satisfies CommandResult);
   },
   setApiKey: (ctx) => (provider?: unknown, key?: unknown) => setApiKey(ctx.extension, provider, key),
+  // The Rules view's actions; a rule item carries its case file and id. `statement` lets the e2e suite skip the prompt.
+  confirmRule: (ctx) => (item?: unknown) => ruleAction(ctx, item, "confirm"),
+  editRule: (ctx) => (item?: unknown, statement?: unknown) => ruleAction(ctx, item, "edit", statement),
+  deleteRule: (ctx) => (item?: unknown, confirmed?: unknown) => ruleAction(ctx, item, "delete", confirmed === true ? "" : undefined),
   openInspector: (ctx) => async (uri?: unknown, runId?: unknown) => {
     const caseFile = uri instanceof vscode.Uri ? uri : await pickCaseFile();
     if (!caseFile) return { ok: false, reason: "No case file chosen." } satisfies CommandResult;
@@ -105,6 +109,21 @@ function startWorkflow(ctx: Ctx, mode: "run" | "step", uri: unknown, input: unkn
 
 function isItemWithUri(value: unknown): value is { resourceUri: vscode.Uri } {
   return typeof value === "object" && value !== null && (value as { resourceUri?: unknown }).resourceUri instanceof vscode.Uri;
+}
+
+async function ruleAction(ctx: Ctx, item: unknown, action: "confirm" | "edit" | "delete", statement?: unknown) {
+  const target = await caseFileAndId(item, undefined, "Rule id");
+  if (!target) return noTarget;
+  const result = await changeRule(
+    ctx.extension,
+    ctx.log,
+    target.caseFile,
+    target.id,
+    action,
+    typeof statement === "string" ? statement : undefined,
+  );
+  ctx.views.refresh();
+  return result;
 }
 
 /** A case file and an id, from the arguments (tree items pass both) or asked for. */

@@ -124,17 +124,9 @@ export async function exportStepAsEval(
     ((await vscode.window.showQuickPick(["json", "promptfoo", "openai-jsonl"], { title: "Export step as eval case: format" })) as
       EvalFormat | undefined);
   if (!chosen) return { ok: false, reason: "No format chosen." };
-  const cli = vscode.Uri.joinPath(extension.extensionUri, "dist", "cli.js").fsPath;
   const args = ["export-eval", caseFile.fsPath, "--step", agentCallId, "--format", chosen];
   log.info(`export: casefile ${args.join(" ")}`);
-  const { code, out } = await new Promise<{ code: number | null; out: string }>((resolve) => {
-    const child = fork(cli, args, { silent: true, execArgv: [], cwd: path.dirname(caseFile.fsPath) });
-    let text = "";
-    child.stdout?.on("data", (d: Buffer) => (text += d.toString("utf8")));
-    child.stderr?.on("data", (d: Buffer) => (text += d.toString("utf8")));
-    child.on("exit", (c) => resolve({ code: c, out: text }));
-    child.on("error", (e) => resolve({ code: -1, out: e.message }));
-  });
+  const { code, out } = await runCli(extension, args, path.dirname(caseFile.fsPath));
   const lines = out.trim().split("\n");
   if (code !== 0) {
     log.error(`export failed: ${out.trim()}`);
@@ -147,6 +139,48 @@ export async function exportStepAsEval(
     if (pick) void vscode.window.showTextDocument(vscode.Uri.file(file));
   });
   return { ok: true, message, file };
+}
+
+/** Runs the bundled CLI (dist/cli.js) in a child process; its output and exit code. */
+export function runCli(extension: vscode.ExtensionContext, args: string[], cwd: string): Promise<{ code: number | null; out: string }> {
+  const cli = vscode.Uri.joinPath(extension.extensionUri, "dist", "cli.js").fsPath;
+  return new Promise((resolve) => {
+    const child = fork(cli, args, { silent: true, execArgv: [], cwd });
+    let text = "";
+    child.stdout?.on("data", (d: Buffer) => (text += d.toString("utf8")));
+    child.stderr?.on("data", (d: Buffer) => (text += d.toString("utf8")));
+    child.on("exit", (c) => resolve({ code: c, out: text }));
+    child.on("error", (e) => resolve({ code: -1, out: e.message }));
+  });
+}
+
+/**
+ * Confirm, edit or delete a business rule in a case file (the Rules view's actions), through the
+ * CLI's `rules` command: one implementation of the rule book's changes and their history.
+ * Changing a rule book runs no workflow code, so it is allowed in Restricted Mode.
+ */
+export async function changeRule(
+  extension: vscode.ExtensionContext,
+  log: vscode.LogOutputChannel,
+  caseFile: vscode.Uri,
+  ruleId: string,
+  action: "confirm" | "edit" | "delete",
+  statement?: string,
+): Promise<ActionResult> {
+  const args = ["rules", caseFile.fsPath, action, ruleId, "--by", "vscode"];
+  if (action === "edit") {
+    const text =
+      statement ?? (await vscode.window.showInputBox({ title: `Edit rule ${ruleId}`, prompt: "Statement", ignoreFocusOut: true }));
+    if (!text) return { ok: false, reason: "No statement given." };
+    args.push("--statement", text);
+  }
+  if (action === "delete" && statement === undefined) {
+    const sure = await vscode.window.showWarningMessage(`Delete rule ${ruleId}?`, { modal: true }, "Delete");
+    if (sure !== "Delete") return { ok: false, reason: "Not deleted." };
+  }
+  const { code, out } = await runCli(extension, args, path.dirname(caseFile.fsPath));
+  log.info(`rules ${action} ${ruleId}: ${out.trim()}`);
+  return tell(code === 0 ? { ok: true, message: out.trim() || `Rule ${ruleId}: ${action} done.` } : { ok: false, reason: out.trim() });
 }
 
 /** "Casefile: Set API Key": the key goes to SecretStorage only, never to settings or the log. */
@@ -184,10 +218,10 @@ export async function performInspectorAction(
       result = await forkEditor(caseFile, action.checkpointId);
       break;
     case "replayStep":
-      result = await replayStep(sessions, log, caseFile, action.stepId, action.mode);
+      result = await replayStep(sessions, log, caseFile, await agentCallOfStep(caseFile, action.stepId), action.mode);
       break;
     case "exportStepAsEval":
-      result = await exportStepAsEval(extension, log, caseFile, action.stepId, action.format);
+      result = await exportStepAsEval(extension, log, caseFile, await agentCallOfStep(caseFile, action.stepId), action.format);
       break;
     default: {
       const never: never = action;
@@ -196,6 +230,28 @@ export async function performInspectorAction(
   }
   if (!result.ok) throw new Error(result.reason);
   return result.message;
+}
+
+/**
+ * The agent call recorded for a step the inspector names (replay and export take agent call ids).
+ * The engine gives both the same id; a case file that does not is matched by run, superstep and
+ * executor. Unmatched, the step id goes on as it is and the runner or CLI says what is wrong.
+ */
+async function agentCallOfStep(caseFile: vscode.Uri, stepId: string): Promise<string> {
+  const { openCaseFile } = await import("../casefile/index.js");
+  const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
+  try {
+    if (store.getAgentCall(stepId)) return stepId;
+    for (const run of store.listRuns()) {
+      const step = store.listSteps(run.id).find((s) => s.id === stepId);
+      if (!step) continue;
+      const call = store.listAgentCalls(run.id).find((c) => c.superstep === step.superstep && c.executor === step.executor);
+      if (call) return call.id;
+    }
+    return stepId;
+  } finally {
+    store.close();
+  }
 }
 
 function tell(result: ActionResult): ActionResult {

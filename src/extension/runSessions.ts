@@ -19,7 +19,7 @@ export type RunResult =
 export const API_KEY_SECRETS = { openai: "OPENAI_API_KEY", azure: "AZURE_OPENAI_API_KEY" } as const;
 
 export class RunSessions implements vscode.Disposable {
-  private active: { handle: RunnerHandle; stepMode: boolean; runId?: string; superstep?: number } | undefined;
+  private active: { handle: RunnerHandle; stepMode: boolean; runId?: string; superstep?: number; paused?: boolean } | undefined;
   private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
   private refreshTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -35,12 +35,21 @@ export class RunSessions implements vscode.Disposable {
     return this.active !== undefined;
   }
 
+  /** Where a step-mode run waits for Continue, Step or Stop; undefined when none waits. */
+  get pausedAt(): { runId: string; superstep: number } | undefined {
+    const a = this.active;
+    return a?.paused && a.runId !== undefined ? { runId: a.runId, superstep: a.superstep ?? 0 } : undefined;
+  }
+
   /** Sends Continue, Step, Stop or Pause to the running workflow. Called by the stepControl command. */
   control(action: ControlAction): boolean {
     if (!this.active) return false;
     this.log.info(`run control: ${action}`);
     this.active.handle.control(action);
-    if (action !== "pause") this.showStatus("running");
+    if (action !== "pause") {
+      this.active.paused = false;
+      this.showStatus("running");
+    }
     return true;
   }
 
@@ -121,7 +130,7 @@ export class RunSessions implements vscode.Disposable {
       }
       case "paused":
         this.log.info(`paused before superstep ${message.superstep} of ${message.runId}`);
-        if (this.active) Object.assign(this.active, { runId: message.runId, superstep: message.superstep });
+        if (this.active) Object.assign(this.active, { runId: message.runId, superstep: message.superstep, paused: true });
         this.progress?.report({ message: `paused before superstep ${message.superstep}` });
         this.showStatus("paused");
         this.refreshSoon();

@@ -1,10 +1,11 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { CASE_FILE_GLOB } from "./caseFiles";
+import { IntentsTree, RequestsTree, RulesTree, RunsTree } from "./caseViews";
 
 /**
- * The tree views of the Casefile activity-bar container. Views whose feature is not built yet
- * stay empty and show their `viewsWelcome` text from package.json, which says so plainly.
+ * The tree views of the Casefile activity-bar container: Workflows here, the views of case files
+ * in caseViews.ts. An empty view shows its `viewsWelcome` text from package.json.
  */
 
 export const VIEW_IDS = {
@@ -14,39 +15,6 @@ export const VIEW_IDS = {
   requests: "casefile.requests",
   rules: "casefile.rules",
 } as const;
-
-/** Runs view, first level: the case files in the workspace; selecting one opens the inspector. */
-class CaseFilesProvider implements vscode.TreeDataProvider<vscode.Uri> {
-  private readonly changed = new vscode.EventEmitter<void>();
-  readonly onDidChangeTreeData = this.changed.event;
-
-  refresh(): void {
-    this.changed.fire();
-  }
-
-  async getChildren(element?: vscode.Uri): Promise<vscode.Uri[]> {
-    if (element) return [];
-    const files = await vscode.workspace.findFiles(CASE_FILE_GLOB, "**/node_modules/**");
-    return files.sort((a, b) => a.fsPath.localeCompare(b.fsPath));
-  }
-
-  getTreeItem(uri: vscode.Uri): vscode.TreeItem {
-    const item = new vscode.TreeItem(path.basename(uri.fsPath), vscode.TreeItemCollapsibleState.None);
-    item.resourceUri = uri;
-    // The folder, when the file is not at the workspace root.
-    const folder = path.dirname(vscode.workspace.asRelativePath(uri, false));
-    if (folder !== ".") item.description = folder;
-    item.tooltip = uri.fsPath;
-    item.iconPath = new vscode.ThemeIcon("database");
-    item.contextValue = "casefile.caseFile";
-    item.command = { command: "casefile.openInspector", title: "Open Run Inspector", arguments: [uri] };
-    return item;
-  }
-
-  dispose(): void {
-    this.changed.dispose();
-  }
-}
 
 /** Workflows view: workspace .ts files calling defineWorkflow, with Run and Step inline actions. */
 class WorkflowsProvider implements vscode.TreeDataProvider<vscode.Uri> {
@@ -79,49 +47,49 @@ class WorkflowsProvider implements vscode.TreeDataProvider<vscode.Uri> {
   }
 }
 
-/** A view with no provider of its own yet: empty, so VS Code shows its welcome text. */
-class NotBuiltYetProvider implements vscode.TreeDataProvider<never> {
-  getChildren(): never[] {
-    return [];
-  }
-  getTreeItem(element: never): vscode.TreeItem {
-    return element;
-  }
-}
-
 export class CasefileViews implements vscode.Disposable {
-  private readonly caseFiles = new CaseFilesProvider();
+  private readonly runs = new RunsTree();
   private readonly workflows = new WorkflowsProvider();
+  private readonly requests = new RequestsTree();
+  private readonly intents = new IntentsTree();
+  private readonly rules = new RulesTree();
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor() {
-    const empty = new NotBuiltYetProvider();
     this.disposables.push(
-      this.caseFiles,
+      this.runs,
       this.workflows,
-      vscode.window.registerTreeDataProvider(VIEW_IDS.runs, this.caseFiles),
+      this.requests,
+      this.intents,
+      this.rules,
+      vscode.window.registerTreeDataProvider(VIEW_IDS.runs, this.runs),
       vscode.window.registerTreeDataProvider(VIEW_IDS.workflows, this.workflows),
-      vscode.window.registerTreeDataProvider(VIEW_IDS.intents, empty),
-      vscode.window.registerTreeDataProvider(VIEW_IDS.requests, empty),
-      vscode.window.registerTreeDataProvider(VIEW_IDS.rules, empty),
+      vscode.window.registerTreeDataProvider(VIEW_IDS.intents, this.intents),
+      vscode.window.registerTreeDataProvider(VIEW_IDS.requests, this.requests),
+      vscode.window.registerTreeDataProvider(VIEW_IDS.rules, this.rules),
     );
     const watcher = vscode.workspace.createFileSystemWatcher(CASE_FILE_GLOB);
     this.disposables.push(
       watcher,
       watcher.onDidCreate(() => this.refresh()),
       watcher.onDidDelete(() => this.refresh()),
+      watcher.onDidChange(() => this.refreshSoon()),
     );
   }
 
   /** The case files the Runs view lists, in its order. */
-  listCaseFiles(): Promise<vscode.Uri[]> {
-    return this.caseFiles.getChildren();
+  async listCaseFiles(): Promise<vscode.Uri[]> {
+    return (await this.runs.getChildren()).map((n) => n.caseFile);
+  }
+
+  /** The view's tree data providers: read by the e2e suite, as the views draw them. */
+  get trees(): { runs: RunsTree; requests: RequestsTree; intents: IntentsTree; rules: RulesTree } {
+    return { runs: this.runs, requests: this.requests, intents: this.intents, rules: this.rules };
   }
 
   /** Called by the refreshViews command and when case files appear or go. */
   refresh(): void {
-    this.caseFiles.refresh();
-    this.workflows.refresh();
+    for (const tree of [this.runs, this.workflows, this.requests, this.intents, this.rules]) tree.refresh();
   }
 
   /** The workflow files the Workflows view lists, in its order. */
@@ -129,7 +97,16 @@ export class CasefileViews implements vscode.Disposable {
     return this.workflows.getChildren();
   }
 
+  private refreshTimer: ReturnType<typeof setTimeout> | undefined;
+
+  /** Called when a case file changes (a run commits, a rule is confirmed): one refresh per burst. */
+  private refreshSoon(): void {
+    clearTimeout(this.refreshTimer);
+    this.refreshTimer = setTimeout(() => this.refresh(), 500);
+  }
+
   dispose(): void {
+    clearTimeout(this.refreshTimer);
     for (const d of this.disposables.splice(0)) d.dispose();
   }
 }

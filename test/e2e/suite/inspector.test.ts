@@ -55,7 +55,7 @@ describe("Run Inspector on a fixture case file", () => {
       waitFor: `body[data-loaded="${RUN}"]`,
       read: { rows: ".timeline-row", title: ".title strong" },
       click: ['.timeline-row:has(.superstep-number:text-is("#2"))', '.tab[data-tab="decision"]', 'button[data-action="resume"]'],
-      waitAfterClicks: [".verdict-large", "#notice.visible .codicon-info"],
+      waitAfterClicks: [".verdict-large", "#notice.visible"],
       readAfterClicks: { verdict: ".verdict-large", rules: ".rule", proposal: ".proposal-json", notice: "#notice" },
     });
     // The details (and the State tab) came from the host on selection: the real round trip through the store.
@@ -88,8 +88,8 @@ describe("Run Inspector on a fixture case file", () => {
     assert.deepEqual(checks.after?.verdict?.map(normalise), ["Accepted"]);
     assert.equal(checks.after?.rules?.length, 3);
     assert.match(checks.after?.proposal?.[0] ?? "", /"action": "approve"/);
-    // The host answered the Resume click: trusted workspace, runner integration not built yet.
-    assert.match(checks.after?.notice?.[0] ?? "", /Resume from checkpoint run-2026-11-30-a1-cp2 is not built yet/);
+    // The host answered the Resume click through the runner: the fixture's run names a workflow file the workspace lacks.
+    assert.match(checks.after?.notice?.[0] ?? "", /^BUNDLE_FAILED: cannot bundle workflow \S*invoice\.workflow\.ts/);
     assert.deepEqual(checks.cspViolations, [], "the panel's CSP refused nothing the inspector does");
   });
 
@@ -153,7 +153,9 @@ describe("Run Inspector on a fixture case file", () => {
     // The Casefile log channel writes to a file under the extension's log folder.
     const logged = await readLogs(api.ctx.extension.logUri);
     assert.equal((logged.match(/dropped a malformed message from the webview/g) ?? []).length, 4, logged.slice(-2000));
-    assert.match(checks.after?.notice?.[0] ?? "", /Export of step run-2026-11-30-a1-s1-triage as a json eval case is not built yet/);
+    // The export ran (the CLI, in a child process) for the step's agent call, and said why it could not.
+    assert.match(checks.after?.notice?.[0] ?? "", /^Export failed: casefile: \w+: /);
+    assert.doesNotMatch(checks.after?.notice?.[0] ?? "", /no agent step/);
   });
 });
 

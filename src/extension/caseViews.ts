@@ -1,0 +1,241 @@
+import * as path from "node:path";
+import * as vscode from "vscode";
+import type { CaseStore } from "../engine/store";
+import { CASE_FILE_GLOB } from "./caseFiles";
+
+/**
+ * The Runs, Requests, Intents and Rules views: what the workspace's case files hold, read-only
+ * (each read opens a case file without a lock and closes it). views.ts registers them and
+ * refreshes them when case files change and while a run goes.
+ */
+
+/** A node of the views. Items that commands act on carry `caseFile` and `id` (see commands.ts caseFileAndId). */
+export type CaseNode =
+  | { kind: "caseFile"; caseFile: vscode.Uri }
+  | { kind: "run"; caseFile: vscode.Uri; id: string; status: string; workflow: string; parentCheckpointId?: string }
+  | { kind: "checkpoint"; caseFile: vscode.Uri; id: string; runId: string; superstep: number }
+  | { kind: "step"; caseFile: vscode.Uri; id: string; executor: string; stepKind: string; status: string; agent: boolean }
+  | { kind: "request"; caseFile: vscode.Uri; id: string; runId: string; title: string; detail?: string }
+  | { kind: "intent"; caseFile: vscode.Uri; id: string; runId: string; status: string; executor: string; error?: string }
+  | { kind: "rule"; caseFile: vscode.Uri; id: string; statement: string; confirmed: boolean };
+
+async function listCaseFiles(): Promise<vscode.Uri[]> {
+  const files = await vscode.workspace.findFiles(CASE_FILE_GLOB, "**/node_modules/**");
+  return files.sort((a, b) => a.fsPath.localeCompare(b.fsPath));
+}
+
+async function withStore<T>(caseFile: vscode.Uri, read: (store: CaseStore) => T): Promise<T | undefined> {
+  const { openCaseFile } = await import("../casefile/index.js");
+  try {
+    const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
+    try {
+      return read(store);
+    } finally {
+      store.close();
+    }
+  } catch {
+    // A case file being compacted or not a case file: skipped this time, shown on the next refresh.
+    return undefined;
+  }
+}
+
+abstract class CaseTree implements vscode.TreeDataProvider<CaseNode>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<void>();
+  readonly onDidChangeTreeData = this.changed.event;
+  refresh(): void {
+    this.changed.fire();
+  }
+  abstract getChildren(element?: CaseNode): Promise<CaseNode[]>;
+  getTreeItem(node: CaseNode): vscode.TreeItem {
+    return treeItem(node);
+  }
+  dispose(): void {
+    this.changed.dispose();
+  }
+}
+
+/** Runs: case files, then runs drawn as a tree of branches (a fork under the run it came from), then checkpoints, then steps. */
+export class RunsTree extends CaseTree {
+  async getChildren(element?: CaseNode): Promise<CaseNode[]> {
+    if (!element) return (await listCaseFiles()).map((caseFile) => ({ kind: "caseFile", caseFile }));
+    const caseFile = element.caseFile;
+    switch (element.kind) {
+      case "caseFile":
+      case "run":
+        return (
+          (await withStore(caseFile, (store) => {
+            const runs = store.listRuns();
+            const ids = new Set(runs.map((r) => r.id));
+            const parent = element.kind === "run" ? element.id : undefined;
+            const branches: CaseNode[] = runs
+              .filter((r) => (parent ? r.parentRunId === parent : !r.parentRunId || !ids.has(r.parentRunId)))
+              .map((r) => ({
+                kind: "run",
+                caseFile,
+                id: r.id,
+                status: r.status,
+                workflow: r.workflow.name,
+                ...(r.parentCheckpointId ? { parentCheckpointId: r.parentCheckpointId } : {}),
+              }));
+            if (!parent) return branches;
+            const checkpoints: CaseNode[] = store
+              .listCheckpoints(parent)
+              .map((c) => ({ kind: "checkpoint", caseFile, id: c.id, runId: parent, superstep: c.superstep }));
+            return [...branches, ...checkpoints];
+          })) ?? []
+        );
+      case "checkpoint":
+        return (
+          (await withStore(caseFile, (store) => {
+            const agentCalls = new Set(store.listAgentCalls(element.runId).map((c) => c.id));
+            return store.listSteps(element.runId, element.superstep).map((s): CaseNode => ({
+              kind: "step",
+              caseFile,
+              id: s.id,
+              executor: s.executor,
+              stepKind: s.kind,
+              status: s.status,
+              agent: agentCalls.has(s.id),
+            }));
+          })) ?? []
+        );
+      default:
+        return [];
+    }
+  }
+}
+
+/** Requests: runs waiting for a person, across case files; selecting one answers it. */
+export class RequestsTree extends CaseTree {
+  async getChildren(element?: CaseNode): Promise<CaseNode[]> {
+    if (element) return [];
+    const all: CaseNode[] = [];
+    for (const caseFile of await listCaseFiles()) {
+      const found = await withStore(caseFile, (store) =>
+        store
+          .listRuns()
+          .filter((r) => r.status === "waiting")
+          .flatMap((r) => store.latestCheckpoint(r.id)?.waiting ?? [])
+          .map((w): CaseNode => ({
+            kind: "request",
+            caseFile,
+            id: w.id,
+            runId: w.runId,
+            title: w.prompt.title,
+            ...(w.prompt.detail ? { detail: w.prompt.detail } : {}),
+          })),
+      );
+      all.push(...(found ?? []));
+    }
+    return all;
+  }
+}
+
+/** Intents: open and failed intents across case files. */
+export class IntentsTree extends CaseTree {
+  async getChildren(element?: CaseNode): Promise<CaseNode[]> {
+    if (element) return [];
+    const all: CaseNode[] = [];
+    for (const caseFile of await listCaseFiles()) {
+      const found = await withStore(caseFile, (store) =>
+        store
+          .listIntents()
+          .filter((i) => i.status === "open" || i.status === "failed" || i.status === "needs_replanning")
+          .map((i): CaseNode => ({
+            kind: "intent",
+            caseFile,
+            id: i.id,
+            runId: i.runId,
+            status: i.status,
+            executor: i.executor,
+            ...(i.error ? { error: `${i.error.code}: ${i.error.message}` } : {}),
+          })),
+      );
+      all.push(...(found ?? []));
+    }
+    return all;
+  }
+}
+
+/** Rules: the business rules in the workspace's case files (rule books), with confirm, edit, delete. */
+export class RulesTree extends CaseTree {
+  async getChildren(element?: CaseNode): Promise<CaseNode[]> {
+    if (element) return [];
+    const all: CaseNode[] = [];
+    for (const caseFile of await listCaseFiles()) {
+      const found = await withStore(caseFile, (store) =>
+        store
+          .listRules()
+          .map((r): CaseNode => ({ kind: "rule", caseFile, id: r.id, statement: r.statement, confirmed: r.confirmedAt !== undefined })),
+      );
+      all.push(...(found ?? []));
+    }
+    return all;
+  }
+}
+
+function treeItem(node: CaseNode): vscode.TreeItem {
+  const { Collapsed, None } = vscode.TreeItemCollapsibleState;
+  const file = path.basename(node.caseFile.fsPath);
+  let item: vscode.TreeItem;
+  switch (node.kind) {
+    case "caseFile": {
+      item = new vscode.TreeItem(file, Collapsed);
+      item.resourceUri = node.caseFile;
+      const folder = path.dirname(vscode.workspace.asRelativePath(node.caseFile, false));
+      if (folder !== ".") item.description = folder;
+      item.tooltip = node.caseFile.fsPath;
+      item.iconPath = new vscode.ThemeIcon("database");
+      item.contextValue = "casefile.caseFile";
+      item.command = { command: "casefile.openInspector", title: "Open Run Inspector", arguments: [node.caseFile] };
+      return item;
+    }
+    case "run":
+      item = new vscode.TreeItem(node.id, Collapsed);
+      item.description = `${node.workflow} · ${node.status}${node.parentCheckpointId ? ` · from ${node.parentCheckpointId}` : ""}`;
+      item.iconPath = new vscode.ThemeIcon(node.parentCheckpointId ? "git-branch" : "run");
+      item.contextValue = "casefile.run";
+      item.command = { command: "casefile.openInspector", title: "Open Run Inspector", arguments: [node.caseFile, node.id] };
+      return item;
+    case "checkpoint":
+      item = new vscode.TreeItem(`#${node.superstep}`, Collapsed);
+      item.description = node.id;
+      item.iconPath = new vscode.ThemeIcon("debug-breakpoint-log");
+      item.contextValue = "casefile.checkpoint";
+      return item;
+    case "step":
+      item = new vscode.TreeItem(node.executor, None);
+      item.description = `${node.stepKind} · ${node.status}`;
+      item.tooltip = node.id;
+      item.iconPath = new vscode.ThemeIcon(node.status === "failed" ? "error" : node.status === "waiting" ? "watch" : "pass");
+      item.contextValue = node.agent ? "casefile.agentStep" : "casefile.step";
+      return item;
+    case "request":
+      item = new vscode.TreeItem(node.title, None);
+      item.description = `${node.runId} · ${file}`;
+      item.tooltip = node.detail ?? node.title;
+      item.iconPath = new vscode.ThemeIcon("person");
+      item.contextValue = "casefile.request";
+      item.command = { command: "casefile.answerRequest", title: "Answer Request", arguments: [node] };
+      return item;
+    case "intent":
+      item = new vscode.TreeItem(node.id, None);
+      item.description = `${node.status} · ${node.executor} · ${file}`;
+      item.tooltip = node.error ?? node.id;
+      item.iconPath = new vscode.ThemeIcon(node.status === "open" ? "circle-large-outline" : "error");
+      item.contextValue = "casefile.intent";
+      item.command = { command: "casefile.openInspector", title: "Open Run Inspector", arguments: [node.caseFile, node.runId] };
+      return item;
+    case "rule":
+      item = new vscode.TreeItem(node.statement, None);
+      item.description = `${node.confirmed ? "confirmed" : "unconfirmed"} · ${file}`;
+      item.tooltip = node.id;
+      item.iconPath = new vscode.ThemeIcon(node.confirmed ? "verified" : "unverified");
+      item.contextValue = node.confirmed ? "casefile.rule" : "casefile.rule.unconfirmed";
+      return item;
+    default: {
+      const never: never = node;
+      throw new Error(`unhandled node ${JSON.stringify(never)}`);
+    }
+  }
+}

@@ -1,0 +1,207 @@
+import * as assert from "node:assert/strict";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import * as vscode from "vscode";
+import { startErp } from "../../../examples/erp/server";
+import { invoiceSeed } from "../../../examples/invoice/erpData";
+import { openCaseFile } from "../../../src/casefile/index";
+import type { CasefileTestApi } from "../../../src/extension/extension";
+import { askBrowser, browserAvailable } from "./exchange";
+
+/** The repository: the suite is bundled to dist/e2e/ (buildSuite.ts). */
+const ROOT = path.resolve(__dirname, "../..");
+
+type Result = { ok: true; runId: string; status: string; caseFile: string; message: string; file?: string } | { ok: false; reason: string };
+
+/**
+ * The invoice example run from the editor: the ERP stand-in runs in this process (the extension
+ * host), the workflow is copied into the workspace, and every command goes through the real
+ * runner child process with the scripted model (workflow.responses.json).
+ */
+describe("Running the invoice example from the editor", function () {
+  // A busy 2-core machine: bundling the workflow and a run take seconds each.
+  this.timeout(120_000);
+  let api: CasefileTestApi;
+  let erp: Awaited<ReturnType<typeof startErp>>;
+  let erpDir: string;
+  let workflow: vscode.Uri;
+  let caseFile: vscode.Uri;
+  let runId: string;
+
+  before(async () => {
+    api = await vscode.extensions.getExtension<CasefileTestApi>("casefile.casefile")!.activate();
+    const folder = vscode.workspace.workspaceFolders![0]!.uri.fsPath;
+    mkdirSync(path.join(folder, "invoice"), { recursive: true });
+    for (const f of ["workflow.ts", "workflow.responses.json"]) {
+      copyFileSync(path.join(ROOT, "examples", "invoice", f), path.join(folder, "invoice", f));
+    }
+    workflow = vscode.Uri.file(path.join(folder, "invoice", "workflow.ts"));
+    caseFile = vscode.Uri.file(path.join(folder, "invoice", "INV-1001.casefile"));
+    erpDir = mkdtempSync(path.join(os.tmpdir(), "casefile-e2e-erp-"));
+    erp = await startErp({ dataDir: erpDir, seed: invoiceSeed });
+    // The runner inherits the extension host's environment; the workflow reads ERP_URL from it.
+    process.env.ERP_URL = erp.url;
+  });
+
+  after(async () => {
+    delete process.env.ERP_URL;
+    await erp?.close();
+    rmSync(erpDir, { recursive: true, force: true });
+  });
+
+  it("the Workflows view lists the workspace's workflow file", async () => {
+    const listed = await api.ctx.views.listWorkflows();
+    assert.deepEqual(
+      listed.map((u) => vscode.workspace.asRelativePath(u)),
+      ["invoice/workflow.ts"],
+    );
+  });
+
+  it("Run Workflow runs it to the person's review, and the Runs view lists its case file", async () => {
+    const result = (await vscode.commands.executeCommand("casefile.run", workflow, { invoiceId: "INV-1001" }, caseFile.fsPath)) as Result;
+    assert.equal(result.ok, true, result.ok ? "" : result.reason);
+    assert.ok(result.ok);
+    // A 9% variance: the tolerance rule escalates the agent's "approve", and the run waits for a person.
+    assert.equal(result.status, "waiting");
+    runId = result.runId;
+    const listed = await api.ctx.views.listCaseFiles();
+    assert.ok(
+      listed.some((u) => u.fsPath === caseFile.fsPath),
+      listed.map((u) => u.fsPath).join(", "),
+    );
+  });
+
+  it("the Runs view draws the run with its checkpoints and steps, and the Requests view lists its review", async () => {
+    const { runs, requests } = api.ctx.views.trees;
+    const file = (await runs.getChildren()).find((n) => n.caseFile.fsPath === caseFile.fsPath)!;
+    const [run, ...others] = await runs.getChildren(file);
+    assert.equal(others.length, 0);
+    assert.equal(run?.kind === "run" && run.id, runId);
+    const checkpoints = (await runs.getChildren(run)).filter((n) => n.kind === "checkpoint");
+    assert.ok(checkpoints.length >= 3, `${checkpoints.length} checkpoints`);
+    const steps = (await Promise.all(checkpoints.map((c) => runs.getChildren(c)))).flat();
+    assert.ok(
+      steps.some((s) => s.kind === "step" && s.agent && s.executor === "propose"),
+      steps.map((s) => (s.kind === "step" ? s.executor : s.kind)).join(", "),
+    );
+    const waiting = (await requests.getChildren()).filter((r) => r.caseFile.fsPath === caseFile.fsPath);
+    assert.equal(waiting.length, 1);
+    assert.equal(waiting[0]!.kind, "request");
+  });
+
+  it("Step Workflow pauses at each superstep boundary until told to continue", async () => {
+    const stepped = vscode.Uri.file(path.join(path.dirname(caseFile.fsPath), "INV-1002.casefile"));
+    const running = vscode.commands.executeCommand(
+      "casefile.step",
+      workflow,
+      { invoiceId: "INV-1002" },
+      stepped.fsPath,
+    ) as Thenable<Result>;
+    let paused = api.ctx.runs.pausedAt;
+    for (let i = 0; i < 300 && !paused; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      paused = api.ctx.runs.pausedAt;
+    }
+    assert.ok(paused, "the run paused");
+    const first = paused.superstep;
+    assert.deepEqual(await vscode.commands.executeCommand("casefile.stepControl", "step"), { ok: true });
+    for (let i = 0; i < 300 && (api.ctx.runs.pausedAt?.superstep ?? first) === first; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.ok((api.ctx.runs.pausedAt?.superstep ?? -1) > first, "one Step moved one superstep on and paused again");
+    await vscode.commands.executeCommand("casefile.stepControl", "continue");
+    const result = await running;
+    assert.equal(result.ok, true, result.ok ? "" : result.reason);
+    // A 2% variance: approved and paid, no person needed.
+    assert.ok(result.ok);
+    assert.equal(result.status, "completed");
+  });
+
+  if (browserAvailable()) {
+    it("the Run Inspector shows the agent's proposal against the commit's verdict", async () => {
+      const superstep = await agentSuperstep();
+      await vscode.commands.executeCommand("workbench.action.closeAllEditors");
+      await vscode.commands.executeCommand("casefile.openInspector", caseFile, runId);
+      const checks = await askBrowser({
+        name: "run-proposal",
+        waitFor: `body[data-loaded="${runId}"]`,
+        read: { rows: ".timeline-row" },
+        click: [`.timeline-row:has(.superstep-number:text-is("#${superstep}"))`, '.tab[data-tab="decision"]'],
+        waitAfterClicks: [".verdict-large"],
+        readAfterClicks: { verdict: ".verdict-large", proposal: ".proposal-json", rules: ".rule" },
+      });
+      assert.equal(checks.found, true, checks.error);
+      assert.match(checks.after?.proposal?.[0] ?? "", /"action": "approve_variance"/);
+      assert.deepEqual(
+        checks.after?.verdict?.map((s) => s.replace(/\s+/g, " ").trim()),
+        ["Escalated"],
+      );
+      assert.ok((checks.after?.rules?.length ?? 0) >= 1, "the commit's rules are listed");
+    });
+  }
+
+  it("Resume from Checkpoint forks a branch of the run", async () => {
+    const first = await firstCheckpoint();
+    const result = (await vscode.commands.executeCommand("casefile.resume", caseFile, first)) as Result;
+    assert.equal(result.ok, true, result.ok ? "" : result.reason);
+    assert.ok(result.ok);
+    assert.notEqual(result.runId, runId);
+    const model = await api.ctx.inspector.load(caseFile, result.runId);
+    const branch = model.branches.find((b) => b.runId === result.runId);
+    assert.ok(branch, JSON.stringify(model.branches));
+    assert.equal(branch.parentRunId, runId);
+    assert.equal(branch.parentCheckpointId, first);
+    // The Runs view draws the branch under the run it came from.
+    const { runs } = api.ctx.views.trees;
+    const file = (await runs.getChildren()).find((n) => n.caseFile.fsPath === caseFile.fsPath)!;
+    const [run] = await runs.getChildren(file);
+    const under = (await runs.getChildren(run)).filter((n) => n.kind === "run");
+    assert.deepEqual(
+      under.map((n) => n.kind === "run" && n.id),
+      [result.runId],
+    );
+  });
+
+  it("Export Step as Eval writes the eval case into the workspace and names it", async () => {
+    const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
+    const call = store.listAgentCalls(runId)[0]!;
+    store.close();
+    const result = (await vscode.commands.executeCommand("casefile.exportStepAsEval", caseFile, call.id, "json")) as Result;
+    assert.equal(result.ok, true, result.ok ? "" : result.reason);
+    assert.ok(result.ok && result.file);
+    assert.ok(result.file.startsWith(vscode.workspace.workspaceFolders![0]!.uri.fsPath), result.file);
+    assert.ok(existsSync(result.file));
+    const evalCase = JSON.parse(readFileSync(result.file, "utf8")) as { step: string };
+    assert.equal(evalCase.step, call.executor);
+    assert.match(result.message, /Eval case written to invoice\/evals\//);
+  });
+
+  it("Answer Request answers the waiting review and the run goes on", async () => {
+    const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
+    const waiting = store.latestCheckpoint(runId)?.waiting[0];
+    store.close();
+    assert.ok(waiting, "the run waits for a person");
+    const answer = { decision: "reject", comment: "Price rise not agreed; ask for a credit note." };
+    const result = (await vscode.commands.executeCommand("casefile.answerRequest", caseFile, waiting.id, answer)) as Result;
+    assert.equal(result.ok, true, result.ok ? "" : result.reason);
+    assert.ok(result.ok);
+    assert.notEqual(result.status, "waiting");
+  });
+
+  async function agentSuperstep(): Promise<number> {
+    const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
+    try {
+      return store.listAgentCalls(runId)[0]!.superstep;
+    } finally {
+      store.close();
+    }
+  }
+
+  async function firstCheckpoint(): Promise<string> {
+    const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
+    try {
+      return store.listCheckpoints(runId)[0]!.id;
+    } finally {
+      store.close();
+    }
+  }
+});
