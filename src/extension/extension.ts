@@ -1,6 +1,7 @@
 import * as vscode from "vscode";
 import type { Ctx } from "./commands";
 import { commands } from "./commands";
+import { registerAuthoring } from "./authoring";
 import { loadInspectorViewModel, loadSuperstepDetail } from "./caseFiles";
 import type { InspectorActions, InspectorPanel } from "./inspectorPanel";
 import { ForkEditor } from "./forkEditor";
@@ -33,6 +34,8 @@ export function activate(context: vscode.ExtensionContext): CasefileTestApi {
   for (const [name, factory] of Object.entries(commands)) {
     context.subscriptions.push(vscode.commands.registerCommand(`casefile.${name}`, factory(ctx)));
   }
+  // Workflow Graph, CodeLens above defineWorkflow, workflow problems as diagnostics (authoring.ts).
+  registerAuthoring(context, log);
   const activateMs = performance.now() - started;
   log.info(`activated in ${activateMs.toFixed(1)} ms`);
   return { ctx, activateMs, inspectorPanel: async (caseFile) => (await import("./inspectorPanel.js")).InspectorPanel.get(caseFile) };

@@ -1,0 +1,142 @@
+import * as path from "node:path";
+import * as vscode from "vscode";
+import type { Described, WorkflowProblem } from "../protocol/describe";
+import { caseFileFor } from "./runCommands";
+import { canRunWorkflowCode } from "./trust";
+
+/**
+ * Writing workflows: the Workflow Graph command, the CodeLens above `defineWorkflow` (Run | Step |
+ * Graph), and workflow problems in the Problems panel. Registered from extension.ts; everything
+ * heavy (zod, the graph panel, the describe child process) loads on first use.
+ *
+ * Loading a workflow runs its code, so the graph and the diagnostics come from a child process
+ * (dist/describe.js) and only in a trusted workspace.
+ */
+
+const DEFINE_WORKFLOW = /\bdefineWorkflow\s*\(/g;
+const WORKFLOW_SELECTOR: vscode.DocumentSelector = [
+  { language: "typescript", scheme: "file" },
+  { language: "typescriptreact", scheme: "file" },
+];
+
+export interface AuthoringApi {
+  /** Workflow problems in the Problems panel, by file. */
+  readonly diagnostics: vscode.DiagnosticCollection;
+  /** Describes a workflow in a child process and refreshes its diagnostics. */
+  validate(workflow: vscode.Uri): Promise<Described | { ok: false; reason: string }>;
+}
+
+export function registerAuthoring(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): AuthoringApi {
+  const diagnostics = vscode.languages.createDiagnosticCollection("casefile");
+  const describePath = path.join(context.extensionPath, "dist", "describe.js");
+
+  const describe = async (workflow: vscode.Uri): Promise<Described> => {
+    const { describeInChild } = await import("../runner/describe.js");
+    const described = await describeInChild(describePath, workflow.fsPath);
+    showProblems(diagnostics, workflow, described);
+    return described;
+  };
+
+  const validate = async (workflow: vscode.Uri): Promise<Described | { ok: false; reason: string }> => {
+    const trust = canRunWorkflowCode();
+    if (!trust.ok) return trust;
+    return describe(workflow);
+  };
+
+  const showGraph = async (uri?: unknown): Promise<{ ok: true; message: string } | { ok: false; reason: string }> => {
+    const workflow = uri instanceof vscode.Uri ? uri : vscode.window.activeTextEditor?.document.uri;
+    if (!workflow) return { ok: false, reason: "Open a workflow file first." };
+    const trust = canRunWorkflowCode();
+    if (!trust.ok) {
+      void vscode.window.showWarningMessage(trust.reason);
+      return trust;
+    }
+    const { GraphPanel } = await import("./graphPanel.js");
+    const panel = await GraphPanel.show(context.extensionUri, log, { describe, caseFileFor }, workflow);
+    return { ok: true, message: panel.panel.title };
+  };
+
+  context.subscriptions.push(
+    diagnostics,
+    vscode.commands.registerCommand("casefile.showGraph", showGraph),
+    vscode.commands.registerCommand("casefile.revealExecutor", async (uri: unknown, executor: unknown) => {
+      if (!(uri instanceof vscode.Uri) || typeof executor !== "string") return false;
+      const { revealExecutor } = await import("./graphPanel.js");
+      return revealExecutor(uri, executor);
+    }),
+    vscode.languages.registerCodeLensProvider(WORKFLOW_SELECTOR, new WorkflowCodeLens()),
+    vscode.workspace.onDidSaveTextDocument((doc) => {
+      if (!isWorkflowDocument(doc)) return;
+      if (!vscode.workspace.isTrusted) return;
+      void describe(doc.uri).catch((err: unknown) => log.warn(`validating ${doc.uri.fsPath}: ${String(err)}`));
+    }),
+    vscode.workspace.onDidCloseTextDocument((doc) => diagnostics.delete(doc.uri)),
+  );
+  return { diagnostics, validate };
+}
+
+function isWorkflowDocument(doc: vscode.TextDocument): boolean {
+  return (doc.languageId === "typescript" || doc.languageId === "typescriptreact") && /\bdefineWorkflow\s*\(/.test(doc.getText());
+}
+
+/** Run | Step | Graph above each `defineWorkflow(` call. */
+class WorkflowCodeLens implements vscode.CodeLensProvider {
+  provideCodeLenses(doc: vscode.TextDocument): vscode.CodeLens[] {
+    const text = doc.getText();
+    const lenses: vscode.CodeLens[] = [];
+    for (const m of text.matchAll(DEFINE_WORKFLOW)) {
+      // Skip the import line: only calls that build a workflow.
+      const line = doc.lineAt(doc.positionAt(m.index).line);
+      if (/^\s*import\b/.test(line.text)) continue;
+      const range = new vscode.Range(line.range.start, line.range.start);
+      lenses.push(
+        new vscode.CodeLens(range, { title: "$(play) Run", command: "casefile.run", arguments: [doc.uri] }),
+        new vscode.CodeLens(range, { title: "$(debug-step-over) Step", command: "casefile.step", arguments: [doc.uri] }),
+        new vscode.CodeLens(range, { title: "$(type-hierarchy) Graph", command: "casefile.showGraph", arguments: [doc.uri] }),
+      );
+    }
+    return lenses;
+  }
+}
+
+/** Puts a workflow's problems in the Problems panel, each where it points (or at `defineWorkflow`). */
+function showProblems(diagnostics: vscode.DiagnosticCollection, workflow: vscode.Uri, described: Described): void {
+  diagnostics.delete(workflow);
+  if (described.ok) return;
+  const byFile = new Map<string, vscode.Diagnostic[]>();
+  const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === workflow.toString());
+  for (const p of described.problems) {
+    const file = p.file ?? workflow.fsPath;
+    const range = rangeOf(p, file === workflow.fsPath ? doc : undefined);
+    const d = new vscode.Diagnostic(range, p.message, vscode.DiagnosticSeverity.Error);
+    d.source = "casefile";
+    d.code = p.code;
+    byFile.set(file, [...(byFile.get(file) ?? []), d]);
+  }
+  for (const [file, list] of byFile) diagnostics.set(vscode.Uri.file(file), list);
+}
+
+function rangeOf(p: WorkflowProblem, doc: vscode.TextDocument | undefined): vscode.Range {
+  if (p.line !== undefined) {
+    const pos = new vscode.Position(Math.max(0, p.line - 1), Math.max(0, p.column ?? 0));
+    return new vscode.Range(pos, pos.translate(0, 1));
+  }
+  if (doc) {
+    const text = doc.getText();
+    // A problem naming an executor points at its definition; else at defineWorkflow.
+    for (const name of [p.executor, p.key]) {
+      if (!name) continue;
+      const m = new RegExp(`(^|[\\s{,])(["']?)${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\2\\s*:`, "m").exec(text);
+      if (m) {
+        const start = doc.positionAt(m.index + m[1]!.length);
+        return new vscode.Range(start, start.translate(0, name.length + m[2]!.length * 2));
+      }
+    }
+    const call = /\bdefineWorkflow\s*\(/.exec(text.replace(/^\s*import\b.*$/gm, (s) => " ".repeat(s.length)));
+    if (call) {
+      const start = doc.positionAt(call.index);
+      return new vscode.Range(start, start.translate(0, "defineWorkflow".length));
+    }
+  }
+  return new vscode.Range(0, 0, 0, 1);
+}

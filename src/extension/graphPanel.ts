@@ -1,0 +1,231 @@
+import { randomBytes } from "node:crypto";
+import * as path from "node:path";
+import * as vscode from "vscode";
+import type { Described } from "../protocol/describe";
+import type { GraphLive, HostToGraph } from "../protocol/graph";
+import { graphViewModel, parseGraphMessage } from "../protocol/graph";
+
+/**
+ * The Workflow Graph: one webview panel per workflow file. Same boundary as the Run Inspector:
+ * CSP default-src 'none' with a nonce, local resources from media/ only, every message parsed
+ * (src/protocol/graph.ts), nothing posted before the page says `ready`.
+ *
+ * The graph comes from the describe child process (loading a workflow runs its code: only in a
+ * trusted workspace). What is running is read from the workflow's case file: the executors pending
+ * at the latest checkpoint of its newest run (the superstep that runs next, or is running now).
+ * The case file is watched, so the highlight moves as a run writes its checkpoints. The runner's
+ * own events are not exposed to other panels yet; when they are, `setLive` takes them.
+ */
+
+export interface GraphSources {
+  describe(workflow: vscode.Uri): Promise<Described>;
+  /** The case file the workflow's runs are written to. */
+  caseFileFor(workflow: vscode.Uri): string;
+}
+
+export class GraphPanel implements vscode.Disposable {
+  static readonly viewType = "casefile.workflowGraph";
+  private static readonly open = new Map<string, GraphPanel>();
+
+  private ready = false;
+  private latest: HostToGraph | undefined;
+  private readonly disposables: vscode.Disposable[] = [];
+  private disposed = false;
+  private reloadTimer: ReturnType<typeof setTimeout> | undefined;
+  dropped = 0;
+
+  static async show(
+    extensionUri: vscode.Uri,
+    log: vscode.LogOutputChannel,
+    sources: GraphSources,
+    workflow: vscode.Uri,
+  ): Promise<GraphPanel> {
+    const existing = GraphPanel.open.get(workflow.toString());
+    if (existing) {
+      existing.panel.reveal();
+      await existing.reload();
+      return existing;
+    }
+    const media = vscode.Uri.joinPath(extensionUri, "media");
+    const panel = vscode.window.createWebviewPanel(
+      GraphPanel.viewType,
+      `Graph: ${path.basename(workflow.fsPath)}`,
+      vscode.ViewColumn.Beside,
+      {
+        enableScripts: true,
+        localResourceRoots: [media],
+        retainContextWhenHidden: false,
+      },
+    );
+    const graph = new GraphPanel(panel, media, log, sources, workflow);
+    GraphPanel.open.set(workflow.toString(), graph);
+    await graph.reload();
+    return graph;
+  }
+
+  static get(workflow: vscode.Uri): GraphPanel | undefined {
+    return GraphPanel.open.get(workflow.toString());
+  }
+
+  private constructor(
+    readonly panel: vscode.WebviewPanel,
+    private readonly media: vscode.Uri,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly sources: GraphSources,
+    readonly workflow: vscode.Uri,
+  ) {
+    panel.iconPath = vscode.Uri.joinPath(media, "casefile.svg");
+    panel.webview.html = this.html();
+    const caseFile = sources.caseFileFor(workflow);
+    const caseWatcher = vscode.workspace.createFileSystemWatcher(
+      new vscode.RelativePattern(vscode.Uri.file(path.dirname(caseFile)), `${path.basename(caseFile)}*`),
+    );
+    this.disposables.push(
+      panel.webview.onDidReceiveMessage((data: unknown) => void this.receive(data)),
+      panel.onDidDispose(() => this.dispose()),
+      panel.onDidChangeViewState(() => {
+        if (!panel.visible) this.ready = false;
+      }),
+      caseWatcher,
+      caseWatcher.onDidChange(() => this.liveSoon()),
+      caseWatcher.onDidCreate(() => this.liveSoon()),
+      vscode.workspace.onDidSaveTextDocument((doc) => {
+        if (doc.uri.toString() === workflow.toString()) void this.reload();
+      }),
+      { dispose: () => clearTimeout(this.reloadTimer) },
+    );
+  }
+
+  /** Describes the workflow again and sends the graph with what is running. */
+  async reload(): Promise<void> {
+    const described = await this.sources.describe(this.workflow);
+    if (!described.ok) {
+      const text = described.problems.map((p) => p.message).join("\n");
+      this.log.warn(`Workflow Graph: ${this.workflow.fsPath} does not build: ${text}`);
+      this.post({ type: "notice", level: "error", message: `This workflow does not build (see the Problems panel): ${text}` });
+      return;
+    }
+    const file = vscode.workspace.asRelativePath(this.workflow);
+    const live = await this.readLive();
+    this.post({ type: "load", model: graphViewModel({ name: described.name, version: described.version, file }, described.graph, live) });
+  }
+
+  /** Moves the highlight: from the runner's events when given, else re-read from the case file. */
+  async setLive(live?: GraphLive | null): Promise<void> {
+    this.post({ type: "live", live: live === undefined ? await this.readLive() : live });
+  }
+
+  private liveSoon(): void {
+    clearTimeout(this.reloadTimer);
+    this.reloadTimer = setTimeout(() => void this.setLive(), 300);
+  }
+
+  /** The executors pending at the latest checkpoint of the newest run in the workflow's case file. */
+  private async readLive(): Promise<GraphLive | null> {
+    const caseFile = this.sources.caseFileFor(this.workflow);
+    try {
+      await vscode.workspace.fs.stat(vscode.Uri.file(caseFile));
+    } catch {
+      return null;
+    }
+    try {
+      const { openCaseFile } = await import("../casefile/index.js");
+      const store = await openCaseFile(caseFile, { readOnly: true });
+      try {
+        const runs = store.listRuns().sort((a, b) => a.updatedAt.localeCompare(b.updatedAt));
+        const run = runs[runs.length - 1];
+        const cp = run ? store.latestCheckpoint(run.id) : undefined;
+        if (!run || !cp) return null;
+        return { source: "checkpoint", runId: run.id, superstep: cp.superstep, executors: [...new Set(cp.pending.map((m) => m.to))] };
+      } finally {
+        store.close();
+      }
+    } catch (err) {
+      this.log.warn(`Workflow Graph: cannot read ${caseFile}: ${err instanceof Error ? err.message : String(err)}`);
+      return null;
+    }
+  }
+
+  private post(message: HostToGraph): void {
+    if (message.type !== "live") this.latest = message;
+    else if (this.latest?.type === "load") this.latest = { type: "load", model: { ...this.latest.model, live: message.live } };
+    if (this.ready) void this.panel.webview.postMessage(message);
+  }
+
+  private async receive(data: unknown): Promise<void> {
+    const parsed = parseGraphMessage(data);
+    if (!parsed.ok) {
+      this.dropped++;
+      this.log.warn(`Workflow Graph: dropped a malformed message from the webview: ${parsed.error}`);
+      return;
+    }
+    const message = parsed.message;
+    if (message.type === "ready") {
+      this.ready = true;
+      if (this.latest) void this.panel.webview.postMessage(this.latest);
+      return;
+    }
+    await revealExecutor(this.workflow, message.executor);
+  }
+
+  private html(): string {
+    const webview = this.panel.webview;
+    const nonce = randomBytes(16).toString("base64");
+    const asset = (name: string): string => webview.asWebviewUri(vscode.Uri.joinPath(this.media, name)).toString();
+    const csp = [
+      "default-src 'none'",
+      `style-src ${webview.cspSource}`,
+      `font-src ${webview.cspSource}`,
+      `img-src ${webview.cspSource}`,
+      `script-src 'nonce-${nonce}'`,
+    ].join("; ");
+    return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${asset("codicon.css")}">
+<link rel="stylesheet" href="${asset("graph.css")}">
+<title>Workflow Graph</title>
+</head>
+<body>
+<div id="app" class="app"><p class="loading">Loading the workflow…</p></div>
+<script nonce="${nonce}" src="${asset("graph.js")}"></script>
+</body>
+</html>`;
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    GraphPanel.open.delete(this.workflow.toString());
+    for (const d of this.disposables.splice(0)) d.dispose();
+    this.panel.dispose();
+  }
+}
+
+/**
+ * Opens the workflow file with the executor's definition selected: the first `name:` (or quoted
+ * `"name":`) property after `executors`, else the first mention of the name.
+ */
+export async function revealExecutor(workflow: vscode.Uri, executor: string): Promise<boolean> {
+  const doc = await vscode.workspace.openTextDocument(workflow);
+  const offset = findExecutorOffset(doc.getText(), executor);
+  const editor = await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One, preserveFocus: false });
+  if (offset === undefined) return false;
+  const start = doc.positionAt(offset);
+  const range = new vscode.Range(start, start.translate(0, executor.length));
+  editor.selection = new vscode.Selection(range.start, range.end);
+  editor.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+  return true;
+}
+
+export function findExecutorOffset(text: string, executor: string): number | undefined {
+  const name = executor.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const from = Math.max(0, text.search(/\bexecutors\s*:/));
+  const prop = new RegExp(`(^|[\\s{,])(["']?)(${name})\\2\\s*:`, "m").exec(text.slice(from));
+  if (prop) return from + prop.index + prop[1]!.length + prop[2]!.length;
+  const any = new RegExp(`\\b${name}\\b`).exec(text);
+  return any?.index;
+}
