@@ -26,6 +26,7 @@ import type { TaskOutcome } from "../engine/steps";
 import type { Workflow } from "../engine/workflow";
 import type { ProviderConfig } from "../protocol/runner";
 import { loadWorkflow } from "../runner/bundle";
+import { findAgentCall } from "../runner/session";
 import { jsonOption, parseOptions, providerOption, type Command, type Io } from "./args";
 
 /**
@@ -58,7 +59,7 @@ export const exportEval: Command = async (args, io) => {
   const store = await openCaseFile(caseFile, { readOnly: true });
   let evalCase: EvalCase;
   try {
-    const call = findCall(store, caseFile, values.step);
+    const call = findAgentCall(store, caseFile, values.step);
     const run = store.getRun(call.runId)!;
     const { workflow } = await loadWorkflow(workflowFileOf(run, caseFile, values.workflow));
     const agentSpec = agentSpecOf(workflow, call.executor, `agent step "${call.id}"`);
@@ -101,21 +102,6 @@ function parseExpect(value: string | undefined): Parameters<typeof correctExpect
     );
   }
   return parsed.data as Parameters<typeof correctExpected>[1];
-}
-
-function findCall(store: SqlJsStore, caseFile: string, id: string): AgentCallRecord {
-  const call = store.getAgentCall(id);
-  if (call) return call;
-  const known = store.listAgentCalls().map((c) => c.id);
-  throw new CasefileError(
-    "USAGE",
-    `no agent step "${id}" in ${caseFile}` +
-      (known.length ? `; agent steps: ${known.slice(0, 10).join(", ")}` : "; it records no agent steps"),
-    {
-      step: id,
-      file: caseFile,
-    },
-  );
 }
 
 function workflowFileOf(run: RunRecord, caseFile: string, override: string | undefined): string {

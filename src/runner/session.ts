@@ -139,7 +139,8 @@ function replayOf(
   return { replay, checkpointId: before.id };
 }
 
-function findAgentCall(store: SqlJsStore, caseFile: string, id: string): AgentCallRecord {
+/** The agent call with that id, or a usage error listing the ones the case file has. */
+export function findAgentCall(store: SqlJsStore, caseFile: string, id: string): AgentCallRecord {
   const call = store.getAgentCall(id);
   if (call) return call;
   const known = store.listAgentCalls().map((c) => c.id);
