@@ -59,6 +59,7 @@ export function registerAuthoring(context: vscode.ExtensionContext, log: vscode.
   context.subscriptions.push(
     diagnostics,
     vscode.commands.registerCommand("casefile.showGraph", showGraph),
+    vscode.commands.registerCommand("casefile.newWorkflow", (folder?: unknown, name?: unknown) => newWorkflow(context, folder, name)),
     vscode.commands.registerCommand("casefile.revealExecutor", async (uri: unknown, executor: unknown) => {
       if (!(uri instanceof vscode.Uri) || typeof executor !== "string") return false;
       const { revealExecutor } = await import("./graphPanel.js");
@@ -139,4 +140,45 @@ function rangeOf(p: WorkflowProblem, doc: vscode.TextDocument | undefined): vsco
     }
   }
   return new vscode.Range(0, 0, 0, 1);
+}
+
+/**
+ * Writes a workflow file from the template into a folder (the first workspace folder unless given)
+ * and writes or merges the folder's tsconfig.json so "casefile" and "zod" resolve to the
+ * declarations the extension ships (dist/types): the file type-checks with no npm install.
+ */
+async function newWorkflow(
+  context: vscode.ExtensionContext,
+  folderArg: unknown,
+  nameArg: unknown,
+): Promise<{ ok: true; message: string } | { ok: false; reason: string }> {
+  const folder = folderArg instanceof vscode.Uri ? folderArg : vscode.workspace.workspaceFolders?.[0]?.uri;
+  if (!folder) return { ok: false, reason: "Open a folder first: the workflow file is written into it." };
+  const name =
+    typeof nameArg === "string"
+      ? nameArg
+      : await vscode.window.showInputBox({ title: "New Workflow", prompt: "Workflow name", value: "my-workflow" });
+  if (!name) return { ok: false, reason: "No name given." };
+  const { mergeTsconfig, workflowFileName, workflowTemplate } = await import("../authoring/scaffold.js");
+  const file = vscode.Uri.joinPath(folder, workflowFileName(name));
+  if (await exists(file)) return { ok: false, reason: `${vscode.workspace.asRelativePath(file)} exists already.` };
+  await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(workflowTemplate(name)));
+  const tsconfig = vscode.Uri.joinPath(folder, "tsconfig.json");
+  const existing = (await exists(tsconfig)) ? new TextDecoder().decode(await vscode.workspace.fs.readFile(tsconfig)) : undefined;
+  const types = path.join(context.extensionPath, "dist", "types");
+  await vscode.workspace.fs.writeFile(tsconfig, new TextEncoder().encode(mergeTsconfig(existing, types)));
+  await vscode.window.showTextDocument(file);
+  return {
+    ok: true,
+    message: `${vscode.workspace.asRelativePath(file)} written; tsconfig.json maps "casefile" and "zod" to the extension's types.`,
+  };
+}
+
+async function exists(uri: vscode.Uri): Promise<boolean> {
+  try {
+    await vscode.workspace.fs.stat(uri);
+    return true;
+  } catch {
+    return false;
+  }
 }
