@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startErp, type ErpServer } from "../../examples/erp/server";
@@ -67,7 +67,6 @@ export interface KillTestReport {
 }
 
 const root = path.resolve(__dirname, "../..");
-const cli = path.join(root, "bin", "casefile.js");
 const hooks = path.join(__dirname, "killHooks.cjs");
 const workflow = path.join(root, "examples", "supplier", "workflow.ts");
 const FINAL = new Set(["completed", "needs_replanning", "failed"]);
@@ -102,6 +101,7 @@ export async function runKillTest(opts: KillTestOptions): Promise<KillTestReport
   rmSync(work, { recursive: true, force: true });
   mkdirSync(path.join(work, "cases"), { recursive: true });
   log(`kill test: ${opts.cases} cases, aiming at ${opts.kills} kills, seed ${seed}, work ${work}`);
+  const cli = privateCli(seed);
 
   // Spare applications for the cases started when the planned ones ended short of the kill target.
   const available = opts.cases * 3;
@@ -138,6 +138,7 @@ export async function runKillTest(opts: KillTestOptions): Promise<KillTestReport
     await checkInvariants(erp, work, next, reported, report);
   } finally {
     await erp.close();
+    rmSync(path.dirname(cli), { recursive: true, force: true });
     if (!opts.keep) rmSync(work, { recursive: true, force: true });
   }
   report.durationMs = Date.now() - t0;
@@ -262,6 +263,18 @@ export async function runKillTest(opts: KillTestOptions): Promise<KillTestReport
       });
     });
   }
+}
+
+/**
+ * A copy of the built CLI for this run only: the working tree is shared, and a rebuild of dist/
+ * while children start (a half-written dist/cli.js) is not what this test is about. It sits
+ * under node_modules/.cache so that the bundle's external requires (esbuild) still resolve.
+ */
+function privateCli(seed: number): string {
+  const dir = path.join(root, "node_modules", ".cache", "casefile-kill-test", `${process.pid}-${seed}`);
+  mkdirSync(dir, { recursive: true });
+  for (const f of ["cli.js", "sql-wasm.wasm"]) copyFileSync(path.join(root, "dist", f), path.join(dir, f));
+  return path.join(dir, "cli.js");
 }
 
 function caseFile(work: string, i: number): string {
