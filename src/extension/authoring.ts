@@ -66,6 +66,9 @@ export function registerAuthoring(context: vscode.ExtensionContext, log: vscode.
       return revealExecutor(uri, executor);
     }),
     vscode.languages.registerCodeLensProvider(WORKFLOW_SELECTOR, new WorkflowCodeLens()),
+    vscode.window.registerCustomEditorProvider(CaseFileEditor.viewType, new CaseFileEditor(), {
+      supportsMultipleEditorsPerDocument: false,
+    }),
     vscode.workspace.onDidSaveTextDocument((doc) => {
       if (!isWorkflowDocument(doc)) return;
       if (!vscode.workspace.isTrusted) return;
@@ -181,4 +184,29 @@ async function exists(uri: vscode.Uri): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * The read-only custom editor for `.casefile` files: opening one (double-click in the Explorer,
+ * Quick Open) opens the Run Inspector for it. The editor's own tab steps aside for the inspector,
+ * which is the single place a case file is shown; it never writes the file. Works in Restricted
+ * Mode: reading a case file runs no workflow code.
+ */
+class CaseFileEditor implements vscode.CustomReadonlyEditorProvider {
+  static readonly viewType = "casefile.caseFile";
+
+  openCustomDocument(uri: vscode.Uri): vscode.CustomDocument {
+    return { uri, dispose: () => undefined };
+  }
+
+  async resolveCustomEditor(document: vscode.CustomDocument, panel: vscode.WebviewPanel): Promise<void> {
+    panel.webview.options = { enableScripts: false, localResourceRoots: [] };
+    panel.webview.html = `<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'none'"></head><body><p>Opening the Run Inspector for ${escapeHtml(path.basename(document.uri.fsPath))}…</p></body></html>`;
+    await vscode.commands.executeCommand("casefile.openInspector", document.uri);
+    panel.dispose();
+  }
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
