@@ -179,7 +179,7 @@ export async function runKillTest(opts: KillTestOptions): Promise<KillTestReport
       }
       if (result.code !== 0) {
         report.violations.push(
-          `${applicationId(i)}: ${args[0]} exited ${result.code} without being killed: ${result.stderr.trim().split("\n").slice(-3).join(" | ")}`,
+          `${applicationId(i)}: ${args[0]} exited ${result.code} without being killed: ${result.stderr.trim().split("\n").slice(-15).join(" | ")}`,
         );
         return;
       }
