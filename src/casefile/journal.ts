@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs";
 import { CasefileError } from "../engine/errors";
-import { Fsyncer } from "./fsyncer";
 
 /**
  * The journal beside a case file (`<file>.journal`): every commit is appended here and fsync'd
@@ -124,7 +123,6 @@ export function corrupt(file: string, offset: number, detail: string): CasefileE
 export class JournalWriter {
   private size: number;
   private failed: Error | undefined;
-  private readonly syncer = new Fsyncer();
 
   private constructor(
     readonly file: string,
@@ -158,14 +156,12 @@ export class JournalWriter {
   }
 
   /**
-   * Appends one record and fsyncs. `whileSyncing` runs while the fsync is in flight on the helper
-   * thread (the store applies the batch to its in-memory database there, in a transaction it
-   * commits only once this returns); if it throws, the record is taken back out and its error
-   * rethrown. If the write or the fsync fails, the journal is cut back to where it was and the
-   * writer refuses further appends: after a failed fsync the kernel may have dropped the pages,
-   * so what is on disk is unknown and the store must be reopened.
+   * Appends one record and fsyncs; the commit is durable when this returns. If the write or the
+   * fsync fails, the journal is cut back to where it was and the writer refuses further appends:
+   * after a failed fsync the kernel may have dropped the pages, so what is on disk is unknown and
+   * the store must be reopened.
    */
-  append(seq: number, payloadJson: string, whileSyncing?: () => void): void {
+  append(seq: number, payloadJson: string): void {
     if (this.failed)
       throw new CasefileError(
         "CORRUPT_CASE_FILE",
@@ -177,26 +173,11 @@ export class JournalWriter {
     try {
       let written = 0;
       while (written < record.length) written += writeSync(fd, record, written, record.length - written);
-    } catch (e) {
-      this.fail(e as Error, before);
-    }
-    this.syncer.start(fd);
-    let callerError: { error: unknown } | undefined;
-    try {
-      whileSyncing?.();
-    } catch (error) {
-      callerError = { error };
-    }
-    try {
-      this.syncer.wait();
+      fsyncSync(fd);
     } catch (e) {
       this.fail(e as Error, before);
     }
     this.size = before + record.length;
-    if (callerError) {
-      this.rollbackTo(before);
-      throw callerError.error;
-    }
   }
 
   private fail(e: Error, cutTo: number): never {
@@ -209,7 +190,7 @@ export class JournalWriter {
     throw e;
   }
 
-  /** Removes the last record again; the store calls this when applying a journalled batch failed. */
+  /** Cuts the journal back to `size` bytes (compaction empties it this way). */
   rollbackTo(size: number): void {
     const fd = this.handle();
     ftruncateSync(fd, size);
@@ -223,7 +204,6 @@ export class JournalWriter {
   }
 
   close(): void {
-    this.syncer.close();
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
   }

@@ -241,20 +241,16 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     const prepared = prepareBatch(batch, { exists: (t, k) => this.rowExists(t, k), nextEventSeq: this.nextEventSeq });
     if (TABLES.every((t) => prepared[t].length === 0)) return;
     const seq = this.nextJournalSeq;
-    const before = journal.bytes;
-    // The rows go into the in-memory database while the journal's fsync runs, inside a
-    // transaction committed only once the record is durable. If applying fails (validation
-    // should make that unreachable) the journal takes the record back; if the fsync fails the
-    // transaction is rolled back. Either way the batch is all there or not there at all.
-    let journalled = false;
+    // Rows are applied in a transaction first, so a batch the database refuses never reaches
+    // the journal; the transaction commits only once the journal record is durable. If the
+    // append fails the transaction is rolled back: the batch is all there or not at all.
     this.db.run("BEGIN");
     try {
-      journal.append(seq, JSON.stringify(prepared), () => this.writeRows(prepared, seq));
-      journalled = true;
+      this.writeRows(prepared, seq);
+      journal.append(seq, JSON.stringify(prepared));
       this.db.run("COMMIT");
     } catch (e) {
       this.rollback();
-      if (journalled) journal.rollbackTo(before);
       throw e;
     }
     this.info.journalSeq = seq;
@@ -272,8 +268,12 @@ export class SqlJsStore extends SqlTables implements CaseStore {
   }
 
   /** Above this journal size a commit triggers compaction: bounded replay time, amortised cost. */
+  /**
+   * Half the database, capped at 16 MB: replaying a longer journal on open costs more (each
+   * growth of sql.js's in-memory file copies all of it) than compacting more often.
+   */
   private compactThreshold(): number {
-    return Math.max(this.compactAt, this.dbFileBytes / 2);
+    return Math.max(this.compactAt, Math.min(this.dbFileBytes / 2, 16 * 1024 * 1024));
   }
 
   /**
