@@ -27,7 +27,13 @@ export function activate(context: vscode.ExtensionContext): CasefileTestApi {
   const started = performance.now();
   const log = vscode.window.createOutputChannel("Casefile", { log: true });
   const views = new CasefileViews();
-  const runs = new RunSessions(context, log, () => views.refresh());
+  const runs = new RunSessions(
+    context,
+    log,
+    () => views.refresh(),
+    // The panel module (and zod) loads only once a run starts, never on activation.
+    (state) => void import("./inspectorPanel.js").then(({ InspectorPanel }) => InspectorPanel.showRunState({ type: "runState", ...state })),
+  );
   const forks = new ForkEditor(context, runs, log);
   const ctx: Ctx = { extension: context, log, views, runs, forks, inspector: inspectorActions(context, runs, forks, log) };
   context.subscriptions.push(log, views, runs, forks);
@@ -54,5 +60,6 @@ function inspectorActions(
     loadSuperstep: loadSuperstepDetail,
     // Every action loads workflow code, so each is refused in Restricted Mode (runCommands.ts).
     perform: (caseFile, action) => performInspectorAction(context, runs, log, caseFile, action, (c, id) => forks.edit(c, id)),
+    control: (action) => runs.control(action),
   };
 }

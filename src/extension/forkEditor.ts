@@ -33,7 +33,10 @@ export class ForkEditor implements vscode.Disposable {
   /** Called by the inspector's "Fork with edited state" and the forkWithEditedState command. */
   async edit(caseFile: vscode.Uri, checkpointId: string): Promise<ActionResult & { file?: string }> {
     const trust = canRunWorkflowCode();
-    if (!trust.ok) return trust;
+    if (!trust.ok) {
+      void vscode.window.showWarningMessage(trust.reason);
+      return trust;
+    }
     const { openCaseFile } = await import("../casefile/index.js");
     const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
     let state: Record<string, Json>;

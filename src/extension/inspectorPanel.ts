@@ -22,8 +22,15 @@ export interface InspectorActions {
   /** A superstep's details (steps' context, decision, intents; the state), when it is selected. */
   loadSuperstep(caseFile: vscode.Uri, runId: string, superstep: number): Promise<SuperstepDetailView>;
   /** Carries out an action the person asked for; the returned sentence is shown in the panel. */
-  perform(caseFile: vscode.Uri, action: Exclude<InspectorToHost, { type: "ready" | "selectRun" | "loadSuperstep" }>): Promise<string>;
+  perform(caseFile: vscode.Uri, action: InspectorAction): Promise<string>;
+  /** Continue, Step or Stop for the running workflow; false when none runs. */
+  control(action: "continue" | "step" | "stop"): boolean;
 }
+
+/** The webview's requests that act on runs (as opposed to reading the case file). */
+export type InspectorAction = Exclude<InspectorToHost, { type: "ready" | "selectRun" | "loadSuperstep" | "control" }>;
+
+type RunState = Extract<HostToInspector, { type: "runState" }>;
 
 export class InspectorPanel implements vscode.Disposable {
   static readonly viewType = "casefile.runInspector";
@@ -64,7 +71,16 @@ export class InspectorPanel implements vscode.Disposable {
     const inspector = new InspectorPanel(panel, media, log, actions, caseFile);
     InspectorPanel.open.set(caseFile.toString(), inspector);
     await inspector.reload(runId);
+    if (InspectorPanel.runState.state !== "idle") inspector.post(InspectorPanel.runState);
     return inspector;
+  }
+
+  private static runState: RunState = { type: "runState", state: "idle" };
+
+  /** Called by the run sessions as a run starts, pauses, goes on and ends: every open panel shows it. */
+  static showRunState(state: RunState): void {
+    InspectorPanel.runState = state;
+    for (const panel of InspectorPanel.open.values()) panel.post(state);
   }
 
   /** The open inspector for a case file, if any: used by the e2e suite and by refresh. */
@@ -148,6 +164,8 @@ export class InspectorPanel implements vscode.Disposable {
         const queued = this.queue.filter((m) => m.type !== "load");
         this.queue = [];
         if (this.latest) void this.panel.webview.postMessage(this.latest);
+        // A page loaded again (after being hidden) gets the run state too, once.
+        if (!queued.some((m) => m.type === "runState") && InspectorPanel.runState.state !== "idle") queued.push(InspectorPanel.runState);
         for (const m of queued) void this.panel.webview.postMessage(m);
         return;
       }
@@ -167,6 +185,9 @@ export class InspectorPanel implements vscode.Disposable {
         }
         return;
       }
+      case "control":
+        if (!this.actions.control(message.action)) this.post({ type: "notice", level: "warning", message: "No workflow is running." });
+        return;
       case "resumeFrom":
       case "forkWithEditedState":
       case "replayStep":

@@ -1,7 +1,8 @@
 import { fork } from "node:child_process";
 import * as path from "node:path";
 import * as vscode from "vscode";
-import type { EvalFormat, InspectorToHost, ReplayMode } from "../protocol/webview";
+import type { EvalFormat, ReplayMode } from "../protocol/webview";
+import type { InspectorAction } from "./inspectorPanel";
 import type { Json } from "../engine/records";
 import type { RunResult, RunSessions } from "./runSessions";
 import { API_KEY_SECRETS } from "./runSessions";
@@ -206,7 +207,7 @@ export async function performInspectorAction(
   sessions: RunSessions,
   log: vscode.LogOutputChannel,
   caseFile: vscode.Uri,
-  action: Exclude<InspectorToHost, { type: "ready" | "selectRun" | "loadSuperstep" }>,
+  action: InspectorAction,
   forkEditor: (caseFile: vscode.Uri, checkpointId: string) => Promise<ActionResult>,
 ): Promise<string> {
   let result: ActionResult;

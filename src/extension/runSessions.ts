@@ -27,6 +27,8 @@ export class RunSessions implements vscode.Disposable {
     private readonly extension: vscode.ExtensionContext,
     private readonly log: vscode.LogOutputChannel,
     private readonly refreshViews: () => void,
+    /** Told as a run starts, pauses, goes on and ends: the inspector panels show it. */
+    private readonly onState: (state: { state: "idle" | "running" | "paused"; runId?: string; superstep?: number }) => void = () => {},
   ) {
     this.status.name = "Casefile run";
   }
@@ -101,6 +103,7 @@ export class RunSessions implements vscode.Disposable {
       this.active = undefined;
       this.progress = undefined;
       this.status.hide();
+      this.onState({ state: "idle" });
       void vscode.commands.executeCommand("setContext", "casefile.running", false);
       void vscode.commands.executeCommand("setContext", "casefile.paused", false);
       this.refreshViews();
@@ -148,6 +151,11 @@ export class RunSessions implements vscode.Disposable {
   private showStatus(state: "running" | "paused"): void {
     const a = this.active;
     if (!a) return;
+    this.onState({
+      state,
+      ...(a.runId !== undefined ? { runId: a.runId } : {}),
+      ...(a.superstep !== undefined ? { superstep: a.superstep } : {}),
+    });
     void vscode.commands.executeCommand("setContext", "casefile.paused", state === "paused");
     const where = a.runId ? ` ${a.runId} #${a.superstep ?? 0}` : "";
     this.status.text = state === "paused" ? `$(debug-pause) Casefile${where}: paused` : `$(sync~spin) Casefile${where}`;

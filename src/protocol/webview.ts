@@ -218,6 +218,8 @@ export const InspectorToHostSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("selectRun"), runId: id }),
   /** Asks for a superstep's details (every step's context, decision, intents; the state). */
   z.object({ type: z.literal("loadSuperstep"), runId: id, superstep: z.number().int().nonnegative() }),
+  /** Continue, Step or Stop for the workflow running in step mode (the buttons `runState` shows). */
+  z.object({ type: z.literal("control"), action: z.enum(["continue", "step", "stop"]) }),
 ]);
 export type InspectorToHost = z.infer<typeof InspectorToHostSchema>;
 
@@ -227,6 +229,13 @@ export const HostToInspectorSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("superstep"), detail: SuperstepDetailSchema }),
   /** A line for the panel's status area: the outcome of an action, or why it could not run. */
   z.object({ type: z.literal("notice"), level: z.enum(["info", "warning", "error"]), message: z.string() }),
+  /** Whether a workflow runs in this window, and where a step-mode run is paused. */
+  z.object({
+    type: z.literal("runState"),
+    state: z.enum(["idle", "running", "paused"]),
+    runId: z.string().optional(),
+    superstep: z.number().int().nonnegative().optional(),
+  }),
 ]);
 export type HostToInspector = z.infer<typeof HostToInspectorSchema>;
 

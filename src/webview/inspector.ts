@@ -110,6 +110,10 @@ function receive(message: HostToInspector): void {
     case "notice":
       showNotice(message.level, message.message);
       return;
+    case "runState":
+      runState = message;
+      renderRunControls();
+      return;
     default: {
       const never: never = message;
       console.warn(`Run Inspector: unhandled message ${JSON.stringify(never)}`);
@@ -142,10 +146,45 @@ function render(): void {
   app.replaceChildren(
     header(m),
     el("div", { className: "notice", id: "notice", role: "status", ariaLive: "polite" }),
+    el("div", { className: "run-controls", id: "run-controls" }),
     m.canRun.ok ? nothing() : restrictedBanner(m.canRun.reason),
     el("div", { className: "main" }, [timelinePane(m), el("section", { className: "detail", id: "detail" })]),
   );
   renderDetail();
+  renderRunControls();
+}
+
+let runState: Extract<HostToInspector, { type: "runState" }> = { type: "runState", state: "idle" };
+
+/** The step-mode bar: where the run waits, with Continue, Step and Stop (they post `control`). */
+function renderRunControls(): void {
+  const bar = document.getElementById("run-controls");
+  if (!bar) return;
+  if (runState.state === "idle") {
+    bar.replaceChildren();
+    bar.dataset.state = "idle";
+    return;
+  }
+  const where = runState.runId
+    ? ` ${runState.runId}${runState.superstep !== undefined ? ` before superstep ${runState.superstep}` : ""}`
+    : "";
+  const button = (action: "continue" | "step" | "stop", label: string, codicon: string): HTMLElement => {
+    const b = el("button", { className: "control", title: label }, [icon(codicon), ` ${label}`]);
+    b.dataset.control = action;
+    if (action !== "stop" && runState.state !== "paused") (b as HTMLButtonElement).disabled = true;
+    b.addEventListener("click", () => post({ type: "control", action }));
+    return b;
+  };
+  bar.dataset.state = runState.state;
+  bar.replaceChildren(
+    el("span", { className: "run-state" }, [
+      icon(runState.state === "paused" ? "debug-pause" : "sync"),
+      ` ${runState.state === "paused" ? "Paused" : "Running"}${where}`,
+    ]),
+    button("continue", "Continue", "debug-continue"),
+    button("step", "Step", "debug-step-over"),
+    button("stop", "Stop", "debug-stop"),
+  );
 }
 
 function header(m: InspectorViewModel): HTMLElement {

@@ -108,7 +108,26 @@ describe("Running the invoice example from the editor", function () {
     assert.deepEqual(await vscode.commands.executeCommand("casefile.stepControl", "step"), { ok: true });
     for (let i = 0; i < 300 && (api.ctx.runs.pausedAt?.superstep ?? first) === first; i++) await new Promise((r) => setTimeout(r, 100));
     assert.ok((api.ctx.runs.pausedAt?.superstep ?? -1) > first, "one Step moved one superstep on and paused again");
-    await vscode.commands.executeCommand("casefile.stepControl", "continue");
+    if (browserAvailable()) {
+      // The Run Inspector shows where the run waits, and its Continue button lets it go on.
+      const at = api.ctx.runs.pausedAt!;
+      await vscode.commands.executeCommand("casefile.openInspector", stepped, at.runId);
+      const checks = await askBrowser({
+        name: "step-controls",
+        waitFor: '#run-controls[data-state="paused"] button[data-control="continue"]:not([disabled])',
+        read: { state: "#run-controls .run-state", buttons: "#run-controls button" },
+        click: ['button[data-control="continue"]'],
+      });
+      if (!checks.found) await vscode.commands.executeCommand("casefile.stepControl", "continue");
+      assert.equal(checks.found, true, checks.error);
+      assert.equal(checks.texts.state?.[0]?.trim(), `Paused ${at.runId} before superstep ${at.superstep}`);
+      assert.deepEqual(
+        checks.texts.buttons?.map((b) => b.trim()),
+        ["Continue", "Step", "Stop"],
+      );
+    } else {
+      await vscode.commands.executeCommand("casefile.stepControl", "continue");
+    }
     const result = await running;
     assert.equal(result.ok, true, result.ok ? "" : result.reason);
     // A 2% variance: approved and paid, no person needed.
@@ -159,6 +178,37 @@ describe("Running the invoice example from the editor", function () {
       under.map((n) => n.kind === "run" && n.id),
       [result.runId],
     );
+  });
+
+  it("Fork with Edited State opens the state as JSON; a save the schemas refuse is a diagnostic on the key, a valid one forks", async () => {
+    const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
+    const checkpoint = store
+      .listCheckpoints(runId)
+      .map((c) => store.getCheckpoint(c.id)!)
+      .find((c) => "variance" in c.keys)!;
+    store.close();
+    const opened = (await vscode.commands.executeCommand("casefile.forkWithEditedState", caseFile, checkpoint.id)) as Result;
+    assert.ok(opened.ok && opened.file, opened.ok ? "" : opened.reason);
+    const doc = await vscode.workspace.openTextDocument(opened.file);
+    const state = JSON.parse(doc.getText()) as { variance: { amount: number; pct: number } };
+    const save = async (text: string): Promise<Result> => {
+      api.ctx.forks.lastOutcome.delete(doc.uri.fsPath);
+      const edit = new vscode.WorkspaceEdit();
+      edit.replace(doc.uri, new vscode.Range(0, 0, doc.lineCount, 0), text);
+      await vscode.workspace.applyEdit(edit);
+      await doc.save();
+      for (let i = 0; i < 600 && !api.ctx.forks.lastOutcome.has(doc.uri.fsPath); i++) await new Promise((r) => setTimeout(r, 100));
+      return api.ctx.forks.lastOutcome.get(doc.uri.fsPath) as Result;
+    };
+    const refused = await save(JSON.stringify({ ...state, variance: { ...state.variance, pct: "lots" } }, null, 2));
+    assert.equal(refused.ok, false);
+    const diagnostics = api.ctx.forks.diagnosticsOf(doc.uri);
+    assert.equal(diagnostics.length, 1);
+    assert.equal(doc.getText(diagnostics[0]!.range), '"variance"');
+    const forked = await save(JSON.stringify({ ...state, variance: { ...state.variance, pct: 1 } }, null, 2));
+    assert.equal(forked.ok, true, forked.ok ? "" : forked.reason);
+    assert.equal(api.ctx.forks.diagnosticsOf(doc.uri).length, 0);
+    await vscode.commands.executeCommand("workbench.action.closeAllEditors");
   });
 
   it("Export Step as Eval writes the eval case into the workspace and names it", async () => {
