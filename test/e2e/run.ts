@@ -272,6 +272,8 @@ function printResult(r: SuiteResult): void {
     if (t.error) console.log(`      ${t.error.split("\n").slice(0, 8).join("\n      ")}`);
   }
   for (const [name, value] of Object.entries(r.metrics ?? {})) console.log(`    ${name}: ${value}`);
+  // Kept for `npm run bench:activation` (test/bench/activation.bench.ts).
+  if (r.metrics) writeFileSync(path.join(SHOTS, `metrics-${r.mode}.json`), JSON.stringify(r.metrics, null, 2));
   console.log(
     `  ${r.passes} passing, ${r.failures} failing${r.pending ? `, ${r.pending} pending` : ""} (${r.durationMs} ms in the extension host)`,
   );
