@@ -166,7 +166,7 @@ function renderRunControls(): void {
     return;
   }
   const where = runState.runId
-    ? ` ${runState.runId}${runState.superstep !== undefined ? ` before superstep ${runState.superstep}` : ""}`
+    ? ` ${runState.runId}${runState.superstep !== undefined ? `${runState.state === "paused" ? " before" : ", at"} superstep ${runState.superstep}` : ""}`
     : "";
   const button = (action: "continue" | "step" | "stop", label: string, codicon: string): HTMLElement => {
     const b = el("button", { className: "control", title: label }, [icon(codicon), ` ${label}`]);

@@ -257,6 +257,31 @@ describe("Run Inspector webview (headless Chromium)", function () {
     await page.close();
   });
 
+  it("shows a step-mode run's place with Continue, Step and Stop, and posts each as control", async () => {
+    const page = await openInvoice(browser);
+    assert.equal(await page.$$eval("#run-controls button", (b) => b.length), 0, "no controls while nothing runs");
+    await deliver(page, { type: "runState", state: "paused", runId: "r-7", superstep: 2 });
+    assert.equal(await text(page, "#run-controls .run-state"), "Paused r-7 before superstep 2");
+    await page.click('button[data-control="step"]');
+    await page.click('button[data-control="continue"]');
+    await page.click('button[data-control="stop"]');
+    assert.deepEqual((await actions(page)).slice(-3), [
+      { type: "control", action: "step" },
+      { type: "control", action: "continue" },
+      { type: "control", action: "stop" },
+    ]);
+    await deliver(page, { type: "runState", state: "running", runId: "r-7", superstep: 3 });
+    assert.equal(await text(page, "#run-controls .run-state"), "Running r-7, at superstep 3");
+    assert.deepEqual(await page.$$eval("#run-controls button:disabled", (b) => b.map((e) => e.getAttribute("data-control"))), [
+      "continue",
+      "step",
+    ]);
+    await screenshot(page, "inspector-step-controls");
+    await deliver(page, { type: "runState", state: "idle" });
+    assert.equal(await page.$$eval("#run-controls button", (b) => b.length), 0, "gone when the run ends");
+    await page.close();
+  });
+
   it("keeps replay and export to agent steps, and says why elsewhere", async () => {
     const page = await openInvoice(browser);
     await selectSuperstep(page, 2);
