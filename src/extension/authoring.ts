@@ -14,6 +14,7 @@ import { canRunWorkflowCode } from "./trust";
  */
 
 const DEFINE_WORKFLOW = /\bdefineWorkflow\s*\(/g;
+const IMPORTS_CASEFILE = /\bfrom\s*["']casefile["']/;
 const WORKFLOW_SELECTOR: vscode.DocumentSelector = [
   { language: "typescript", scheme: "file" },
   { language: "typescriptreact", scheme: "file" },
@@ -79,19 +80,26 @@ export function registerAuthoring(context: vscode.ExtensionContext, log: vscode.
   return { diagnostics, validate };
 }
 
+/** A file that imports from "casefile" and calls defineWorkflow (not the runtime's own definition of it). */
 function isWorkflowDocument(doc: vscode.TextDocument): boolean {
-  return (doc.languageId === "typescript" || doc.languageId === "typescriptreact") && /\bdefineWorkflow\s*\(/.test(doc.getText());
+  const text = doc.getText();
+  return (
+    (doc.languageId === "typescript" || doc.languageId === "typescriptreact") &&
+    IMPORTS_CASEFILE.test(text) &&
+    /\bdefineWorkflow\s*\(/.test(text)
+  );
 }
 
 /** Run | Step | Graph above each `defineWorkflow(` call. */
 class WorkflowCodeLens implements vscode.CodeLensProvider {
   provideCodeLenses(doc: vscode.TextDocument): vscode.CodeLens[] {
+    if (!isWorkflowDocument(doc)) return [];
     const text = doc.getText();
     const lenses: vscode.CodeLens[] = [];
     for (const m of text.matchAll(DEFINE_WORKFLOW)) {
       // Skip the import line: only calls that build a workflow.
       const line = doc.lineAt(doc.positionAt(m.index).line);
-      if (/^\s*import\b/.test(line.text)) continue;
+      if (/^\s*import\b|\bfunction\s+defineWorkflow\b/.test(line.text)) continue;
       const range = new vscode.Range(line.range.start, line.range.start);
       lenses.push(
         new vscode.CodeLens(range, { title: "$(play) Run", command: "casefile.run", arguments: [doc.uri] }),
