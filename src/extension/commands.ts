@@ -48,7 +48,9 @@ export const commands = {
     const chosen =
       mode === "recorded" || mode === "live" || mode === "edited"
         ? mode
-        : ((await vscode.window.showQuickPick(["recorded", "live"], { title: "Replay mode" })) as "recorded" | "live" | undefined);
+        : ((await vscode.window.showQuickPick(["recorded", "live", "edited"], { title: "Replay mode" })) as
+            "recorded" | "live" | "edited" | undefined);
+    if (chosen === "edited") return ctx.forks.editReplay(target.caseFile, target.id);
     return chosen ? replayStep(ctx.runs, ctx.log, target.caseFile, target.id, chosen) : noTarget;
   },
   answerRequest: (ctx) => async (uri?: unknown, requestId?: unknown, answer?: unknown) => {

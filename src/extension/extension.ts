@@ -59,7 +59,16 @@ function inspectorActions(
     load: loadInspectorViewModel,
     loadSuperstep: loadSuperstepDetail,
     // Every action loads workflow code, so each is refused in Restricted Mode (runCommands.ts).
-    perform: (caseFile, action) => performInspectorAction(context, runs, log, caseFile, action, (c, id) => forks.edit(c, id)),
+    perform: (caseFile, action) =>
+      performInspectorAction(
+        context,
+        runs,
+        log,
+        caseFile,
+        action,
+        (c, id) => forks.edit(c, id),
+        (c, id) => forks.editReplay(c, id),
+      ),
     control: (action) => runs.control(action),
   };
 }

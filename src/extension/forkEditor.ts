@@ -2,7 +2,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import type { Json } from "../engine/records";
 import type { ActionResult } from "./runCommands";
-import { resumeFrom } from "./runCommands";
+import { replayStep, resumeFrom } from "./runCommands";
 import type { RunSessions } from "./runSessions";
 import { canRunWorkflowCode } from "./trust";
 
@@ -15,6 +15,8 @@ import { canRunWorkflowCode } from "./trust";
 export class ForkEditor implements vscode.Disposable {
   private readonly diagnostics = vscode.languages.createDiagnosticCollection("casefile-fork");
   private readonly open = new Map<string, { caseFile: vscode.Uri; checkpointId: string; original: Record<string, Json> }>();
+  /** Files holding an agent step's context for an edited replay: file path -> the step. */
+  private readonly replays = new Map<string, { caseFile: vscode.Uri; agentCallId: string }>();
   private readonly disposables: vscode.Disposable[] = [];
   /** The outcome of the last save of each fork file: read by the e2e suite. */
   readonly lastOutcome = new Map<string, ActionResult>();
@@ -59,8 +61,63 @@ export class ForkEditor implements vscode.Disposable {
     return { ok: true, message, file: file.fsPath };
   }
 
-  /** Called by VS Code when any document is saved; acts only on the fork files it opened. */
+  /**
+   * Replay (edited): the step's recorded context opens as JSON messages; each save replays the
+   * step with the saved messages instead of the context built from state. Called by the inspector's
+   * Replay step (edited) and the replayStep command.
+   */
+  async editReplay(caseFile: vscode.Uri, agentCallId: string): Promise<ActionResult & { file?: string }> {
+    const trust = canRunWorkflowCode();
+    if (!trust.ok) {
+      void vscode.window.showWarningMessage(trust.reason);
+      return trust;
+    }
+    const { openCaseFile } = await import("../casefile/index.js");
+    const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
+    let messages: unknown;
+    try {
+      const call = store.getAgentCall(agentCallId);
+      if (!call) return { ok: false, reason: `No agent step ${agentCallId} in ${path.basename(caseFile.fsPath)}.` };
+      messages = call.request.messages;
+    } finally {
+      store.close();
+    }
+    const dir = vscode.Uri.joinPath(this.extension.globalStorageUri, "replays");
+    await vscode.workspace.fs.createDirectory(dir);
+    const file = vscode.Uri.joinPath(dir, `${agentCallId.replace(/[^\w.-]+/g, "_")}.messages.json`);
+    await vscode.workspace.fs.writeFile(file, Buffer.from(JSON.stringify(messages, null, 2) + "\n"));
+    this.replays.set(file.fsPath, { caseFile, agentCallId });
+    this.diagnostics.delete(file);
+    await vscode.window.showTextDocument(file, { preview: false });
+    const message = `Context of ${agentCallId} opened for editing: save to replay the step with it.`;
+    void vscode.window.showInformationMessage(message);
+    return { ok: true, message, file: file.fsPath };
+  }
+
+  /** Called on save of an edited-replay file: replays the step with the saved messages. */
+  private async replaySaved(doc: vscode.TextDocument, replay: { caseFile: vscode.Uri; agentCallId: string }): Promise<void> {
+    const { ChatMessageSchema } = await import("../protocol/runner.js");
+    let parsed: ReturnType<typeof ChatMessageSchema.array>["_output"];
+    try {
+      const result = ChatMessageSchema.array().safeParse(JSON.parse(doc.getText()));
+      if (!result.success) throw new Error(`${result.error.issues[0]?.path.join(".") || "(root)"}: ${result.error.issues[0]?.message}`);
+      parsed = result.data;
+    } catch (e) {
+      this.show(doc, [
+        new vscode.Diagnostic(new vscode.Range(0, 0, 0, 1), `Messages are a JSON array of {role, content}: ${(e as Error).message}`),
+      ]);
+      this.lastOutcome.set(doc.uri.fsPath, { ok: false, reason: (e as Error).message });
+      return;
+    }
+    this.diagnostics.delete(doc.uri);
+    const result = await replayStep(this.sessions, this.log, replay.caseFile, replay.agentCallId, "edited", parsed);
+    this.lastOutcome.set(doc.uri.fsPath, result);
+  }
+
+  /** Called by VS Code when any document is saved; acts only on the fork and replay files it opened. */
   private async saved(doc: vscode.TextDocument): Promise<void> {
+    const replay = this.replays.get(doc.uri.fsPath);
+    if (replay) return this.replaySaved(doc, replay);
     const fork = this.open.get(doc.uri.fsPath);
     if (!fork) return;
     let edited: unknown;

@@ -209,6 +209,7 @@ export async function performInspectorAction(
   caseFile: vscode.Uri,
   action: InspectorAction,
   forkEditor: (caseFile: vscode.Uri, checkpointId: string) => Promise<ActionResult>,
+  replayEditor: (caseFile: vscode.Uri, agentCallId: string) => Promise<ActionResult>,
 ): Promise<string> {
   let result: ActionResult;
   switch (action.type) {
@@ -218,9 +219,12 @@ export async function performInspectorAction(
     case "forkWithEditedState":
       result = await forkEditor(caseFile, action.checkpointId);
       break;
-    case "replayStep":
-      result = await replayStep(sessions, log, caseFile, await agentCallOfStep(caseFile, action.stepId), action.mode);
+    case "replayStep": {
+      const callId = await agentCallOfStep(caseFile, action.stepId);
+      result =
+        action.mode === "edited" ? await replayEditor(caseFile, callId) : await replayStep(sessions, log, caseFile, callId, action.mode);
       break;
+    }
     case "exportStepAsEval":
       result = await exportStepAsEval(extension, log, caseFile, await agentCallOfStep(caseFile, action.stepId), action.format);
       break;
