@@ -71,6 +71,8 @@ interface EffectIo {
   now: () => string;
   log: (message: string) => void;
   warn: (message: string) => void;
+  /** Hands an intent's event to the engine's listeners once it is durable (it is committed mid-superstep). */
+  emit?: (event: EventRecord) => void;
 }
 
 /** Called by runTask for an effect executor's message. */
@@ -91,6 +93,7 @@ export async function runEffect(
     now: input.now,
     log: (m) => input.log(`[${input.executor}] ${m}`),
     warn: (m) => out.warnings.push(m),
+    emit: input.emit,
   };
   const finish = (reference: Json): Json | void | Promise<Json | void> => (spec.done ? spec.done(reference, ctx) : { reference });
 
@@ -140,6 +143,7 @@ export async function resolveOpenIntents(args: {
   now: () => string;
   signal: AbortSignal;
   log: (message: string) => void;
+  emit?: (event: EventRecord) => void;
 }): Promise<{ code: string; message: string; executor: string } | undefined> {
   const open = args.store.listIntents({ status: "open" }).filter((i) => i.id.startsWith(`${args.caseId}:`));
   for (const record of open) {
@@ -152,6 +156,7 @@ export async function resolveOpenIntents(args: {
       now: args.now,
       log: (m) => args.log(`[${record.executor}] ${m}`),
       warn: (m) => args.log(`warning: ${m}`),
+      emit: args.emit,
     };
     if (!spec || spec.kind !== "effect") {
       // The workflow changed under the case: leave the intent open for a person, but say so.
@@ -326,6 +331,7 @@ function commitIntent(io: EffectIo, record: IntentRecord, what: string): void {
     data: { id: record.id, status: record.status, what, action: record.action, target: record.target, executor: record.executor },
   };
   io.store.commit({ intents: [record], events: [event] });
+  io.emit?.(event);
 }
 
 function plannedFrom(record: IntentRecord): PlannedEffect {

@@ -132,6 +132,7 @@ export class Engine {
       now: this.now,
       signal: this.control.signal,
       log: (m) => this.options.log?.(m),
+      emit: (e) => this.emit(e),
     });
     if (unresolved) return this.fail(run, cp, cp.superstep + 1, [], unresolved);
     return this.loop(run, cp, values);
@@ -418,6 +419,7 @@ export class Engine {
             // run resumed from. Later calls of the same executor (a loop) run normally.
             replay: superstep === start.superstep + 1 ? this.options.replay : undefined,
             log: (m) => this.options.log?.(m),
+            emit: (e) => this.emit(e),
             rules: () => rulesInForce((this.options.ruleBook ?? this.store).listRules(), this.now()),
           });
         }),

@@ -2,7 +2,7 @@ import { CasefileError, describeError } from "./errors";
 import type { AnyState, ExecutorSpec, LoaderContext, StepContext } from "./executors";
 import type { RuleInForce } from "./rules";
 import type { ModelProvider } from "./model";
-import type { AgentCallRecord, Json, Message, Provenance, StepRecord, VerdictRecord, WaitingRequest } from "./records";
+import type { AgentCallRecord, EventRecord, Json, Message, Provenance, StepRecord, VerdictRecord, WaitingRequest } from "./records";
 import type { CaseStore } from "./store";
 import type { StagedWrite } from "./superstep";
 import { runAgent, type AgentReplay } from "./agentStep";
@@ -33,6 +33,8 @@ export interface TaskInput {
   callIndex: number;
   replay?: AgentReplay;
   log: (message: string) => void;
+  /** Passes events committed during the step (an effect's intents) to the engine's listeners. */
+  emit?: (event: EventRecord) => void;
   /** The business rules in force (confirmed, unexpired), read when an agent builds its context. */
   rules?: () => readonly RuleInForce[];
 }

@@ -135,8 +135,12 @@ describe("effects: precondition check against the live record", () => {
 
   it("acts once, with If-Match and the idempotency key, when the record is unchanged", async () => {
     const store = new MemoryStore();
-    const result = await new Engine(workflow(target), store).run();
+    const heard: string[] = [];
+    const result = await new Engine(workflow(target), store, {
+      onEvent: (e) => e.type === "intent" && heard.push((e.data as { what: string }).what),
+    }).run();
     assert.equal(result.status, "completed");
+    assert.deepEqual(heard, ["opened", "done"], "listeners (the runner, the editor) hear intents as they become durable");
     const intent = onlyIntent(store);
     assert.equal(intent.status, "done");
     assert.deepEqual(intent.reference, { id: "V-1", version: 2 });
