@@ -7,7 +7,7 @@
  * file, with the WAL its writer left, opened and its latest checkpoint read.
  *
  * Two journals: a typical one (a thousand-odd supersteps of small values, about the default
- * compaction floor of 8 MB) and the largest the policy lets stand (just under half the database,
+ * compaction floor of 8 MB) and the largest the policy lets stand (just under the compaction threshold: half the database, capped at 16 MB;
  * the threshold at which a commit compacts), the worst case an open can meet.
  */
 import { statSync } from "node:fs";
@@ -200,7 +200,8 @@ export async function open(o: OpenOptions): Promise<Row[]> {
     ];
     if (o.worstReps > 0) {
       t = now();
-      const threshold = Math.max(8 * 1024 * 1024, dbBytes / 2);
+      // The store's policy (SqlJsStore.compactThreshold): half the database, at least 8 MB, at most 16 MB.
+      const threshold = Math.max(8 * 1024 * 1024, Math.min(dbBytes / 2, 16 * 1024 * 1024));
       const bigSupersteps = Math.max(1, Math.floor((threshold - o.bigValueBytes) / (o.bigValueBytes + SUPERSTEP_OVERHEAD)));
       const worstJournal = await withJournal(base, worst, bigSupersteps, o.bigValueBytes);
       o.log(`  open: built worst case, journal ${fmtBytes(worstJournal)} in ${(msSince(t) / 1000).toFixed(1)} s`);
