@@ -1,6 +1,6 @@
-import { randomBytes } from "node:crypto";
 import * as path from "node:path";
 import * as vscode from "vscode";
+import { webviewHtml } from "./webviewHtml";
 import type { Described } from "../protocol/describe";
 import type { GraphLive, HostToGraph } from "../protocol/graph";
 import { graphViewModel, parseGraphMessage } from "../protocol/graph";
@@ -75,7 +75,12 @@ export class GraphPanel implements vscode.Disposable {
     readonly workflow: vscode.Uri,
   ) {
     panel.iconPath = vscode.Uri.joinPath(media, "casefile.svg");
-    panel.webview.html = this.html();
+    panel.webview.html = webviewHtml(panel.webview, this.media, {
+      title: "Workflow Graph",
+      script: "graph.js",
+      stylesheet: "graph.css",
+      loading: "Loading the workflow…",
+    });
     const caseFile = sources.caseFileFor(workflow);
     const caseWatcher = vscode.workspace.createFileSystemWatcher(
       new vscode.RelativePattern(vscode.Uri.file(path.dirname(caseFile)), `${path.basename(caseFile)}*`),
@@ -166,34 +171,6 @@ export class GraphPanel implements vscode.Disposable {
       return;
     }
     await revealExecutor(this.workflow, message.executor);
-  }
-
-  private html(): string {
-    const webview = this.panel.webview;
-    const nonce = randomBytes(16).toString("base64");
-    const asset = (name: string): string => webview.asWebviewUri(vscode.Uri.joinPath(this.media, name)).toString();
-    const csp = [
-      "default-src 'none'",
-      `style-src ${webview.cspSource}`,
-      `font-src ${webview.cspSource}`,
-      `img-src ${webview.cspSource}`,
-      `script-src 'nonce-${nonce}'`,
-    ].join("; ");
-    return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${asset("codicon.css")}">
-<link rel="stylesheet" href="${asset("graph.css")}">
-<title>Workflow Graph</title>
-</head>
-<body>
-<div id="app" class="app"><p class="loading">Loading the workflow…</p></div>
-<script nonce="${nonce}" src="${asset("graph.js")}"></script>
-</body>
-</html>`;
   }
 
   dispose(): void {

@@ -1,6 +1,6 @@
-import { randomBytes } from "node:crypto";
 import * as path from "node:path";
 import * as vscode from "vscode";
+import { webviewHtml } from "./webviewHtml";
 import type { HostToInspector, InspectorToHost, InspectorViewModel, SuperstepDetailView } from "../protocol/webview";
 import { parseInspectorMessage } from "../protocol/webview";
 
@@ -96,7 +96,12 @@ export class InspectorPanel implements vscode.Disposable {
     readonly caseFile: vscode.Uri,
   ) {
     panel.iconPath = vscode.Uri.joinPath(media, "casefile.svg");
-    panel.webview.html = this.html();
+    panel.webview.html = webviewHtml(panel.webview, this.media, {
+      title: "Run Inspector",
+      script: "inspector.js",
+      stylesheet: "inspector.css",
+      loading: "Loading the case file…",
+    });
     // A running workflow appends to the case file's journal; compaction rewrites the file. Either
     // way the panel shows the new state shortly after, keeping the person's selection.
     const watcher = vscode.workspace.createFileSystemWatcher(
@@ -204,34 +209,6 @@ export class InspectorPanel implements vscode.Disposable {
       default:
         assertNever(message);
     }
-  }
-
-  private html(): string {
-    const webview = this.panel.webview;
-    const nonce = randomBytes(16).toString("base64");
-    const asset = (name: string): string => webview.asWebviewUri(vscode.Uri.joinPath(this.media, name)).toString();
-    const csp = [
-      "default-src 'none'",
-      `style-src ${webview.cspSource}`,
-      `font-src ${webview.cspSource}`,
-      `img-src ${webview.cspSource}`,
-      `script-src 'nonce-${nonce}'`,
-    ].join("; ");
-    return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${asset("codicon.css")}">
-<link rel="stylesheet" href="${asset("inspector.css")}">
-<title>Run Inspector</title>
-</head>
-<body>
-<div id="app" class="app"><p class="loading">Loading the case file…</p></div>
-<script nonce="${nonce}" src="${asset("inspector.js")}"></script>
-</body>
-</html>`;
   }
 
   dispose(): void {
