@@ -52,6 +52,12 @@ abstract class CaseTree implements vscode.TreeDataProvider<CaseNode>, vscode.Dis
   dispose(): void {
     this.changed.dispose();
   }
+  /** The flat views (requests, intents, rules): `pick`'s nodes from every case file in the workspace. */
+  protected async acrossCaseFiles(pick: (store: CaseStore, caseFile: vscode.Uri) => CaseNode[]): Promise<CaseNode[]> {
+    const all: CaseNode[] = [];
+    for (const caseFile of await listCaseFiles()) all.push(...((await withStore(caseFile, (store) => pick(store, caseFile))) ?? []));
+    return all;
+  }
 }
 
 /** Runs: case files, then runs drawn as a tree of branches (a fork under the run it came from), then checkpoints, then steps. */
@@ -109,25 +115,20 @@ export class RunsTree extends CaseTree {
 export class RequestsTree extends CaseTree {
   async getChildren(element?: CaseNode): Promise<CaseNode[]> {
     if (element) return [];
-    const all: CaseNode[] = [];
-    for (const caseFile of await listCaseFiles()) {
-      const found = await withStore(caseFile, (store) =>
-        store
-          .listRuns()
-          .filter((r) => r.status === "waiting")
-          .flatMap((r) => store.latestCheckpoint(r.id)?.waiting ?? [])
-          .map((w): CaseNode => ({
-            kind: "request",
-            caseFile,
-            id: w.id,
-            runId: w.runId,
-            title: w.prompt.title,
-            ...(w.prompt.detail ? { detail: w.prompt.detail } : {}),
-          })),
-      );
-      all.push(...(found ?? []));
-    }
-    return all;
+    return this.acrossCaseFiles((store, caseFile) =>
+      store
+        .listRuns()
+        .filter((r) => r.status === "waiting")
+        .flatMap((r) => store.latestCheckpoint(r.id)?.waiting ?? [])
+        .map((w): CaseNode => ({
+          kind: "request",
+          caseFile,
+          id: w.id,
+          runId: w.runId,
+          title: w.prompt.title,
+          ...(w.prompt.detail ? { detail: w.prompt.detail } : {}),
+        })),
+    );
   }
 }
 
@@ -135,25 +136,20 @@ export class RequestsTree extends CaseTree {
 export class IntentsTree extends CaseTree {
   async getChildren(element?: CaseNode): Promise<CaseNode[]> {
     if (element) return [];
-    const all: CaseNode[] = [];
-    for (const caseFile of await listCaseFiles()) {
-      const found = await withStore(caseFile, (store) =>
-        store
-          .listIntents()
-          .filter((i) => i.status === "open" || i.status === "failed" || i.status === "needs_replanning")
-          .map((i): CaseNode => ({
-            kind: "intent",
-            caseFile,
-            id: i.id,
-            runId: i.runId,
-            status: i.status,
-            executor: i.executor,
-            ...(i.error ? { error: `${i.error.code}: ${i.error.message}` } : {}),
-          })),
-      );
-      all.push(...(found ?? []));
-    }
-    return all;
+    return this.acrossCaseFiles((store, caseFile) =>
+      store
+        .listIntents()
+        .filter((i) => i.status === "open" || i.status === "failed" || i.status === "needs_replanning")
+        .map((i): CaseNode => ({
+          kind: "intent",
+          caseFile,
+          id: i.id,
+          runId: i.runId,
+          status: i.status,
+          executor: i.executor,
+          ...(i.error ? { error: `${i.error.code}: ${i.error.message}` } : {}),
+        })),
+    );
   }
 }
 
@@ -161,16 +157,11 @@ export class IntentsTree extends CaseTree {
 export class RulesTree extends CaseTree {
   async getChildren(element?: CaseNode): Promise<CaseNode[]> {
     if (element) return [];
-    const all: CaseNode[] = [];
-    for (const caseFile of await listCaseFiles()) {
-      const found = await withStore(caseFile, (store) =>
-        store
-          .listRules()
-          .map((r): CaseNode => ({ kind: "rule", caseFile, id: r.id, statement: r.statement, confirmed: r.confirmedAt !== undefined })),
-      );
-      all.push(...(found ?? []));
-    }
-    return all;
+    return this.acrossCaseFiles((store, caseFile) =>
+      store
+        .listRules()
+        .map((r): CaseNode => ({ kind: "rule", caseFile, id: r.id, statement: r.statement, confirmed: r.confirmedAt !== undefined })),
+    );
   }
 }
 
