@@ -252,7 +252,8 @@ async function readInspector(page: Page, request: InspectorDomRequest, mode: Mod
     await frame.click(click);
     await sleep(500);
   }
-  for (const selector of request.waitAfterClicks ?? []) await frame.waitForSelector(selector, { timeout: 20_000 });
+  // An action's answer can wait on a runner process starting (cold on a fresh machine: seen 20+ s under load).
+  for (const selector of request.waitAfterClicks ?? []) await frame.waitForSelector(selector, { timeout: 50_000 });
   const after: Record<string, string[]> = {};
   for (const [name, selector] of Object.entries(request.readAfterClicks ?? {})) {
     after[name] = await frame.$$eval(selector, (els) => els.map((e) => (e as HTMLElement).innerText.trim()));

@@ -36,7 +36,7 @@ export function browserAvailable(): boolean {
   return process.env.CASEFILE_E2E_EXCHANGE !== undefined;
 }
 
-export async function askBrowser(request: InspectorDomRequest, timeoutMs = 40_000): Promise<BrowserChecks> {
+export async function askBrowser(request: InspectorDomRequest, timeoutMs = 90_000): Promise<BrowserChecks> {
   const dir = suiteConfig().exchangeDir;
   const answer = path.join(dir, `${request.name}.answer.json`);
   writeFileSync(path.join(dir, `${request.name}.request.json`), JSON.stringify(request));

@@ -26,7 +26,7 @@ export interface SuiteResult {
 
 export async function run(): Promise<void> {
   const config = suiteConfig();
-  const mocha = new Mocha({ ui: "bdd", timeout: 60_000, color: false, reporter: "spec" });
+  const mocha = new Mocha({ ui: "bdd", timeout: 120_000, color: false, reporter: "spec" });
   const files = readdirSync(__dirname)
     .filter((f) => f.endsWith(".test.js"))
     .filter((f) => (config.mode === "restricted" ? f.startsWith("restricted") : !f.startsWith("restricted")))
