@@ -143,9 +143,12 @@ function render(): void {
   if (!model) return;
   const m = model;
   ui.superstepIndex = clamp(ui.superstepIndex, 0, Math.max(0, m.supersteps.length - 1));
+  // A re-render (the case file changed on disk, often because the action just answered wrote to
+  // it) keeps the notice the person has not yet seen go.
+  const notice = document.getElementById("notice") ?? el("div", { className: "notice", id: "notice", role: "status", ariaLive: "polite" });
   app.replaceChildren(
     header(m),
-    el("div", { className: "notice", id: "notice", role: "status", ariaLive: "polite" }),
+    notice,
     el("div", { className: "run-controls", id: "run-controls" }),
     m.canRun.ok ? nothing() : restrictedBanner(m.canRun.reason),
     el("div", { className: "main" }, [timelinePane(m), el("section", { className: "detail", id: "detail" })]),
