@@ -23,6 +23,60 @@ const node = {
   external: ["vscode", "esbuild"],
 };
 
+// The extension host entry stays small: it registers commands, views, the custom editor and the
+// CodeLens, and nothing heavy. Each module it (or a lazy module) loads with `import()` on first use
+// is a bundle of its own beside it, `require`d at that moment: compiling one big file cost the
+// activation far more than running it (zod alone is ~460 KB minified). zod is one shared bundle.
+// A static import of a lazy module from the entry fails the build: it would load on activation.
+const ENTRY = "src/extension/extension.ts";
+const lazyModules = {
+  "src/casefile/index.ts": "ext-casefile",
+  "src/extension/viewModel.ts": "ext-viewModel",
+  "src/extension/inspectorPanel.ts": "ext-inspectorPanel",
+  "src/extension/graphPanel.ts": "ext-graphPanel",
+  "src/runner/client.ts": "ext-runnerClient",
+  "src/runner/describe.ts": "ext-describeClient",
+  "src/protocol/runner.ts": "ext-runnerProtocol",
+  "src/authoring/scaffold.ts": "ext-scaffold",
+  zod: "ext-zod",
+};
+const lazyByPath = new Map(Object.entries(lazyModules).map(([m, out]) => [m === "zod" ? m : path.resolve(m), out]));
+
+/** Resolves imports of lazy modules (other than the bundle's own) to `require("./<bundle>.js")`. */
+function lazyChunks(self) {
+  return {
+    name: "lazy-chunks",
+    setup(build) {
+      build.onResolve({ filter: /^(\.\.?\/|zod$)/ }, async (args) => {
+        if (args.pluginData?.lazyChunks) return undefined;
+        let key = args.path;
+        if (key !== "zod") {
+          const r = await build.resolve(args.path, {
+            kind: args.kind,
+            importer: args.importer,
+            resolveDir: args.resolveDir,
+            pluginData: { lazyChunks: true },
+          });
+          if (r.errors.length > 0) return undefined;
+          key = r.path;
+        }
+        const out = lazyByPath.get(key);
+        if (!out || out === self) return undefined;
+        if (self === "extension" && args.kind !== "dynamic-import") {
+          return {
+            errors: [
+              { text: `${args.path} is loaded lazily (its own bundle): import it with import(), not statically, from ${args.importer}` },
+            ],
+          };
+        }
+        return { path: `./${out}.js`, external: true };
+      });
+    },
+  };
+}
+// External `import()` becomes `require()`: the extension host loads CommonJS.
+const extensionSide = (self) => ({ ...node, supported: { "dynamic-import": false }, plugins: [lazyChunks(self)] });
+
 const browser = {
   bundle: true,
   platform: "browser",
@@ -35,7 +89,12 @@ const browser = {
 };
 
 const targets = [
-  { ...node, entryPoints: ["src/extension/extension.ts"], outfile: "dist/extension.js" },
+  { ...extensionSide("extension"), entryPoints: [ENTRY], outfile: "dist/extension.js" },
+  ...Object.entries(lazyModules).map(([m, out]) => ({
+    ...extensionSide(out),
+    entryPoints: [m === "zod" ? require.resolve("zod") : m],
+    outfile: `dist/${out}.js`,
+  })),
   { ...node, entryPoints: ["src/runner/runnerMain.ts"], outfile: "dist/runner.js" },
   // Bundles and builds one workflow file, reports its graph or problems (Workflow Graph, diagnostics).
   { ...node, entryPoints: ["src/runner/describeMain.ts"], outfile: "dist/describe.js" },

@@ -62,10 +62,22 @@ describe(".vsix from npm run package", function () {
       `node_modules/@esbuild/${process.platform}-${process.arch}/bin/esbuild`,
     ])
       assert.ok(existsSync(path.join(dir, f)), `${f} is installed`);
-    assert.deepEqual(
-      readdirSync(path.join(dir, "media")).filter((f) => f.endsWith(".map")),
-      [],
-    );
+    // The bundles the entry `require`s on first use (esbuild.mjs): every one built is shipped.
+    const lazy = readdirSync(path.join(ROOT, "dist")).filter((f) => /^ext-.*\.js$/.test(f));
+    assert.ok(lazy.includes("ext-casefile.js") && lazy.includes("ext-zod.js"), `lazy bundles built: ${lazy.join(", ")}`);
+    for (const f of lazy) assert.ok(existsSync(path.join(dir, "dist", f)), `dist/${f} is installed`);
+    for (const sub of ["media", "dist"]) {
+      assert.deepEqual(
+        readdirSync(path.join(dir, sub)).filter((f) => f.endsWith(".map")),
+        [],
+        `no source maps in ${sub}/`,
+      );
+    }
+    // Every `require("./ext-….js")` of the installed entry finds its file.
+    const entry = readFileSync(path.join(dir, "dist/extension.js"), "utf8");
+    for (const m of entry.matchAll(/require\("\.\/(ext-[\w-]+\.js)"\)/g)) {
+      assert.ok(existsSync(path.join(dir, "dist", m[1]!)), `dist/${m[1]} required by the entry is installed`);
+    }
     const installed = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as typeof manifest;
     assert.deepEqual(
       installed.contributes.commands.map((c) => c.command),
