@@ -1,8 +1,9 @@
 import { buildModelRequest } from "./contextRequest";
 import { CasefileError } from "./errors";
+import { isExtractValue } from "./extracts";
 import type { AgentSpec, AnyState } from "./executors";
 import type { ModelResponse } from "./model";
-import type { AgentCallRecord, ChatMessage, Json } from "./records";
+import type { AgentCallRecord, ChatMessage, Extract, Json } from "./records";
 import type { TaskInput, TaskOutcome } from "./steps";
 import { stepId } from "./steps";
 import { checkBudget, countTokens } from "./tokens";
@@ -45,7 +46,7 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
     responseSchema: spec.proposal,
     callIndex: input.callIndex,
   });
-  const request =
+  let request =
     replay?.mode === "edited" && replay.messages
       ? buildModelRequest({
           step: input.executor,
@@ -57,8 +58,37 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
         })
       : original;
 
-  const tokens = countTokens(request.messages, request.model);
-  const warning = checkBudget(tokens.count, spec.budget ?? {}, input.executor);
+  const budget = spec.budget ?? {};
+  let tokens = countTokens(request.messages, request.model);
+  // Above the soft budget, a step that can summarise shortens its working context: only the
+  // request changes; state and every record stay whole. The hard budget holds the result.
+  let summarised: AgentCallRecord["summarised"];
+  if (spec.summarise && budget.soft !== undefined && tokens.count > budget.soft) {
+    const before = { count: tokens.count, messages: request.messages.length, hash: request.hash };
+    const shorter = await spec.summarise(request.messages, {
+      step: input.executor,
+      model: request.model,
+      tokens: tokens.count,
+      soft: budget.soft,
+      hard: budget.hard,
+    });
+    if (!Array.isArray(shorter)) {
+      throw new CasefileError("INVALID_WORKFLOW", `step "${input.executor}": summarise returned no array of messages`, {
+        step: input.executor,
+      });
+    }
+    request = buildModelRequest({
+      step: input.executor,
+      messages: shorter,
+      model: spec.model.model,
+      params: spec.model.params ?? {},
+      responseSchema: spec.proposal,
+      callIndex: input.callIndex,
+    });
+    tokens = countTokens(request.messages, request.model);
+    summarised = { tokensBefore: before.count, messagesBefore: before.messages, hashBefore: before.hash };
+  }
+  const warning = checkBudget(tokens.count, budget, input.executor, summarised?.tokensBefore);
   if (warning) out.warnings.push(warning);
 
   const id = stepId(input.runId, input.superstep, input.executor, input.index);
@@ -75,7 +105,14 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
     at: input.now(),
     durationMs: 0,
   };
-  if (request !== original) record.originalHash = original.hash;
+  if (replay?.mode === "edited" && replay.messages) record.originalHash = original.hash;
+  if (summarised) record.summarised = summarised;
+  const extracts = Object.entries(state).filter(([, v]) => isExtractValue(v));
+  if (extracts.length)
+    record.extracts = extracts.map(([key, v]) => {
+      const e = v as Extract;
+      return { key, from: e.from, source: e.source, sourceVersion: e.sourceVersion };
+    });
   // Which rules, as confirmed when, the context was built with: rules change after the fact.
   if (rules.length) record.rules = rules.map((r) => ({ id: r.id, confirmedAt: r.confirmedAt }));
   out.agentCall = record;
@@ -140,7 +177,8 @@ export function checkProposal(
     return { rejection: { code: "SCHEMA_VIOLATION", message: `proposal does not match its schema at "${at}": ${issue.message}` } };
   }
   const proposal = parsed.data as { facts?: unknown };
-  const known = Object.keys(state).filter((k) => isFactValue(state[k]));
+  // Facts of record and extracts of their documents are both citable: each carries its source.
+  const known = Object.keys(state).filter((k) => isFactValue(state[k]) || isExtractValue(state[k]));
   const cited = Array.isArray(proposal.facts) ? (proposal.facts as unknown[]).map(String) : [];
   const unknown = cited.filter((f) => !known.includes(f.split(".")[0]!));
   if (unknown.length > 0) {

@@ -3,6 +3,7 @@ import type { AgentReplay } from "./agentStep";
 import { RunControl } from "./control";
 import { resolveOpenIntents } from "./effectStep";
 import { CasefileError, describeError } from "./errors";
+import { prepareExtracts, type ExtractMade, type ExtractPass } from "./extracts";
 import type { ModelProvider } from "./model";
 import {
   CHECKPOINT_FORMAT,
@@ -391,6 +392,17 @@ export class Engine {
 
       const superstep = cp.superstep + 1;
       this.emit(this.event(run.id, superstep, "superstep_started", { executors: cp.pending.map((m) => m.to) }));
+      // Extracts the superstep's executors read are checked against their documents first: a
+      // missing or stale one is made again, and executors see only extracts that match.
+      let extracts: ExtractPass;
+      try {
+        extracts = await prepareExtracts({ workflow: this.workflow, state: values, executors: cp.pending.map((m) => m.to), now: this.now });
+      } catch (e) {
+        return this.fail(run, cp, superstep, [], {
+          ...describeError(e),
+          executor: (e as CasefileError).details?.executor as string | undefined,
+        });
+      }
       const seen = new Map<string, number>();
       const outcomes = await Promise.all(
         cp.pending.map((message) => {
@@ -408,7 +420,7 @@ export class Engine {
             superstep,
             index,
             message,
-            state: values,
+            state: extracts.state,
             local: cp.local[message.to],
             signal: this.control.signal,
             now: this.now,
@@ -439,8 +451,10 @@ export class Engine {
         }
       }
       if (failure) return this.fail(run, cp, superstep, outcomes, failure);
+      // No executor may write an extract key (checkWrites refuses it), so these never collide.
+      for (const m of extracts.made) changed.set(m.key, { executor: `extract:${m.key}`, value: m.value as unknown as Json });
 
-      const next = this.advance(run, cp, superstep, values, outcomes, changed);
+      const next = this.advance(run, cp, superstep, values, outcomes, changed, extracts.made);
       values = next.values;
       cp = next.checkpoint;
     }
@@ -454,6 +468,7 @@ export class Engine {
     prevValues: Record<string, Json>,
     outcomes: TaskOutcome[],
     changed: Map<string, { executor: string; value: Json }>,
+    extracts: ExtractMade[] = [],
   ): { checkpoint: Checkpoint; values: Record<string, Json> } {
     const values = { ...prevValues };
     for (const [key, { value }] of changed) values[key] = deepFreeze(value);
@@ -461,7 +476,7 @@ export class Engine {
     const fanIn = structuredClone(cp.fanIn);
     const pending: Message[] = [];
     const local = { ...cp.local };
-    const events: EventRecord[] = [];
+    const events: EventRecord[] = extracts.flatMap((m) => this.extractEvents(run.id, superstep, m));
     for (const o of outcomes) {
       for (const payload of o.sends)
         pending.push(...route(this.workflow, o.step.executor, toJson(payload, "message", o.step.executor), values, fanIn));
@@ -533,6 +548,32 @@ export class Engine {
       events,
     });
     return { checkpoint, values };
+  }
+
+  /**
+   * The record of an extract made in a superstep: an `extract` event (document, version, who read
+   * it, and the extract it replaced), and a warning when the one in state was stale.
+   */
+  private extractEvents(runId: string, superstep: number, m: ExtractMade): EventRecord[] {
+    const e = m.value;
+    const data: Json = {
+      key: m.key,
+      from: e.from,
+      source: e.source,
+      sourceVersion: e.sourceVersion,
+      readers: m.readers,
+      stale: m.stale !== undefined,
+      reason: m.stale ?? "first read",
+      previous: m.previous
+        ? { source: m.previous.source, sourceVersion: m.previous.sourceVersion, extractedAt: m.previous.extractedAt }
+        : null,
+    };
+    const events = [this.event(runId, superstep, "extract", data)];
+    if (m.stale !== undefined) {
+      const message = `extract "${m.key}" was stale: ${m.stale}; extracted again for ${m.readers.join(", ")}`;
+      events.push(this.event(runId, superstep, "warning", { executor: m.readers[0]!, message }));
+    }
+    return events;
   }
 
   /** A failed superstep commits nothing to state; its step records are kept to explain why. */

@@ -11,6 +11,10 @@ export type ErrorCode =
   | "UNKNOWN_EXECUTOR"
   | "UNREACHABLE_EXECUTOR"
   | "INVALID_WORKFLOW"
+  /** An extract's `from` names a key that is not a fact (it has no source version to check against). */
+  | "EXTRACT_SOURCE_NOT_FACT"
+  /** An executor owns an extract key: extracts are made by the engine, never written by an executor. */
+  | "EXTRACT_OWNED"
   // running a workflow
   | "WRITE_NOT_OWNED"
   | "DOUBLE_WRITE"
@@ -28,6 +32,8 @@ export type ErrorCode =
   | "MODEL_RESPONSE_MISSING"
   | "MODEL_CALL_FAILED"
   | "TOKEN_BUDGET_EXCEEDED"
+  /** An extractor threw, or returned a value its schema rejects. */
+  | "EXTRACT_FAILED"
   // effects and business rules
   /** A conditional write was refused (HTTP 412): the record changed after the effect checked it. */
   | "PRECONDITION_FAILED"

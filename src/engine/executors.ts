@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { ChatMessage, Fact, Json, RuleResult, Verdict } from "./records";
+import type { ChatMessage, Extract, Fact, Json, RuleResult, Verdict } from "./records";
 import type { RuleInForce } from "./rules";
 
 /**
@@ -17,12 +17,60 @@ export function fact<T extends z.ZodType>(schema: T): FactKey<T> {
   return { kind: "fact", schema };
 }
 
-export type KeyDecl = z.ZodType | FactKey;
+/** The document an extractor is handed with: the fact key it sits in and where it was read. */
+export interface ExtractSource {
+  key: string;
+  source: string;
+  sourceVersion: string;
+  readAt: string;
+}
+
+/**
+ * A state key holding an extract of a long document (a table, the terms of a contract or a
+ * price list) that sits in the fact `from`. No executor writes it: the engine runs `run` on the
+ * document before an executor that reads the key runs, whenever there is no extract yet or the
+ * one in state was taken from another source or version, and commits it with that superstep.
+ */
+export interface ExtractKey<T extends z.ZodType = z.ZodType> {
+  readonly kind: "extract";
+  readonly schema: T;
+  /** The fact key holding the document. */
+  readonly from: string;
+  // The document is whatever the source fact's schema says; the author types it at the call site.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly run: (document: any, source: ExtractSource) => unknown;
+  readonly description?: string;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export interface ExtractSpec<T extends z.ZodType, D = any> {
+  /** The fact key holding the document. */
+  from: string;
+  /**
+   * Takes the extract from the document (the fact's value): a function of the document alone,
+   * so the same version always gives the same extract. It may be async.
+   */
+  run(document: D, source: ExtractSource): z.input<T> | Promise<z.input<T>>;
+  description?: string;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function extract<T extends z.ZodType, D = any>(schema: T, spec: ExtractSpec<T, D>): ExtractKey<T> {
+  return { kind: "extract", schema, from: spec.from, run: spec.run as ExtractKey["run"], description: spec.description };
+}
+
+export type KeyDecl = z.ZodType | FactKey | ExtractKey;
 export type StateShape = Record<string, KeyDecl>;
 
-/** The type of state a shape describes: facts arrive wrapped with their provenance. */
+/** The type of state a shape describes: facts arrive wrapped with their provenance, extracts with their source. */
 export type StateOf<S extends StateShape> = {
-  [K in keyof S]?: S[K] extends FactKey<infer T> ? Fact<z.infer<T>> : S[K] extends z.ZodType ? z.infer<S[K]> : never;
+  [K in keyof S]?: S[K] extends FactKey<infer T>
+    ? Fact<z.infer<T>>
+    : S[K] extends ExtractKey<infer T>
+      ? Extract<z.infer<T>>
+      : S[K] extends z.ZodType
+        ? z.infer<S[K]>
+        : never;
 };
 
 // Executor specs are written against a loose state type by default; an author who wants
@@ -84,8 +132,24 @@ export interface AgentSpec<S = AnyState, P extends z.ZodType = z.ZodType> extend
   /** Schema of the proposal; must include `action`, `reason` and `facts` (cited fact keys). */
   proposal: P;
   model: { model: string; params?: Record<string, Json> };
-  /** Token budget for the context; above soft warns, above hard refuses. */
+  /** Token budget for the context; above soft warns (or summarises, with `summarise`), above hard refuses. */
   budget?: { soft?: number; hard?: number };
+  /**
+   * Shortens the working context when it is above the soft budget: called with the messages
+   * `context` built (and their count and the budget), returns the messages to send instead. Only
+   * the request is shortened: state, facts and the case file's records stay whole. The hard
+   * budget is checked on what it returns; the call record keeps the count before and after.
+   */
+  summarise?(messages: readonly ChatMessage[], info: SummariseInfo): ChatMessage[] | Promise<ChatMessage[]>;
+}
+
+/** What `summarise` is told: the context's token count (with the model's tokenizer) and the budget. */
+export interface SummariseInfo {
+  step: string;
+  model: string;
+  tokens: number;
+  soft: number;
+  hard?: number;
 }
 
 export interface RuleInput<S = AnyState> {

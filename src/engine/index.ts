@@ -7,6 +7,7 @@ export { z } from "zod";
 export { defineWorkflow, ApprovalAnswer, type Workflow, type WorkflowSpec } from "./workflow";
 export {
   fact,
+  extract,
   code,
   loader,
   agent,
@@ -24,8 +25,11 @@ export {
   type LiveRecord,
   type PlannedEffect,
   type RequestPrompt,
+  type ExtractSource,
+  type SummariseInfo,
 } from "./executors";
-export type { Json, Fact, ChatMessage, Provenance, Verdict, RuleResult } from "./records";
+export type { Json, Fact, Extract, ChatMessage, Provenance, Verdict, RuleResult } from "./records";
+export { extractProvenance } from "./extracts";
 export { CasefileError } from "./errors";
 export { PreconditionFailedError, comparePrecondition, type PreconditionResult } from "./effectStep";
 export { stableHash } from "./hash";

@@ -112,6 +112,24 @@ export interface Fact<T = Json> {
   provenance: Provenance;
 }
 
+/**
+ * An extract as it sits in state: the part of a long document a step needs (a table, the terms of
+ * a contract or a price list), labelled with the document it was taken from. The engine makes it
+ * from the fact named by `from` and makes it again whenever that fact's source or version (or its
+ * content, for state edited by hand) no longer matches; no executor ever sees it otherwise.
+ */
+export interface Extract<T = Json> {
+  value: T;
+  /** The fact key holding the document. */
+  from: string;
+  /** The document's id and version in the system of record, from the fact's provenance when extracted. */
+  source: string;
+  sourceVersion: string;
+  /** Fingerprint (`stableHash`) of the fact's value the extract was taken from. */
+  sourceHash: string;
+  extractedAt: string;
+}
+
 export interface FactRecord extends Provenance {
   runId: string;
   superstep: number;
@@ -150,6 +168,14 @@ export interface AgentCallRecord {
   originalHash?: string;
   /** The business rules in force handed to the context builder (id, and when that version was confirmed). */
   rules?: { id: string; confirmedAt: string }[];
+  /** The extracts handed to the context builder, each with the document version it was taken from. */
+  extracts?: { key: string; from: string; source: string; sourceVersion: string }[];
+  /**
+   * Set when the context was over its soft budget and the step's `summarise` hook shortened the
+   * working context: the count before; `tokens.count` is the count actually sent. State and the
+   * case file's other records are never shortened, only the request.
+   */
+  summarised?: { tokensBefore: number; messagesBefore: number; hashBefore: string };
   at: string;
   durationMs: number;
 }
@@ -229,6 +255,7 @@ export type EventType =
   | "request_answered"
   | "intent"
   | "rule"
+  | "extract"
   | "warning"
   | "run_paused"
   | "run_completed"

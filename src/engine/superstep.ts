@@ -29,6 +29,14 @@ export function checkWrites(workflow: Workflow, writes: StagedWrite[]): Map<stri
         key: w.key,
       });
     }
+    const extract = workflow.extracts[w.key];
+    if (extract) {
+      throw new CasefileError(
+        "WRITE_NOT_OWNED",
+        `executor "${w.executor}" wrote extract key "${w.key}": extracts are made by the engine from "${extract.from}", never written by an executor`,
+        { executor: w.executor, key: w.key },
+      );
+    }
     if (workflow.owners[w.key] !== w.executor) {
       const owner = workflow.owners[w.key];
       throw new CasefileError(

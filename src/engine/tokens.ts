@@ -100,16 +100,25 @@ export interface TokenBudget {
  * TOKEN_BUDGET_EXCEEDED when above the hard one, and returns undefined otherwise. A count equal
  * to a budget is within it.
  */
-export function checkBudget(count: number, budget: TokenBudget, step: string): string | undefined {
+export function checkBudget(count: number, budget: TokenBudget, step: string, summarisedFrom?: number): string | undefined {
+  // After the step's summarise hook shortened the context, the messages name both counts.
+  const context =
+    summarisedFrom === undefined ? `context is ${count} tokens` : `context is ${count} tokens after summarising (${summarisedFrom} before)`;
   if (budget.hard !== undefined && count > budget.hard) {
     throw new CasefileError(
       "TOKEN_BUDGET_EXCEEDED",
-      `step "${step}": context is ${count} tokens, above the hard budget of ${budget.hard} tokens; the model was not called`,
-      { step, count, hard: budget.hard, ...(budget.soft !== undefined ? { soft: budget.soft } : {}) },
+      `step "${step}": ${context}, above the hard budget of ${budget.hard} tokens; the model was not called`,
+      {
+        step,
+        count,
+        hard: budget.hard,
+        ...(budget.soft !== undefined ? { soft: budget.soft } : {}),
+        ...(summarisedFrom !== undefined ? { summarisedFrom } : {}),
+      },
     );
   }
   if (budget.soft !== undefined && count > budget.soft) {
-    return `step "${step}": context is ${count} tokens, above the soft budget of ${budget.soft} tokens`;
+    return `step "${step}": ${context}, above the soft budget of ${budget.soft} tokens`;
   }
   return undefined;
 }

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { WorkflowDefinitionError, type ErrorCode } from "./errors";
-import type { EdgeSpec, ExecutorSpec, FactKey, KeyDecl, StateShape } from "./executors";
+import type { EdgeSpec, ExecutorSpec, ExtractKey, FactKey, KeyDecl, StateShape } from "./executors";
 import { stableHash } from "./hash";
 import type { Json, StepKind } from "./records";
 
@@ -34,6 +34,8 @@ export interface Workflow extends Omit<WorkflowSpec, "edges"> {
   /** key -> the executor that owns it. */
   readonly owners: Record<string, string>;
   readonly factKeys: ReadonlySet<string>;
+  /** Extract key -> its declaration (the fact it is taken from and the extractor). */
+  readonly extracts: Readonly<Record<string, ExtractKey>>;
   /** Hash of the graph's shape (executors, kinds, keys, edges), stored in every checkpoint. */
   readonly graphHash: string;
   /** A plain description of the graph, for the graph view and `inspect`. */
@@ -44,7 +46,8 @@ export interface GraphDescription {
   start: string;
   executors: { id: string; kind: StepKind; reads: string[]; owns: string[]; description?: string }[];
   edges: { id: string; from: string[]; to: string[]; conditional: boolean; label?: string }[];
-  keys: { key: string; fact: boolean; owner?: string }[];
+  /** `extractOf`: for an extract key, the fact key it is taken from (extracts have no owner). */
+  keys: { key: string; fact: boolean; owner?: string; extractOf?: string }[];
 }
 
 export { ApprovalAnswer } from "./executors";
@@ -53,11 +56,25 @@ export function isFactKey(decl: KeyDecl): decl is FactKey {
   return typeof decl === "object" && decl !== null && (decl as FactKey).kind === "fact" && "schema" in decl;
 }
 
+export function isExtractKey(decl: KeyDecl): decl is ExtractKey {
+  return typeof decl === "object" && decl !== null && (decl as ExtractKey).kind === "extract" && "schema" in decl;
+}
+
 const ProvenanceSchema = z.object({ source: z.string(), sourceVersion: z.string(), readAt: z.string() });
 
-/** The schema a key's stored value must satisfy (facts are wrapped with provenance). */
+/** The schema a key's stored value must satisfy (facts are wrapped with provenance, extracts with their source). */
 export function keySchema(decl: KeyDecl): z.ZodType {
-  return isFactKey(decl) ? z.object({ value: decl.schema, provenance: ProvenanceSchema }) : decl;
+  if (isFactKey(decl)) return z.object({ value: decl.schema, provenance: ProvenanceSchema });
+  if (isExtractKey(decl))
+    return z.object({
+      value: decl.schema,
+      from: z.string(),
+      source: z.string(),
+      sourceVersion: z.string(),
+      sourceHash: z.string(),
+      extractedAt: z.string(),
+    });
+  return decl;
 }
 
 type Problem = { code: ErrorCode; message: string; executor?: string; key?: string };
@@ -72,6 +89,14 @@ export function defineWorkflow(spec: WorkflowSpec): Workflow {
   const executorIds = Object.keys(spec.executors ?? {});
   const owners: Record<string, string> = {};
   const factKeys = new Set([...stateKeys].filter((k) => isFactKey(spec.state[k]!)));
+  const extracts: Record<string, ExtractKey> = {};
+  for (const key of stateKeys) {
+    const decl = spec.state[key]!;
+    if (isExtractKey(decl)) {
+      extracts[key] = decl;
+      checkExtract(key, decl, spec.state, problems);
+    }
+  }
 
   if (!spec.name) problems.push({ code: "INVALID_WORKFLOW", message: "workflow has no name" });
   if (!Number.isInteger(spec.version) || spec.version < 1)
@@ -82,6 +107,15 @@ export function defineWorkflow(spec: WorkflowSpec): Workflow {
     for (const key of ex.owns ?? []) {
       if (!stateKeys.has(key)) {
         problems.push({ code: "UNKNOWN_KEY", executor: id, key, message: `executor "${id}" owns unknown state key "${key}"` });
+        continue;
+      }
+      if (extracts[key]) {
+        problems.push({
+          code: "EXTRACT_OWNED",
+          executor: id,
+          key,
+          message: `executor "${id}" owns extract key "${key}": the engine makes extracts from their fact ("${extracts[key].from}"), no executor writes them`,
+        });
         continue;
       }
       const other = owners[key];
@@ -161,10 +195,37 @@ export function defineWorkflow(spec: WorkflowSpec): Workflow {
       return { id, kind: ex.kind, reads: [...(ex.reads ?? [])], owns: [...(ex.owns ?? [])], description: ex.description };
     }),
     edges: edges.map((e) => ({ id: e.id, from: e.from, to: e.to, conditional: e.when !== undefined, label: e.label })),
-    keys: [...stateKeys].map((key) => ({ key, fact: factKeys.has(key), owner: owners[key] })),
+    keys: [...stateKeys].map((key) => ({
+      key,
+      fact: factKeys.has(key),
+      owner: owners[key],
+      ...(extracts[key] ? { extractOf: extracts[key].from } : {}),
+    })),
   };
+  // Only extract keys carry `extractOf`: the graph hash of a workflow without extracts is what it
+  // was before extracts existed, so its case files resume without a "graph changed" warning.
   const graphHash = stableHash(graph).slice(0, 23);
-  return { ...spec, edges, owners, factKeys, graphHash, graph };
+  return { ...spec, edges, owners, factKeys, extracts, graphHash, graph };
+}
+
+function checkExtract(key: string, decl: ExtractKey, state: StateShape, problems: Problem[]): void {
+  const source = state[decl.from];
+  if (typeof decl.from !== "string" || !source) {
+    problems.push({
+      code: "UNKNOWN_KEY",
+      key,
+      message: `extract "${key}" is taken from unknown state key ${JSON.stringify(decl.from)}; name the fact key holding the document`,
+    });
+  } else if (!isFactKey(source)) {
+    problems.push({
+      code: "EXTRACT_SOURCE_NOT_FACT",
+      key,
+      message: `extract "${key}" is taken from "${decl.from}", which is ${isExtractKey(source) ? "an extract" : "workflow state"}, not a fact: an extract needs a source id and version to be checked against`,
+    });
+  }
+  if (typeof decl.run !== "function") {
+    problems.push({ code: "INVALID_WORKFLOW", key, message: `extract "${key}" has no run(document, source) function` });
+  }
 }
 
 function checkProposalSchema(id: string, schema: unknown, problems: Problem[]): void {
