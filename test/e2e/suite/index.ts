@@ -26,7 +26,9 @@ export interface SuiteResult {
 
 export async function run(): Promise<void> {
   const config = suiteConfig();
-  const mocha = new Mocha({ ui: "bdd", timeout: 120_000, color: false, reporter: "spec" });
+  // CASEFILE_E2E_GREP (passed through code-server's environment) runs only the tests whose titles match, while working on them.
+  const grep = process.env.CASEFILE_E2E_GREP;
+  const mocha = new Mocha({ ui: "bdd", timeout: 120_000, color: false, reporter: "spec", ...(grep ? { grep } : {}) });
   const files = readdirSync(__dirname)
     .filter((f) => f.endsWith(".test.js"))
     .filter((f) => (config.mode === "restricted" ? f.startsWith("restricted") : !f.startsWith("restricted")))
