@@ -10,11 +10,12 @@
  *   restricted the workspace left untrusted: Run refuses with an explanation.
  * Prints mocha-style results and a closing "N passed, N failed" line; screenshots go to
  * test-output/e2e/. Browser and server are stopped by process id on every path out.
- * CASEFILE_E2E_ONLY=trusted|restricted runs one pass; CASEFILE_E2E_TIMEOUT_MS bounds each pass.
+ * CASEFILE_E2E_ONLY=trusted|restricted runs one pass; CASEFILE_E2E_TIMEOUT_MS bounds each pass;
+ * CASEFILE_E2E_GREP=<pattern> runs only the tests whose titles match.
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -40,6 +41,7 @@ const CHROMIUM_ARGS = [
   "--disable-sync",
 ];
 const SHOTS = path.join(ROOT, "test-output", "e2e");
+const LM_PROVIDER = path.join(ROOT, "test", "e2e", "lmProvider");
 const PASS_TIMEOUT_MS = Number(process.env.CASEFILE_E2E_TIMEOUT_MS ?? 180_000);
 
 type Mode = "trusted" | "restricted";
@@ -75,6 +77,9 @@ async function runPass(mode: Mode, suiteIndex: string): Promise<SuiteResult> {
   const exchange = path.join(work, "exchange");
   for (const d of [userData, extensions, workspace, exchange]) mkdirSync(d, { recursive: true });
   await writeFixtureWorkspace(workspace);
+  // A chat model served through VS Code's Language Model API, for the vscode-lm provider's tests:
+  // installed as a plain extension (code-server loads only one extensionDevelopmentPath).
+  if (mode === "trusted") cpSync(LM_PROVIDER, path.join(extensions, "casefile-test.lm-provider-0.0.1"), { recursive: true });
   const resultFile = path.join(exchange, "result.json");
 
   const port = await freePort();
