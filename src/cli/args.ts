@@ -1,7 +1,8 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { CasefileError } from "../engine/errors";
 import type { Json } from "../engine/records";
-import { ProviderConfigSchema, type ProviderConfig } from "../protocol/runner";
+import { ProviderConfigSchema, type ProviderConfig, type TokenBudget } from "../protocol/runner";
+import { defaultBudgetOf } from "../runner/budget";
 
 /**
  * Argument helpers for the commands in replayCommand.ts and evalCommands.ts. They behave like the
@@ -45,4 +46,13 @@ export function providerOption(value: string | undefined, io: Io): ProviderConfi
     throw new CasefileError("USAGE", `--provider: ${issue.message} at "${issue.path.join(".") || "(root)"}"`);
   }
   return parsed.data;
+}
+
+/**
+ * `--token-budget N`, else $CASEFILE_TOKEN_BUDGET: the hard token budget for agent steps that
+ * declare none (a step's own budget wins; 0 for none). The editor's casefile.tokenBudget setting.
+ */
+export function tokenBudgetOption(value: string | undefined, io: Io): TokenBudget | undefined {
+  if (value !== undefined) return defaultBudgetOf(value, "--token-budget");
+  return defaultBudgetOf(io.env.CASEFILE_TOKEN_BUDGET, "CASEFILE_TOKEN_BUDGET");
 }

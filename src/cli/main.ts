@@ -5,6 +5,7 @@ import { CasefileError, isCasefileError } from "../engine/errors";
 import type { Json } from "../engine/records";
 import { ProviderConfigSchema, type ProviderConfig, type RunCommand } from "../protocol/runner";
 import { runSession, type SessionResult } from "../runner/session";
+import { tokenBudgetOption } from "./args";
 import { exportEval, runEval } from "./evalCommands";
 import { formatInspection, inspectRuns } from "./inspect";
 import { replay } from "./replayCommand";
@@ -19,11 +20,11 @@ import { rules, RULES_USAGE } from "./ruleCommands";
  */
 
 const USAGE = `usage:
-  casefile run <workflow.ts> [--case-file F] [--input JSON] [--provider JSON]
-  casefile resume <case file> --checkpoint ID [--patch JSON] [--workflow F]
-  casefile respond <case file> --request ID --answer JSON
+  casefile run <workflow.ts> [--case-file F] [--input JSON] [--provider JSON] [--token-budget N]
+  casefile resume <case file> --checkpoint ID [--patch JSON] [--workflow F] [--provider JSON] [--token-budget N]
+  casefile respond <case file> --request ID --answer JSON [--workflow F] [--provider JSON] [--token-budget N]
   casefile inspect <case file> [--run ID] [--json]
-  casefile replay <case file> --step AGENT_CALL_ID [--mode recorded|live|edited] [--messages FILE.json] [--provider JSON] [--workflow F]
+  casefile replay <case file> --step AGENT_CALL_ID [--mode recorded|live|edited] [--messages FILE.json] [--provider JSON] [--token-budget N] [--workflow F]
   casefile export-eval <case file> --step AGENT_CALL_ID [--format json|openai-jsonl|promptfoo] [--out PATH] [--expect JSON] [--workflow F]
   casefile eval <dir or files...> [--provider JSON] [--junit PATH] [--workflow F]
 ${RULES_USAGE}`;
@@ -62,9 +63,19 @@ function providerArg(value: string | undefined, io: Io): ProviderConfig | undefi
   return parsed.data;
 }
 
-async function session(command: RunCommand, provider: ProviderConfig | undefined, io: Io): Promise<number> {
+/**
+ * Runs one command in-process. `tokenBudget` is the --token-budget option's text (else
+ * $CASEFILE_TOKEN_BUDGET): the hard budget of agent steps that declare none.
+ */
+async function session(
+  command: RunCommand,
+  provider: ProviderConfig | undefined,
+  io: Io,
+  tokenBudget: string | undefined,
+): Promise<number> {
   const result: SessionResult = await runSession(command, {
     provider,
+    defaultBudget: tokenBudgetOption(tokenBudget, io),
     env: io.env,
     log: (m) => io.err(m),
     onEvent: (e) => {
@@ -86,11 +97,17 @@ export const commands: Record<string, Command> = {
       "case-file": { type: "string" },
       input: { type: "string" },
       provider: { type: "string" },
+      "token-budget": { type: "string" },
     });
     const workflowPath = positionals[0];
     if (!workflowPath) throw new CasefileError("USAGE", "run needs a workflow file");
     const caseFile = values["case-file"] ?? defaultCaseFile(workflowPath);
-    return session({ kind: "run", workflowPath, caseFile, input: jsonArg(values.input, "input") }, providerArg(values.provider, io), io);
+    return session(
+      { kind: "run", workflowPath, caseFile, input: jsonArg(values.input, "input") },
+      providerArg(values.provider, io),
+      io,
+      values["token-budget"],
+    );
   },
 
   async resume(args, io) {
@@ -99,6 +116,7 @@ export const commands: Record<string, Command> = {
       patch: { type: "string" },
       workflow: { type: "string" },
       provider: { type: "string" },
+      "token-budget": { type: "string" },
     });
     const caseFile = positionals[0];
     if (!caseFile || !values.checkpoint) throw new CasefileError("USAGE", "resume needs a case file and --checkpoint ID");
@@ -116,6 +134,7 @@ export const commands: Record<string, Command> = {
       },
       providerArg(values.provider, io),
       io,
+      values["token-budget"],
     );
   },
 
@@ -125,6 +144,7 @@ export const commands: Record<string, Command> = {
       answer: { type: "string" },
       workflow: { type: "string" },
       provider: { type: "string" },
+      "token-budget": { type: "string" },
     });
     const caseFile = positionals[0];
     if (!caseFile || !values.request || values.answer === undefined)
@@ -133,6 +153,7 @@ export const commands: Record<string, Command> = {
       { kind: "respond", caseFile, requestId: values.request, answer: jsonArg(values.answer, "answer"), workflowPath: values.workflow },
       providerArg(values.provider, io),
       io,
+      values["token-budget"],
     );
   },
 

@@ -6,11 +6,11 @@ import { CasefileError } from "../engine/errors";
 import type { ChatMessage } from "../engine/records";
 import { ChatMessageSchema, ReplayModeSchema } from "../protocol/runner";
 import { runSession } from "../runner/session";
-import { parseOptions, providerOption, type Command } from "./args";
+import { parseOptions, providerOption, tokenBudgetOption, type Command } from "./args";
 
 /**
  * `casefile replay <case file> --step <agent call id> [--mode recorded|live|edited]
- *  [--messages FILE.json] [--provider JSON] [--workflow F]`
+ *  [--messages FILE.json] [--provider JSON] [--token-budget N] [--workflow F]`
  *
  * Replays one agent step as a branch run from the checkpoint just before it (the run that
  * recorded the step is never changed) and prints what the replayed step did beside what it did
@@ -23,6 +23,7 @@ export const replay: Command = async (args, io) => {
     mode: { type: "string" },
     messages: { type: "string" },
     provider: { type: "string" },
+    "token-budget": { type: "string" },
     workflow: { type: "string" },
   });
   const caseFile = positionals[0];
@@ -42,6 +43,7 @@ export const replay: Command = async (args, io) => {
     },
     {
       provider: providerOption(values.provider, io),
+      defaultBudget: tokenBudgetOption(values["token-budget"], io),
       env: io.env,
       log: (m) => io.err(m),
       onEvent: (e) => {

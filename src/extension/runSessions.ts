@@ -1,6 +1,6 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
-import type { ControlAction, ProviderConfig, RunCommand, RunnerToHost } from "../protocol/runner";
+import type { ControlAction, ProviderConfig, RunCommand, RunnerToHost, TokenBudget } from "../protocol/runner";
 import type { RunnerHandle } from "../runner/client";
 
 /**
@@ -59,6 +59,7 @@ export class RunSessions implements vscode.Disposable {
   async start(command: RunCommand, opts: { stepMode: boolean; title: string }): Promise<RunResult> {
     if (this.active) return { ok: false, reason: "A workflow is already running in this window: stop it first (Casefile: Stop)." };
     const provider = providerFromSettings();
+    const defaultBudget = budgetFromSettings(this.log);
     const env = await this.environment(provider);
     const { startRunner } = await import("../runner/client.js");
     this.log.info(`${opts.title}: ${JSON.stringify(command)}${opts.stepMode ? " (step mode)" : ""}`);
@@ -67,6 +68,7 @@ export class RunSessions implements vscode.Disposable {
       command,
       stepMode: opts.stepMode,
       ...(provider ? { provider } : {}),
+      ...(defaultBudget ? { defaultBudget } : {}),
       env,
       cwd: "workflowPath" in command && command.workflowPath ? path.dirname(command.workflowPath) : path.dirname(command.caseFile),
       onMessage: (m) => this.onMessage(m, handle),
@@ -212,6 +214,20 @@ export function providerFromSettings(): ProviderConfig | undefined {
     default:
       return undefined;
   }
+}
+
+/**
+ * The casefile.tokenBudget setting as the run's default budget: the hard budget of agent steps
+ * that declare none (a step's own budget wins; src/runner/budget.ts). 0 or not a whole number of
+ * tokens: none (the latter logged).
+ */
+export function budgetFromSettings(log?: vscode.LogOutputChannel): TokenBudget | undefined {
+  const value = vscode.workspace.getConfiguration("casefile").get<unknown>("tokenBudget", 0);
+  if (typeof value !== "number" || !Number.isInteger(value) || value <= 0) {
+    if (value !== 0) log?.warn(`casefile.tokenBudget is ${JSON.stringify(value)}: not a whole number of tokens, ignored`);
+    return undefined;
+  }
+  return { hard: value };
 }
 
 /** Answers the runner's model request through VS Code's Language Model API (provider vscode-lm). */

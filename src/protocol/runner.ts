@@ -31,6 +31,13 @@ export const ProviderConfigSchema = z.discriminatedUnion("kind", [
 ]);
 export type ProviderConfig = z.infer<typeof ProviderConfigSchema>;
 
+/**
+ * A run's default token budget for agent steps that declare none (a step's own budget wins):
+ * the editor's casefile.tokenBudget setting or the CLI's --token-budget (src/runner/budget.ts).
+ */
+export const TokenBudgetSchema = z.object({ soft: z.number().int().positive().optional(), hard: z.number().int().positive().optional() });
+export type TokenBudget = z.infer<typeof TokenBudgetSchema>;
+
 export const ReplayModeSchema = z.enum(["recorded", "live", "edited"]);
 export type ReplayMode = z.infer<typeof ReplayModeSchema>;
 
@@ -79,6 +86,7 @@ export const HostToRunnerSchema = z.discriminatedUnion("type", [
     /** Pause before every superstep until told `step` or `continue`. */
     stepMode: z.boolean().default(false),
     provider: ProviderConfigSchema.optional(),
+    defaultBudget: TokenBudgetSchema.optional(),
   }),
   z.object({ type: z.literal("control"), action: ControlActionSchema }),
   z.object({

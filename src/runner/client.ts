@@ -6,6 +6,7 @@ import {
   type ProviderConfig,
   type RunCommand,
   type RunnerToHost,
+  type TokenBudget,
 } from "../protocol/runner";
 
 export interface RunnerOptions {
@@ -14,6 +15,8 @@ export interface RunnerOptions {
   command: RunCommand;
   stepMode?: boolean;
   provider?: ProviderConfig;
+  /** Token budget for agent steps that declare none (the casefile.tokenBudget setting). */
+  defaultBudget?: TokenBudget;
   /** Environment for the child: the CLI's env, or the editor's with a key from SecretStorage. */
   env?: NodeJS.ProcessEnv;
   cwd?: string;
@@ -66,7 +69,15 @@ export function startRunner(opts: RunnerOptions): RunnerHandle {
       return;
     }
     const message = parsed.data;
-    if (message.type === "ready") send({ type: "start", command: opts.command, stepMode: opts.stepMode ?? false, provider: opts.provider });
+    if (message.type === "ready") {
+      send({
+        type: "start",
+        command: opts.command,
+        stepMode: opts.stepMode ?? false,
+        provider: opts.provider,
+        ...(opts.defaultBudget ? { defaultBudget: opts.defaultBudget } : {}),
+      });
+    }
     if (message.type === "done") outcome.done = message;
     if (message.type === "error") outcome.error = message.error;
     opts.onMessage?.(message);

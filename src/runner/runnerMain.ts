@@ -85,6 +85,7 @@ async function start(message: Extract<HostToRunner, { type: "start" }>, control:
     const result = await runSession(message.command, {
       control,
       provider: message.provider,
+      defaultBudget: message.defaultBudget,
       providerInstance: message.provider?.kind === "vscode-lm" ? host : undefined,
       onEvent: (event) => {
         post({ type: "event", event });

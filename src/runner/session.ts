@@ -7,13 +7,16 @@ import { CasefileError } from "../engine/errors";
 import type { ModelProvider } from "../engine/model";
 import { createProvider } from "../engine/providers/index";
 import type { AgentCallRecord, EventRecord, Json } from "../engine/records";
-import type { ProviderConfig, RunCommand } from "../protocol/runner";
+import type { ProviderConfig, RunCommand, TokenBudget } from "../protocol/runner";
+import { withDefaultBudget } from "./budget";
 import { loadWorkflow } from "./bundle";
 import { compactAtFromEnv, openRuleBook } from "./ruleBook";
 
 export interface SessionOptions {
   control?: RunControl;
   provider?: ProviderConfig;
+  /** Token budget for agent steps that declare none; a step's own budget wins (budget.ts). */
+  defaultBudget?: TokenBudget;
   /** Overrides `provider` (the runner passes a provider that asks the editor's host). */
   providerInstance?: ModelProvider;
   onEvent?: (event: EventRecord) => void;
@@ -45,7 +48,7 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
   try {
     for (const w of store.warnings) opts.log?.(`warning: ${w}`);
     const workflowPath = command.kind === "run" ? path.resolve(command.workflowPath) : resolveWorkflowPath(store, caseFile, command);
-    const { workflow } = await loadWorkflow(workflowPath);
+    const workflow = withDefaultBudget((await loadWorkflow(workflowPath)).workflow, opts.defaultBudget);
     ruleBook = await openRuleBook(workflowPath, env);
     const provider =
       opts.providerInstance ?? createProvider(opts.provider ?? { kind: "scripted" }, { workflowPath, env: opts.env ?? process.env });
