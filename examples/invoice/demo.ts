@@ -29,6 +29,8 @@ async function casefile(args: string[], env: NodeJS.ProcessEnv): Promise<string>
 
 async function main(): Promise<void> {
   mkdirSync(outDir, { recursive: true });
+  // The ERP stand-in starts from the seed every time: data left by an earlier demo may predate it.
+  rmSync(path.join(outDir, ".erp"), { recursive: true, force: true });
   const erp = await startErp({ dataDir: path.join(outDir, ".erp"), seed: invoiceSeed });
   const env = { ...process.env, ERP_URL: erp.url };
   console.log(`ERP stand-in listening on ${erp.url}\n`);

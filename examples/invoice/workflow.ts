@@ -1,15 +1,18 @@
 /**
  * Invoice variance: the worked example of the design.
  *
- * A loader reads the invoice and its purchase order from the ERP (facts, with their ETags);
- * code computes the variance; an agent step proposes approve_variance, request_credit_note or
- * escalate, citing the facts it relied on; the commit step applies the tolerance rule, so an
+ * A loader reads the invoice, its purchase order and the supplier's framework agreement from the
+ * ERP (facts, with their ETags); the agreement is a long text, so the agent is shown only its
+ * price schedule, an extract the engine takes from it and takes again whenever the agreement's
+ * version changes. Code computes the variance; an agent step proposes approve_variance,
+ * request_credit_note or escalate, citing the facts (and the extract) it relied on; the commit
+ * step applies the tolerance rule, so an
  * "approve" for a 9% variance becomes an escalation with the reason; an escalated case waits
  * for a person's review.
  *
  * Input: { invoiceId, erpUrl? }. The ERP's address defaults to $ERP_URL.
  */
-import { agent, code, commit, defineWorkflow, edge, fact, loader, request, z, type StateOf } from "casefile";
+import { agent, code, commit, defineWorkflow, edge, extract, extractProvenance, fact, loader, request, z, type StateOf } from "casefile";
 
 const TOLERANCE_PCT = 5;
 
@@ -24,10 +27,29 @@ const Invoice = z.object({
 const PurchaseOrder = z.object({
   number: z.string(),
   supplier: z.string(),
+  /** The framework agreement the order is placed under. */
+  contract: z.string(),
   currency: z.string(),
   lines: z.array(z.object({ sku: z.string(), qty: z.number(), unitPrice: z.number() })),
   total: z.number(),
 });
+const Contract = z.object({ id: z.string(), supplier: z.string(), text: z.string() });
+const PriceTerms = z.object({
+  unitPrices: z.record(z.string(), z.number()),
+  priceChangeNoticeDays: z.number().int(),
+});
+
+/** Takes Schedule A (the unit price table) and the price-change clause from an agreement's text. */
+function priceTermsOf(contract: z.infer<typeof Contract>): z.infer<typeof PriceTerms> {
+  const schedule = contract.text.split(/^Schedule A\b.*$/m)[1];
+  if (schedule === undefined) throw new Error(`agreement ${contract.id} has no Schedule A`);
+  const unitPrices: Record<string, number> = {};
+  for (const m of schedule.matchAll(/^\| ([A-Z][\w-]*) \| ([\d.]+) \|$/gm)) unitPrices[m[1]!] = Number(m[2]);
+  const notice = /price change needs (\d+) days/i.exec(contract.text);
+  if (!notice) throw new Error(`agreement ${contract.id} has no price-change clause`);
+  return { unitPrices, priceChangeNoticeDays: Number(notice[1]) };
+}
+
 const Proposal = z.object({
   action: z.enum(["approve_variance", "request_credit_note", "escalate"]),
   reason: z.string().min(1),
@@ -43,6 +65,12 @@ const Decision = z.object({
 const state = {
   invoice: fact(Invoice),
   po: fact(PurchaseOrder),
+  contract: fact(Contract),
+  priceTerms: extract(PriceTerms, {
+    from: "contract",
+    description: "Schedule A and the price-change clause of the framework agreement",
+    run: (doc: z.infer<typeof Contract>) => priceTermsOf(doc),
+  }),
   variance: z.object({ amount: z.number(), pct: z.number() }),
   decision: Decision,
   review: z.object({ decision: z.string(), comment: z.string().optional() }),
@@ -63,8 +91,8 @@ export default defineWorkflow({
   start: "load",
   executors: {
     load: loader<State>({
-      owns: ["invoice", "po"],
-      description: "Reads the invoice and its PO from the ERP",
+      owns: ["invoice", "po", "contract"],
+      description: "Reads the invoice, its PO and the supplier's framework agreement from the ERP",
       async run(ctx) {
         const input = ctx.message as { invoiceId: string; erpUrl?: string };
         const base = input.erpUrl ?? process.env.ERP_URL;
@@ -73,9 +101,15 @@ export default defineWorkflow({
         const invoice = Invoice.parse(inv.body.data);
         ctx.fact("invoice", invoice, { source: `${base}/invoices/${invoice.id}`, sourceVersion: inv.etag });
         const po = await getFact(base, `/purchase-orders/${encodeURIComponent(invoice.poNumber)}`);
-        ctx.fact("po", PurchaseOrder.parse(po.body.data), {
+        const order = PurchaseOrder.parse(po.body.data);
+        ctx.fact("po", order, {
           source: `${base}/purchase-orders/${invoice.poNumber}`,
           sourceVersion: po.etag,
+        });
+        const contract = await getFact(base, `/contracts/${encodeURIComponent(order.contract)}`);
+        ctx.fact("contract", Contract.parse(contract.body.data), {
+          source: `${base}/contracts/${order.contract}`,
+          sourceVersion: contract.etag,
         });
         return "loaded";
       },
@@ -96,7 +130,7 @@ export default defineWorkflow({
     }),
 
     propose: agent<State>({
-      reads: ["invoice", "po", "variance"],
+      reads: ["invoice", "po", "variance", "priceTerms"],
       description: "Proposes what to do about the variance",
       proposal: Proposal,
       model: { model: "gpt-4o-mini", params: { temperature: 0 } },
@@ -116,6 +150,8 @@ export default defineWorkflow({
             JSON.stringify(s.invoice!.value),
             `Fact "po" (source ${s.po!.provenance.source}, version ${s.po!.provenance.sourceVersion}):`,
             JSON.stringify(s.po!.value),
+            `Extract "priceTerms" of agreement ${s.po!.value.contract} (${extractProvenance(s.priceTerms!).source}):`,
+            JSON.stringify(s.priceTerms!.value),
             `Variance: ${s.variance!.amount} ${s.invoice!.value.currency} (${s.variance!.pct}% of the PO).`,
             "Decide: what should happen to this invoice?",
           ].join("\n"),

@@ -6,6 +6,7 @@ import { checkProposal, type AgentMessage } from "../engine/agentStep";
 import { runCommit } from "../engine/commitStep";
 import { buildModelRequest } from "../engine/contextRequest";
 import { CasefileError, describeError } from "../engine/errors";
+import { extractProvenance, isExtractValue } from "../engine/extracts";
 import {
   correctExpected,
   evalCaseFromRecords,
@@ -137,12 +138,21 @@ function stateAt(store: SqlJsStore, runId: string, superstep: number): Record<st
   return store.readValues(store.getCheckpoint(cp.id)!.keys);
 }
 
-/** The facts the agent step could see (the fact keys it reads), as they were when it ran. */
+/**
+ * The facts the agent step could see (the fact keys it reads), as they were when it ran, and the
+ * extracts it read, cited as "extract of <source>@<version>". An extract made for the step is
+ * committed with the step's own superstep, so extracts are read from that checkpoint.
+ */
 function factsSeen(store: SqlJsStore, call: AgentCallRecord, workflow: Workflow, spec: AgentSpec): Record<string, Fact> {
   const values = stateAt(store, call.runId, call.superstep - 1);
+  const after = stateAt(store, call.runId, call.superstep);
   const facts: Record<string, Fact> = {};
   for (const key of new Set([...(spec.reads ?? []), ...(spec.owns ?? [])])) {
     if (workflow.factKeys.has(key) && values[key] !== undefined) facts[key] = values[key] as unknown as Fact;
+    const e = after[key];
+    if (workflow.extracts[key] && isExtractValue(e) && call.extracts?.some((x) => x.key === key && x.sourceVersion === e.sourceVersion)) {
+      facts[key] = { value: e.value, provenance: extractProvenance(e) };
+    }
   }
   return facts;
 }

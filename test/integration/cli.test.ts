@@ -55,7 +55,8 @@ describe("CLI end to end on the invoice example", function () {
       run!.supersteps.map((s) => s.steps.map((st) => st.executor).join(",")),
       ["", "load", "variance", "propose", "decide", "review"],
     );
-    assert.deepEqual(run!.supersteps[1]!.changed, ["invoice", "po"]);
+    assert.deepEqual(run!.supersteps[1]!.changed, ["invoice", "po", "contract"]);
+    assert.deepEqual(run!.supersteps[3]!.changed, ["priceTerms"], "the agent's extract is made in its superstep");
 
     const human = await runCli(["inspect", file], env);
     assert.match(human.stdout, /proposed "approve_variance" -> ESCALATED: withinTolerance: variance 9% exceeds/);
@@ -131,12 +132,22 @@ describe("CLI end to end on the invoice example", function () {
         [
           ["invoice", "ERP/invoices/INV-1001", '"v1"'],
           ["po", "ERP/purchase-orders/PO-7001", '"v1"'],
+          ["contract", "ERP/contracts/FA-2025-014", '"v1"'],
         ],
       );
       const call = store.listAgentCalls(run.id)[0]!;
       assert.match(call.hash, /^sha256:[0-9a-f]{64}$/);
       assert.ok(call.tokens!.count > 50, "the context is token-counted");
       assert.equal(call.request.messages.length, 2);
+      // The agent is shown the agreement's price schedule, an extract labelled with the agreement's version, not its text.
+      assert.deepEqual(call.extracts, [
+        { key: "priceTerms", from: "contract", source: `${erp.url}/contracts/FA-2025-014`, sourceVersion: '"v1"' },
+      ]);
+      assert.match(
+        call.request.messages[1]!.content,
+        /\(extract of http:\S+\/contracts\/FA-2025-014@"v1"\):\n\{"unitPrices":\{"PAL-EUR":10,"PAL-IND":12\.5\}/,
+      );
+      assert.doesNotMatch(call.request.messages[1]!.content, /Framework supply agreement/);
     } finally {
       store.close();
     }

@@ -119,9 +119,12 @@ describe("CLI: replay, export-eval and eval on the invoice example", function ()
     assert.equal(own.request.hash, call.hash);
     assert.equal(own.answer, call.raw);
     assert.deepEqual(own.expected, { action: "approve_variance", verdict: "escalated", proposal: call.proposal! });
-    assert.deepEqual(Object.keys(own.facts).sort(), ["invoice", "po"]);
+    assert.deepEqual(Object.keys(own.facts).sort(), ["invoice", "po", "priceTerms"]);
     assert.equal(own.facts.invoice!.provenance.source, `${erp.url}/invoices/INV-1001`);
     assert.equal(own.facts.invoice!.provenance.sourceVersion, '"v1"');
+    // the extract the agent was shown, cited as an extract of the agreement at its version
+    assert.equal(own.facts.priceTerms!.provenance.source, `extract of ${erp.url}/contracts/FA-2025-014@"v1"`);
+    assert.deepEqual(own.facts.priceTerms!.value, { unitPrices: { "PAL-EUR": 10, "PAL-IND": 12.5 }, priceChangeNoticeDays: 60 });
 
     const jsonl = await casefile(["export-eval", caseFile, "--step", call.id, "--format", "openai-jsonl", "--out", out("case.jsonl")], env);
     assert.equal(jsonl.code, 0, jsonl.stderr);
