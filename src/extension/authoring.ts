@@ -1,6 +1,7 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { Described, WorkflowProblem } from "../protocol/describe";
+import type { GraphLive } from "../protocol/graph";
 import { caseFileFor } from "./runCommands";
 import { canRunWorkflowCode } from "./trust";
 
@@ -25,10 +26,20 @@ export interface AuthoringApi {
   readonly diagnostics: vscode.DiagnosticCollection;
   /** Describes a workflow in a child process and refreshes its diagnostics. */
   validate(workflow: vscode.Uri): Promise<Described | { ok: false; reason: string }>;
+  /**
+   * Tells the open Workflow Graphs that what a run highlights changed (RunSessions, as the runner's
+   * events arrive). Loads nothing: before a graph was first opened there is nothing to tell.
+   */
+  liveChanged(): void;
 }
 
-export function registerAuthoring(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): AuthoringApi {
+/** What a run going now highlights in a workflow's graph (RunSessions.liveFor). */
+export type RunnerLive = (workflowPath: string, caseFile: string) => GraphLive | undefined;
+
+export function registerAuthoring(context: vscode.ExtensionContext, log: vscode.LogOutputChannel, runnerLive?: RunnerLive): AuthoringApi {
   const diagnostics = vscode.languages.createDiagnosticCollection("casefile");
+  let graphModule: Promise<typeof import("./graphPanel.js")> | undefined;
+  const loadGraph = (): Promise<typeof import("./graphPanel.js")> => (graphModule ??= import("./graphPanel.js"));
   const describePath = path.join(context.extensionPath, "dist", "describe.js");
 
   const describe = async (workflow: vscode.Uri): Promise<Described> => {
@@ -52,8 +63,13 @@ export function registerAuthoring(context: vscode.ExtensionContext, log: vscode.
       void vscode.window.showWarningMessage(trust.reason);
       return trust;
     }
-    const { GraphPanel } = await import("./graphPanel.js");
-    const panel = await GraphPanel.show(context.extensionUri, log, { describe, caseFileFor }, workflow);
+    const { GraphPanel } = await loadGraph();
+    const panel = await GraphPanel.show(
+      context.extensionUri,
+      log,
+      { describe, caseFileFor, runnerLive: (w, caseFile) => runnerLive?.(w.fsPath, caseFile) },
+      workflow,
+    );
     return { ok: true, message: panel.panel.title };
   };
 
@@ -63,7 +79,7 @@ export function registerAuthoring(context: vscode.ExtensionContext, log: vscode.
     vscode.commands.registerCommand("casefile.newWorkflow", (folder?: unknown, name?: unknown) => newWorkflow(context, folder, name)),
     vscode.commands.registerCommand("casefile.revealExecutor", async (uri: unknown, executor: unknown) => {
       if (!(uri instanceof vscode.Uri) || typeof executor !== "string") return false;
-      const { revealExecutor } = await import("./graphPanel.js");
+      const { revealExecutor } = await loadGraph();
       return revealExecutor(uri, executor);
     }),
     vscode.languages.registerCodeLensProvider(WORKFLOW_SELECTOR, new WorkflowCodeLens()),
@@ -77,7 +93,8 @@ export function registerAuthoring(context: vscode.ExtensionContext, log: vscode.
     }),
     vscode.workspace.onDidCloseTextDocument((doc) => diagnostics.delete(doc.uri)),
   );
-  return { diagnostics, validate };
+  const liveChanged = (): void => void graphModule?.then(({ GraphPanel }) => GraphPanel.refreshLive());
+  return { diagnostics, validate, liveChanged };
 }
 
 /** A file that imports from "casefile" and calls defineWorkflow (not the runtime's own definition of it). */

@@ -3,6 +3,7 @@ import type { Ctx } from "./commands";
 import { commands } from "./commands";
 import { registerAuthoring } from "./authoring";
 import { loadInspectorViewModel, loadSuperstepDetail } from "./caseFiles";
+import type { GraphPanel } from "./graphPanel";
 import type { InspectorActions, InspectorPanel } from "./inspectorPanel";
 import { ForkEditor } from "./forkEditor";
 import { performInspectorAction } from "./runCommands";
@@ -31,6 +32,7 @@ export interface CasefileTestApi {
    */
   marks: { moduleStartedAt: number; activateStartedAt: number; activateEndedAt: number };
   inspectorPanel(caseFile: vscode.Uri): Promise<InspectorPanel | undefined>;
+  graphPanel(workflow: vscode.Uri): Promise<GraphPanel | undefined>;
 }
 
 export function activate(context: vscode.ExtensionContext): CasefileTestApi {
@@ -43,6 +45,8 @@ export function activate(context: vscode.ExtensionContext): CasefileTestApi {
     () => views.refresh(),
     // The panel module (and zod) loads only once a run starts, never on activation.
     (state) => void import("./inspectorPanel.js").then(({ InspectorPanel }) => InspectorPanel.showRunState({ type: "runState", ...state })),
+    // The running superstep, highlighted in the open Workflow Graphs of the run's workflow.
+    () => authoring.liveChanged(),
   );
   const forks = new ForkEditor(context, runs, log);
   const ctx: Ctx = { extension: context, log, views, runs, forks, inspector: inspectorActions(context, runs, forks, log) };
@@ -51,7 +55,7 @@ export function activate(context: vscode.ExtensionContext): CasefileTestApi {
     context.subscriptions.push(vscode.commands.registerCommand(`casefile.${name}`, factory(ctx)));
   }
   // Workflow Graph, CodeLens above defineWorkflow, workflow problems as diagnostics (authoring.ts).
-  registerAuthoring(context, log);
+  const authoring = registerAuthoring(context, log, (workflow, caseFile) => runs.liveFor(workflow, caseFile));
   const ended = performance.now();
   const activateMs = ended - started;
   log.info(`activated in ${activateMs.toFixed(1)} ms`);
@@ -60,6 +64,7 @@ export function activate(context: vscode.ExtensionContext): CasefileTestApi {
     activateMs,
     marks: { moduleStartedAt, activateStartedAt: started, activateEndedAt: ended },
     inspectorPanel: async (caseFile) => (await import("./inspectorPanel.js")).InspectorPanel.get(caseFile),
+    graphPanel: async (workflow) => (await import("./graphPanel.js")).GraphPanel.get(workflow),
   };
 }
 

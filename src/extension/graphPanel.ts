@@ -11,16 +11,19 @@ import { graphViewModel, parseGraphMessage } from "../protocol/graph";
  * (src/protocol/graph.ts), nothing posted before the page says `ready`.
  *
  * The graph comes from the describe child process (loading a workflow runs its code: only in a
- * trusted workspace). What is running is read from the workflow's case file: the executors pending
- * at the latest checkpoint of its newest run (the superstep that runs next, or is running now).
- * The case file is watched, so the highlight moves as a run writes its checkpoints. The runner's
- * own events are not exposed to other panels yet; when they are, `setLive` takes them.
+ * trusted workspace). What is running comes from the runner while a run of the workflow goes in
+ * this window: the superstep it is executing, or where step mode waits (RunSessions.liveFor, from
+ * the runner's events; `refreshLive` is called as they arrive). Otherwise it is read from the
+ * workflow's case file: the executors pending at the latest checkpoint of its newest run (what
+ * runs next on resume); the case file is watched, so a run in another process (the CLI) moves it too.
  */
 
 export interface GraphSources {
   describe(workflow: vscode.Uri): Promise<Described>;
   /** The case file the workflow's runs are written to. */
   caseFileFor(workflow: vscode.Uri): string;
+  /** What a run of the workflow going now highlights, from the runner's events; undefined when none goes. */
+  runnerLive?(workflow: vscode.Uri, caseFile: string): GraphLive | undefined;
 }
 
 export class GraphPanel implements vscode.Disposable {
@@ -65,6 +68,16 @@ export class GraphPanel implements vscode.Disposable {
 
   static get(workflow: vscode.Uri): GraphPanel | undefined {
     return GraphPanel.open.get(workflow.toString());
+  }
+
+  /** Called as a run's events arrive and when it ends: every open graph shows what runs now. */
+  static refreshLive(): void {
+    for (const graph of GraphPanel.open.values()) void graph.setLive();
+  }
+
+  /** What the panel highlights now (sent, or waiting for the page): read by the e2e suite. */
+  get live(): GraphLive | null | undefined {
+    return this.latest?.type === "load" ? this.latest.model.live : undefined;
   }
 
   private constructor(
@@ -115,7 +128,7 @@ export class GraphPanel implements vscode.Disposable {
     this.post({ type: "load", model: graphViewModel({ name: described.name, version: described.version, file }, described.graph, live) });
   }
 
-  /** Moves the highlight: from the runner's events when given, else re-read from the case file. */
+  /** Moves the highlight: to `live` when given, else to what runs now (the runner's events, else the case file). */
   async setLive(live?: GraphLive | null): Promise<void> {
     this.post({ type: "live", live: live === undefined ? await this.readLive() : live });
   }
@@ -125,9 +138,14 @@ export class GraphPanel implements vscode.Disposable {
     this.reloadTimer = setTimeout(() => void this.setLive(), 300);
   }
 
-  /** The executors pending at the latest checkpoint of the newest run in the workflow's case file. */
+  /**
+   * What runs now: the runner's superstep while a run of this workflow goes, else the executors
+   * pending at the latest checkpoint of the newest run in the workflow's case file.
+   */
   private async readLive(): Promise<GraphLive | null> {
     const caseFile = this.sources.caseFileFor(this.workflow);
+    const running = this.sources.runnerLive?.(this.workflow, caseFile);
+    if (running) return running;
     try {
       await vscode.workspace.fs.stat(vscode.Uri.file(caseFile));
     } catch {

@@ -1,14 +1,17 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
+import type { GraphLive } from "../protocol/graph";
 import type { ControlAction, ProviderConfig, RunCommand, RunnerToHost, TokenBudget } from "../protocol/runner";
 import type { RunnerHandle } from "../runner/client";
+import { liveFromEvent } from "./graphLive";
 
 /**
  * Runs the runner child process for the editor: one run at a time. Called by the run, step,
  * resume, fork, replay and respond commands (commands.ts, runCommands.ts) and by the inspector's
  * actions. The runner's log goes to the "Casefile" output channel; a progress notification shows
  * while it goes; in step mode a status bar item and the stepControl command offer Continue, Step
- * and Stop. Every runner event refreshes the views (throttled), so they update live.
+ * and Stop. Every runner event refreshes the views (throttled), so they update live, and moves
+ * the Workflow Graph's highlight of the run's workflow (graphLive.ts, `liveFor`).
  */
 
 export type RunResult =
@@ -19,7 +22,17 @@ export type RunResult =
 export const API_KEY_SECRETS = { openai: "OPENAI_API_KEY", azure: "AZURE_OPENAI_API_KEY" } as const;
 
 export class RunSessions implements vscode.Disposable {
-  private active: { handle: RunnerHandle; stepMode: boolean; runId?: string; superstep?: number; paused?: boolean } | undefined;
+  private active:
+    | {
+        handle: RunnerHandle;
+        command: RunCommand;
+        stepMode: boolean;
+        runId?: string;
+        superstep?: number;
+        paused?: boolean;
+        live?: GraphLive;
+      }
+    | undefined;
   private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
   private refreshTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -29,6 +42,8 @@ export class RunSessions implements vscode.Disposable {
     private readonly refreshViews: () => void,
     /** Told as a run starts, pauses, goes on and ends: the inspector panels show it. */
     private readonly onState: (state: { state: "idle" | "running" | "paused"; runId?: string; superstep?: number }) => void = () => {},
+    /** Told when what the run's Workflow Graph highlights changes (`liveFor`), and when the run ends. */
+    private readonly onLive: () => void = () => {},
   ) {
     this.status.name = "Casefile run";
   }
@@ -41,6 +56,19 @@ export class RunSessions implements vscode.Disposable {
   get pausedAt(): { runId: string; superstep: number } | undefined {
     const a = this.active;
     return a?.paused && a.runId !== undefined ? { runId: a.runId, superstep: a.superstep ?? 0 } : undefined;
+  }
+
+  /**
+   * What the Workflow Graph of a workflow highlights while a run of it goes, from the runner's
+   * events: the run's workflow file or case file is the one given. Undefined when no run of it
+   * goes (or it has not started a superstep yet): the graph then reads the case file.
+   */
+  liveFor(workflowPath: string, caseFile: string): GraphLive | undefined {
+    const a = this.active;
+    if (!a?.live) return undefined;
+    const same = (x: string | undefined, y: string): boolean => x !== undefined && path.resolve(x) === path.resolve(y);
+    const workflow = "workflowPath" in a.command ? a.command.workflowPath : undefined;
+    return same(a.command.caseFile, caseFile) || same(workflow, workflowPath) ? a.live : undefined;
   }
 
   /** Sends Continue, Step, Stop or Pause to the running workflow. Called by the stepControl command. */
@@ -74,7 +102,7 @@ export class RunSessions implements vscode.Disposable {
       onMessage: (m) => this.onMessage(m, handle),
       onInvalid: (problem) => this.log.warn(`runner: ${problem}`),
     });
-    this.active = { handle, stepMode: opts.stepMode };
+    this.active = { handle, command, stepMode: opts.stepMode };
     void vscode.commands.executeCommand("setContext", "casefile.running", true);
     this.showStatus("running");
     const finished = vscode.window.withProgress(
@@ -106,6 +134,7 @@ export class RunSessions implements vscode.Disposable {
       this.progress = undefined;
       this.status.hide();
       this.onState({ state: "idle" });
+      this.onLive();
       void vscode.commands.executeCommand("setContext", "casefile.running", false);
       void vscode.commands.executeCommand("setContext", "casefile.paused", false);
       this.refreshViews();
@@ -127,7 +156,14 @@ export class RunSessions implements vscode.Disposable {
         return;
       case "event": {
         const e = message.event;
-        if (this.active) Object.assign(this.active, { runId: e.runId, superstep: e.superstep });
+        if (this.active) {
+          Object.assign(this.active, { runId: e.runId, superstep: e.superstep });
+          const live = liveFromEvent(this.active.live, e);
+          if (live !== this.active.live) {
+            this.active.live = live;
+            this.onLive();
+          }
+        }
         this.log.trace(`event ${e.runId} #${e.superstep} ${e.type}`);
         this.progress?.report({ message: `${e.runId} superstep ${e.superstep}: ${e.type}` });
         this.refreshSoon();

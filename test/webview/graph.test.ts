@@ -121,6 +121,19 @@ describe("Workflow Graph webview (headless Chromium)", function () {
     await deliver(page, { type: "live", live: { source: "checkpoint", runId: "r1", superstep: 2, executors: ["propose"] } });
     assert.deepEqual(await page.$$eval(".node.running", (els) => els.map((e) => (e as HTMLElement).dataset.executor)), ["propose"]);
     assert.equal(await text(page, "#live"), "Latest checkpoint (superstep 2) of run r1: pending propose");
+    // Several executors in one superstep, all highlighted; a finished run's checkpoint has none pending.
+    await deliver(page, { type: "live", live: { source: "runner", runId: "r1", superstep: 3, executors: ["variance", "propose"] } });
+    assert.deepEqual((await page.$$eval(".node.running", (els) => els.map((e) => (e as HTMLElement).dataset.executor))).sort(), [
+      "propose",
+      "variance",
+    ]);
+    await deliver(page, { type: "live", live: { source: "checkpoint", runId: "r1", superstep: 5, executors: [] } });
+    assert.equal(await page.$$eval(".node.running", (e) => e.length), 0);
+    assert.equal(await text(page, "#live"), "Latest checkpoint (superstep 5) of run r1: pending nothing (the run has finished)");
+    // No case file and no run: nothing highlighted.
+    await deliver(page, { type: "live", live: null });
+    assert.equal(await page.$$eval(".node.running", (e) => e.length), 0);
+    assert.equal(await text(page, "#live"), "No run in progress");
   });
 
   it("posts revealExecutor when a node is clicked or activated from the keyboard", async () => {

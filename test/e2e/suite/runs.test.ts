@@ -134,6 +134,77 @@ describe("Running the invoice example from the editor", function () {
     assert.equal(result.status, "completed");
   });
 
+  it("the Workflow Graph follows a step-mode run live: it highlights where the run waits, moves with Step, lets go when it stops", async () => {
+    const stepped = vscode.Uri.file(path.join(path.dirname(caseFile.fsPath), "INV-1002-graph.casefile"));
+    const shown = (await vscode.commands.executeCommand("casefile.showGraph", workflow)) as { ok: boolean; reason?: string };
+    assert.equal(shown.ok, true, shown.reason);
+    const panel = await api.graphPanel(workflow);
+    assert.ok(panel, "the graph panel of the workflow is open");
+    const running = vscode.commands.executeCommand(
+      "casefile.step",
+      workflow,
+      { invoiceId: "INV-1002" },
+      stepped.fsPath,
+    ) as Thenable<Result>;
+    /** Polls (100 ms, up to 30 s) until `get` gives something. */
+    const until = async <T>(what: string, get: () => T | undefined): Promise<T> => {
+      for (let i = 0; i < 300; i++) {
+        const v = get();
+        if (v !== undefined) return v;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      throw new Error(`timed out waiting for ${what}`);
+    };
+    /** The highlight once it shows where the run waits now, checked against the case file's checkpoint. */
+    const highlightAtPause = async () => {
+      const at = await until("the run to pause", () => api.ctx.runs.pausedAt);
+      const live = await until(`the graph to show superstep ${at.superstep}`, () => {
+        const l = panel.live;
+        return l && l.runId === at.runId && l.superstep === at.superstep ? l : undefined;
+      });
+      const store = await openCaseFile(stepped.fsPath, { readOnly: true });
+      try {
+        const pending = [...new Set(store.latestCheckpoint(at.runId)!.pending.map((m) => m.to))];
+        assert.deepEqual(live, { source: "checkpoint", runId: at.runId, superstep: at.superstep, executors: pending });
+      } finally {
+        store.close();
+      }
+      assert.ok(live.executors.length > 0, "something runs next");
+      return live;
+    };
+    try {
+      const first = await highlightAtPause();
+      if (browserAvailable()) {
+        const checks = await askBrowser({
+          name: "graph-live",
+          waitFor: `.node.running[data-executor="${first.executors[0]}"]`,
+          read: { live: "#live", running: ".node.running" },
+        });
+        assert.equal(checks.found, true, checks.error);
+        assert.equal(
+          checks.texts.live?.[0],
+          `Latest checkpoint (superstep ${first.superstep}) of run ${first.runId}: pending ${first.executors.join(", ")}`,
+        );
+        assert.equal(checks.texts.running?.length, first.executors.length);
+      }
+      assert.deepEqual(await vscode.commands.executeCommand("casefile.stepControl", "step"), { ok: true });
+      await until("one Step", () => ((api.ctx.runs.pausedAt?.superstep ?? first.superstep) > first.superstep ? true : undefined));
+      const second = await highlightAtPause();
+      assert.ok(second.superstep > first.superstep);
+    } finally {
+      if (api.ctx.runs.running) await vscode.commands.executeCommand("casefile.stepControl", "stop");
+    }
+    const result = await running;
+    assert.ok(result.ok, result.ok ? "" : result.reason);
+    assert.equal(result.status, "stopped");
+    // No run drives it any more: the graph shows the stopped run's latest checkpoint, read from the case file.
+    const after = await until("the graph to let go of the run", () =>
+      panel.live?.source === "checkpoint" && !api.ctx.runs.running ? panel.live : undefined,
+    );
+    assert.equal(after.runId, result.runId);
+    await vscode.commands.executeCommand("workbench.action.closeAllEditors");
+  });
+
   if (browserAvailable()) {
     it("the Run Inspector shows the agent's proposal against the commit's verdict", async () => {
       const superstep = await agentSuperstep();
