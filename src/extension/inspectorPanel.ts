@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { webviewHtml } from "./webviewHtml";
-import type { HostToInspector, InspectorToHost, InspectorViewModel, SuperstepDetailView } from "../protocol/webview";
+import type { ContextView, HostToInspector, InspectorToHost, InspectorViewModel, SuperstepDetailView } from "../protocol/webview";
 import { parseInspectorMessage } from "../protocol/webview";
 
 /**
@@ -28,7 +28,7 @@ export interface InspectorActions {
 }
 
 /** The webview's requests that act on runs (as opposed to reading the case file). */
-export type InspectorAction = Exclude<InspectorToHost, { type: "ready" | "selectRun" | "loadSuperstep" | "control" }>;
+export type InspectorAction = Exclude<InspectorToHost, { type: "ready" | "selectRun" | "loadSuperstep" | "loadContext" | "control" }>;
 
 type RunState = Extract<HostToInspector, { type: "runState" }>;
 
@@ -190,6 +190,11 @@ export class InspectorPanel implements vscode.Disposable {
         }
         return;
       }
+      case "loadContext": {
+        const { requestId, runId, superstep, agentCallId } = message;
+        this.post({ type: "context", requestId, context: await this.otherContext(runId, superstep, agentCallId) });
+        return;
+      }
       case "control":
         if (!this.actions.control(message.action)) this.post({ type: "notice", level: "warning", message: "No workflow is running." });
         return;
@@ -208,6 +213,22 @@ export class InspectorPanel implements vscode.Disposable {
       }
       default:
         assertNever(message);
+    }
+  }
+
+  /**
+   * Another agent step's context, for the Context tab's diff: read through the superstep's
+   * details, so it comes with the same per-message token counts as the step shown.
+   */
+  private async otherContext(runId: string, superstep: number, agentCallId: string): Promise<ContextView | { absent: string }> {
+    try {
+      const detail = await this.actions.loadSuperstep(this.caseFile, runId, superstep);
+      for (const step of detail.steps) if (!("absent" in step.context) && step.context.agentCallId === agentCallId) return step.context;
+      return { absent: `No model call ${agentCallId} was recorded in superstep ${superstep} of ${runId}.` };
+    } catch (err) {
+      const text = err instanceof Error ? err.message : String(err);
+      this.log.error(`Run Inspector: cannot read the context of ${agentCallId} in ${runId}: ${text}`);
+      return { absent: `That context could not be read from the case file: ${text}` };
     }
   }
 

@@ -21,6 +21,7 @@ import type {
   SuperstepDetailView,
   SuperstepView,
 } from "../protocol/webview";
+import { encodeTimeline } from "../protocol/timeline";
 
 /**
  * Builds the Run Inspector's view model from a case store: the run, its branches and a timeline
@@ -95,7 +96,7 @@ export function buildInspectorViewModel(store: CaseStore, opts: ViewModelOptions
       error: run.error ? { code: run.error.code, message: run.error.message } : null,
     },
     branches: branchTree(runs),
-    supersteps,
+    timeline: encodeTimeline(supersteps),
     canRun: opts.canRun,
   };
 }
@@ -187,6 +188,7 @@ function stepView(s: StepRecord, verdict: VerdictRecord | undefined): StepView {
 export function buildSuperstepDetail(store: CaseStore, runId: string, superstep: number, opts: DetailOptions = {}): SuperstepDetailView {
   if (!store.getRun(runId)) throw new UnknownRunError(runId, "this case file");
   const records = indexRun(store, runId);
+  const others = new OtherRuns(store, runId);
   const steps = store.listSteps(runId, superstep).map((s) => {
     const key = stepKey(superstep, s.executor);
     const inputs: StepInputs = {
@@ -194,6 +196,8 @@ export function buildSuperstepDetail(store: CaseStore, runId: string, superstep:
       verdict: decisionFor(s, records),
       callById: records.callById,
       countMessageTokens: opts.countMessageTokens,
+      records,
+      others,
     };
     const intents = records.intents.get(key) ?? [];
     return {
@@ -211,9 +215,11 @@ interface StepInputs {
   verdict: VerdictRecord | undefined;
   callById: Map<string, AgentCallRecord>;
   countMessageTokens: DetailOptions["countMessageTokens"];
+  records: RunRecords;
+  others: OtherRuns;
 }
 
-function contextView(s: StepRecord, { call, countMessageTokens }: StepInputs): ContextView | { absent: string } {
+function contextView(s: StepRecord, { call, countMessageTokens, records, others }: StepInputs): ContextView | { absent: string } {
   if (s.kind !== "agent") return { absent: `Only agent steps give a model a context; this is a ${s.kind} step.` };
   if (!call) return { absent: "No model call was recorded for this step." };
   const model = call.request.model;
@@ -233,7 +239,72 @@ function contextView(s: StepRecord, { call, countMessageTokens }: StepInputs): C
       ? { count: call.tokens.count, soft: call.tokens.soft ?? null, hard: call.tokens.hard ?? null, tokenizer: call.tokens.tokenizer }
       : null,
     raw: call.raw ?? null,
+    ...comparableContexts(call, records, others),
   };
+}
+
+/** How many contexts of each kind the Context tab's picker offers at most. */
+export const COMPARE_LIMIT = 25;
+
+/**
+ * What an agent step's context can be diffed against, nearest first: the same executor's steps in
+ * the other runs of the case file (the same superstep first: that is "the same step in another
+ * branch"), then this run's other agent steps. A step is its first model call, as in its context.
+ */
+function comparableContexts(
+  call: AgentCallRecord,
+  records: RunRecords,
+  others: OtherRuns,
+): Pick<ContextView, "compareWith" | "compareMore"> {
+  const near = (a: AgentCallRecord, b: AgentCallRecord): number =>
+    Math.abs(a.superstep - call.superstep) - Math.abs(b.superstep - call.superstep) ||
+    a.superstep - b.superstep ||
+    a.runId.localeCompare(b.runId) ||
+    a.executor.localeCompare(b.executor);
+  const branch = others.firstCalls(call.executor).sort(near);
+  const run = [...records.calls.values()].flatMap((list) => (list[0] && list[0].id !== call.id ? [list[0]] : [])).sort(near);
+  const ref = (relation: "branch" | "run") => (c: AgentCallRecord) => ({
+    relation,
+    runId: c.runId,
+    superstep: c.superstep,
+    executor: c.executor,
+    agentCallId: c.id,
+    hash: c.hash,
+    tokens: c.tokens?.count ?? null,
+  });
+  return {
+    compareWith: [...branch.slice(0, COMPARE_LIMIT).map(ref("branch")), ...run.slice(0, COMPARE_LIMIT).map(ref("run"))],
+    compareMore: Math.max(0, branch.length - COMPARE_LIMIT) + Math.max(0, run.length - COMPARE_LIMIT),
+  };
+}
+
+/** The agent steps of every run but one, read once per superstep detail and only if it has an agent step. */
+class OtherRuns {
+  private byExecutor: Map<string, AgentCallRecord[]> | undefined;
+  constructor(
+    private readonly store: CaseStore,
+    private readonly runId: string,
+  ) {}
+
+  /** Each other run's first call per (superstep, executor), for one executor. */
+  firstCalls(executor: string): AgentCallRecord[] {
+    if (!this.byExecutor) {
+      this.byExecutor = new Map();
+      const seen = new Set<string>();
+      for (const run of this.store.listRuns()) {
+        if (run.id === this.runId) continue;
+        for (const c of this.store.listAgentCalls(run.id)) {
+          const key = `${c.runId}\0${stepKey(c.superstep, c.executor)}`;
+          if (seen.has(key)) continue;
+          seen.add(key);
+          const list = this.byExecutor.get(c.executor);
+          if (list) list.push(c);
+          else this.byExecutor.set(c.executor, [c]);
+        }
+      }
+    }
+    return [...(this.byExecutor.get(executor) ?? [])];
+  }
 }
 
 /** Agent steps show the verdict that judged their proposal; commit steps show their own verdict. */

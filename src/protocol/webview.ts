@@ -1,4 +1,8 @@
 import { z } from "zod";
+import { TimelineSchema, VerdictSchema } from "./timeline";
+
+export type { StepView, SuperstepView, Timeline, TimelineWire } from "./timeline";
+export { encodeTimeline, TimelineRows, TimelineSchema } from "./timeline";
 
 /**
  * Messages between the extension host and the Run Inspector webview, and the view model the host
@@ -45,6 +49,21 @@ export const ContextMessageSchema = z.object({
   tokens: z.number().int().nonnegative().nullable(),
 });
 
+/**
+ * Another agent step's context this one can be compared with: the same executor in another run of
+ * the case file (a branch, its parent or a sibling), or another agent step of this run.
+ */
+export const ContextRefSchema = z.object({
+  relation: z.enum(["branch", "run"]),
+  runId: z.string(),
+  superstep: z.number().int(),
+  executor: z.string(),
+  agentCallId: z.string(),
+  hash: z.string(),
+  /** The request's recorded token count; null when none was recorded. */
+  tokens: z.number().nullable(),
+});
+
 export const ContextSchema = z.object({
   agentCallId: z.string(),
   model: z.string(),
@@ -63,6 +82,10 @@ export const ContextSchema = z.object({
     })
     .nullable(),
   raw: z.string().nullable(),
+  /** What the Context tab's picker offers to diff against: nearest first, at most a few dozen. */
+  compareWith: z.array(ContextRefSchema),
+  /** How many more could have been offered but were left out of `compareWith`. */
+  compareMore: z.number().int().nonnegative(),
 });
 
 export const RuleResultSchema = z.object({ name: z.string(), ok: z.boolean(), message: z.string() });
@@ -76,7 +99,7 @@ export const DecisionSchema = z.object({
   /** Why the model's answer was refused before any rule ran (bad JSON, schema, unknown action). */
   rejection: z.object({ code: z.string(), message: z.string() }).nullable(),
   rules: z.array(RuleResultSchema),
-  verdict: z.enum(["accepted", "rejected", "escalated"]),
+  verdict: VerdictSchema,
   reason: z.string(),
   diff: z.array(z.object({ key: z.string(), before: json.nullable(), hadBefore: z.boolean(), after: json })),
 });
@@ -97,19 +120,6 @@ export const IntentSchema = z.object({
   updatedAt: z.string(),
 });
 
-/** A step as the timeline shows it. Its context, decision and intents come with its superstep. */
-export const StepSchema = z.object({
-  id: z.string(),
-  executor: z.string(),
-  kind: z.enum(["code", "loader", "agent", "commit", "effect", "request"]),
-  status: z.enum(["ok", "failed", "waiting"]),
-  durationMs: z.number(),
-  writes: z.array(z.string()),
-  error: z.object({ code: z.string(), message: z.string() }).nullable(),
-  /** A commit step's verdict, or the verdict on an agent step's proposal; null when none. */
-  verdict: z.enum(["accepted", "rejected", "escalated"]).nullable(),
-});
-
 export const StepDetailSchema = z.object({
   stepId: z.string(),
   context: z.union([Absent, ContextSchema]),
@@ -127,13 +137,6 @@ export const StateEntrySchema = z.object({
   writtenBy: z.string(),
   /** Set when the key holds a fact of record. */
   provenance: ProvenanceSchema.nullable(),
-});
-
-export const SuperstepSchema = z.object({
-  superstep: z.number().int(),
-  checkpointId: z.string().nullable(),
-  at: z.string().nullable(),
-  steps: z.array(StepSchema),
 });
 
 /**
@@ -183,17 +186,20 @@ export const InspectorViewModelSchema = z.object({
   }),
   /** Every run in the case file, for the branch picker: roots first, children after parents. */
   branches: z.array(BranchSchema),
-  supersteps: z.array(SuperstepSchema),
+  /** The run's supersteps and their steps, column by column (src/protocol/timeline.ts). */
+  timeline: TimelineSchema,
   /** Restricted Mode: inspecting works, nothing that runs workflow code does. */
   canRun: z.union([z.object({ ok: z.literal(true) }), z.object({ ok: z.literal(false), reason: z.string() })]),
 });
 
-export type InspectorViewModel = z.infer<typeof InspectorViewModelSchema>;
-export type SuperstepView = z.infer<typeof SuperstepSchema>;
-export type StepView = z.infer<typeof StepSchema>;
+/** The view model as the host builds and sends it. */
+export type InspectorViewModel = z.input<typeof InspectorViewModelSchema>;
+/** The view model as the webview has it once parsed (the timeline's columns decoded). */
+export type ReceivedViewModel = z.output<typeof InspectorViewModelSchema>;
 export type StepDetailView = z.infer<typeof StepDetailSchema>;
 export type SuperstepDetailView = z.infer<typeof SuperstepDetailSchema>;
 export type ContextView = z.infer<typeof ContextSchema>;
+export type ContextRefView = z.infer<typeof ContextRefSchema>;
 export type DecisionView = z.infer<typeof DecisionSchema>;
 export type IntentView = z.infer<typeof IntentSchema>;
 export type StateEntryView = z.infer<typeof StateEntrySchema>;
@@ -218,6 +224,17 @@ export const InspectorToHostSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("selectRun"), runId: id }),
   /** Asks for a superstep's details (every step's context, decision, intents; the state). */
   z.object({ type: z.literal("loadSuperstep"), runId: id, superstep: z.number().int().nonnegative() }),
+  /**
+   * Asks for another agent step's context, to diff the shown one against (the Context tab's
+   * picker). The answer, `context`, carries the same requestId.
+   */
+  z.object({
+    type: z.literal("loadContext"),
+    requestId: id,
+    runId: id,
+    superstep: z.number().int().nonnegative(),
+    agentCallId: id,
+  }),
   /** Continue, Step or Stop for the workflow running in step mode (the buttons `runState` shows). */
   z.object({ type: z.literal("control"), action: z.enum(["continue", "step", "stop"]) }),
 ]);
@@ -227,6 +244,8 @@ export const HostToInspectorSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("load"), model: InspectorViewModelSchema }),
   /** The answer to `loadSuperstep`. */
   z.object({ type: z.literal("superstep"), detail: SuperstepDetailSchema }),
+  /** The answer to `loadContext`: the context, or why it cannot be shown. */
+  z.object({ type: z.literal("context"), requestId: z.string(), context: z.union([Absent, ContextSchema]) }),
   /** A line for the panel's status area: the outcome of an action, or why it could not run. */
   z.object({ type: z.literal("notice"), level: z.enum(["info", "warning", "error"]), message: z.string() }),
   /** Whether a workflow runs in this window, and where a step-mode run is paused. */
@@ -237,7 +256,10 @@ export const HostToInspectorSchema = z.discriminatedUnion("type", [
     superstep: z.number().int().nonnegative().optional(),
   }),
 ]);
-export type HostToInspector = z.infer<typeof HostToInspectorSchema>;
+/** What the host posts (src/extension/inspectorPanel.ts). */
+export type HostToInspector = z.input<typeof HostToInspectorSchema>;
+/** What the webview has once a message from the host is parsed. */
+export type HostToInspectorReceived = z.output<typeof HostToInspectorSchema>;
 
 /** Parses a message from the webview; returns the zod error's summary instead of throwing. */
 export function parseInspectorMessage(data: unknown): { ok: true; message: InspectorToHost } | { ok: false; error: string } {
@@ -245,7 +267,7 @@ export function parseInspectorMessage(data: unknown): { ok: true; message: Inspe
   return r.success ? { ok: true, message: r.data } : { ok: false, error: z.prettifyError(r.error) };
 }
 
-export function parseHostMessage(data: unknown): { ok: true; message: HostToInspector } | { ok: false; error: string } {
+export function parseHostMessage(data: unknown): { ok: true; message: HostToInspectorReceived } | { ok: false; error: string } {
   const r = HostToInspectorSchema.safeParse(data);
   return r.success ? { ok: true, message: r.data } : { ok: false, error: z.prettifyError(r.error) };
 }

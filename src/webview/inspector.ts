@@ -10,18 +10,21 @@
 // First: configures zod before any schema is built.
 import "./zodJitless";
 import type {
+  ContextRefView,
   ContextView,
   DecisionView,
-  HostToInspector,
+  HostToInspectorReceived as HostToInspector,
   InspectorToHost,
-  InspectorViewModel,
+  ReceivedViewModel as InspectorViewModel,
   IntentView,
   StateView,
   StepView,
   SuperstepDetailView,
   SuperstepView,
 } from "../protocol/webview";
-import { EvalFormatSchema, parseHostMessage, ReplayModeSchema } from "../protocol/webview";
+import { encodeTimeline, EvalFormatSchema, parseHostMessage, ReplayModeSchema, TimelineRows, TimelineSchema } from "../protocol/webview";
+import { diffContexts } from "./contextDiff";
+import type { MessageDiff, Segment } from "./contextDiff";
 import { ROW_HEIGHT, visibleRange } from "./timelineWindow";
 
 interface VsCodeApi {
@@ -59,6 +62,8 @@ interface UiState {
 const vscode = acquireVsCodeApi();
 const app = document.getElementById("app")!;
 let model: InspectorViewModel | undefined;
+/** The model's timeline read row by row, for the rows drawn and the one selected. */
+let rows = new TimelineRows(TimelineSchema.parse(encodeTimeline([])));
 let ui: UiState = restoreUiState();
 let timeline: Timeline | undefined;
 /** When the message being handled arrived: the paint time reported for a load counts from here. */
@@ -87,14 +92,17 @@ function receive(message: HostToInspector): void {
       const parseMs = parsedAt - receivedAt;
       if (message.model.run.id !== ui.runId) ui = { runId: message.model.run.id, superstepIndex: 0, stepIndex: 0, tab: ui.tab };
       model = message.model;
+      rows = new TimelineRows(model.timeline);
       // Checkpoints never change, but a reloaded case file may hold ones not seen before.
       details.clear();
       render();
+      const renderMs = performance.now() - started;
       // Read by the webview tests: from the message's arrival to the end of the frame that shows
       // it (a task queued from requestAnimationFrame runs after that frame's layout and paint).
       requestAnimationFrame(() =>
         setTimeout(() => {
           document.body.dataset.parseMs = parseMs.toFixed(1);
+          document.body.dataset.renderMs = renderMs.toFixed(1);
           document.body.dataset.paintMs = (performance.now() - started).toFixed(1);
           document.body.dataset.loaded = message.model.run.id;
         }, 0),
@@ -104,9 +112,12 @@ function receive(message: HostToInspector): void {
     case "superstep": {
       const { runId, superstep } = message.detail;
       details.set(detailKey(runId, superstep), message.detail);
-      if (model?.run.id === runId && model.supersteps[ui.superstepIndex]?.superstep === superstep) renderDetail();
+      if (model?.run.id === runId && rows.at(ui.superstepIndex)?.superstep === superstep) renderDetail();
       return;
     }
+    case "context":
+      receiveContext(message.requestId, message.context);
+      return;
     case "notice":
       showNotice(message.level, message.message);
       return;
@@ -142,7 +153,7 @@ function saveUiState(): void {
 function render(): void {
   if (!model) return;
   const m = model;
-  ui.superstepIndex = clamp(ui.superstepIndex, 0, Math.max(0, m.supersteps.length - 1));
+  ui.superstepIndex = clamp(ui.superstepIndex, 0, Math.max(0, rows.length - 1));
   // A re-render (the case file changed on disk, often because the action just answered wrote to
   // it) keeps the notice the person has not yet seen go.
   const notice = document.getElementById("notice") ?? el("div", { className: "notice", id: "notice", role: "status", ariaLive: "polite" });
@@ -151,7 +162,7 @@ function render(): void {
     notice,
     el("div", { className: "run-controls", id: "run-controls" }),
     m.canRun.ok ? nothing() : restrictedBanner(m.canRun.reason),
-    el("div", { className: "main" }, [timelinePane(m), el("section", { className: "detail", id: "detail" })]),
+    el("div", { className: "main" }, [timelinePane(rows), el("section", { className: "detail", id: "detail" })]),
   );
   renderDetail();
   renderRunControls();
@@ -244,7 +255,7 @@ class Timeline {
   private readonly rows: HTMLElement;
   private frame = 0;
 
-  constructor(private readonly supersteps: SuperstepView[]) {
+  constructor(private readonly supersteps: TimelineRows) {
     this.spacer = el("div", { className: "timeline-spacer" });
     this.spacer.style.height = `${supersteps.length * ROW_HEIGHT}px`;
     this.rows = el("div", { className: "timeline-rows", role: "presentation" });
@@ -283,7 +294,7 @@ class Timeline {
   }
 
   private row(i: number): HTMLElement {
-    const s = this.supersteps[i]!;
+    const s = this.supersteps.at(i)!;
     const selected = i === ui.superstepIndex;
     const verdicts = s.steps.flatMap((st) => (st.kind === "commit" && st.verdict !== null ? [st.verdict] : []));
     const failed = s.steps.some((st) => st.status === "failed");
@@ -335,17 +346,17 @@ class Timeline {
   }
 }
 
-function timelinePane(m: InspectorViewModel): HTMLElement {
+function timelinePane(rows: TimelineRows): HTMLElement {
   const title = el("div", { className: "pane-title" }, [
     icon("history"),
     ` Supersteps `,
-    el("span", { className: "count" }, String(m.supersteps.length)),
+    el("span", { className: "count" }, String(rows.length)),
   ]);
-  if (m.supersteps.length === 0) {
+  if (rows.length === 0) {
     timeline = undefined;
     return el("nav", { className: "timeline" }, [title, el("p", { className: "absent" }, "This run has no supersteps recorded yet.")]);
   }
-  timeline = new Timeline(m.supersteps);
+  timeline = new Timeline(rows);
   const nav = el("nav", { className: "timeline" }, [title, timeline.root]);
   // Paint once the viewport has a size; the ResizeObserver repaints on later changes.
   queueMicrotask(() => timeline?.paint());
@@ -366,7 +377,7 @@ function select(superstepIndex: number, stepIndex: number): void {
 function renderDetail(): void {
   const detail = document.getElementById("detail");
   if (!detail || !model) return;
-  const s = model.supersteps[ui.superstepIndex];
+  const s = rows.at(ui.superstepIndex);
   if (!s) {
     detail.replaceChildren(el("p", { className: "absent" }, "Select a superstep."));
     return;
@@ -414,7 +425,7 @@ function renderDetail(): void {
       body.append(
         absent(loaded.state && "absent" in loaded.state ? loaded.state.absent : "The details of this step are not in the case file."),
       );
-    else if (ui.tab === "context") body.append(contextTab(d.context));
+    else if (ui.tab === "context") body.append(contextTab(d.context, step.id));
     else if (ui.tab === "decision") body.append(decisionTab(d.decision));
     else body.append(intentsTab(d.intents));
   }
@@ -496,8 +507,10 @@ function button(
   return b;
 }
 
-function contextTab(c: ContextView | { absent: string }): HTMLElement {
+function contextTab(c: ContextView | { absent: string }, stepId: string): HTMLElement {
   if ("absent" in c) return absent(c.absent);
+  const chosen = compareChoice.get(stepId);
+  const compared = c.compareWith.find((r) => r.agentCallId === chosen);
   const budget = c.tokens
     ? el("div", { className: "budget" }, [
         el("span", { className: "token-total" }, `${c.tokens.count.toLocaleString("en-US")} tokens`),
@@ -521,22 +534,209 @@ function contextTab(c: ContextView | { absent: string }): HTMLElement {
       c.originalHash ? kv("replaces context", c.originalHash) : nothing(),
     ]),
     budget,
-    el(
-      "ol",
-      { className: "messages" },
-      c.messages.map((msg) =>
-        el("li", { className: `message role-${msg.role}` }, [
-          el("div", { className: "message-head" }, [
-            el("span", { className: "role" }, msg.role),
-            el("span", { className: "muted tokens" }, msg.tokens === null ? "tokens not counted" : `${msg.tokens} tokens`),
-          ]),
-          el("pre", { className: "message-content" }, msg.content),
-        ]),
-      ),
-    ),
+    comparePicker(c, stepId),
+    compared
+      ? contextDiffView(c, compared)
+      : el(
+          "ol",
+          { className: "messages" },
+          c.messages.map((msg) =>
+            el("li", { className: `message role-${msg.role}` }, [
+              el("div", { className: "message-head" }, [
+                el("span", { className: "role" }, msg.role),
+                el("span", { className: "muted tokens" }, msg.tokens === null ? "tokens not counted" : `${msg.tokens} tokens`),
+              ]),
+              el("pre", { className: "message-content" }, msg.content),
+            ]),
+          ),
+        ),
     c.raw !== null ? el("details", { className: "raw" }, [el("summary", {}, "Raw model answer"), el("pre", {}, c.raw)]) : nothing(),
-    el("p", { className: "absent small" }, "Diff against another step or branch: not built yet."),
   ]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Context diff: the shown context against another agent step's (the same executor in another
+// branch, or another agent step of this run), fetched from the host with `loadContext`.
+
+/** Other steps' contexts fetched for a diff, by agent call id; kept, since records never change. */
+const otherContexts = new Map<string, ContextView | { absent: string } | "loading">();
+/** What each step's Context tab compares with (an agent call id), by step id. */
+const compareChoice = new Map<string, string>();
+/** `loadContext` requests not answered yet, by request id. */
+const pendingContexts = new Map<string, { agentCallId: string; timer: ReturnType<typeof setTimeout> }>();
+const CONTEXT_TIMEOUT_MS = 30_000;
+let contextRequests = 0;
+
+function requestContext(ref: ContextRefView): void {
+  const known = otherContexts.get(ref.agentCallId);
+  if (known !== undefined && (known === "loading" || !("absent" in known))) return;
+  const requestId = `context-${++contextRequests}`;
+  otherContexts.set(ref.agentCallId, "loading");
+  const timer = setTimeout(() => {
+    if (!pendingContexts.delete(requestId)) return;
+    otherContexts.set(ref.agentCallId, {
+      absent: `The extension did not answer within ${CONTEXT_TIMEOUT_MS / 1000} s. Choose the context again to retry.`,
+    });
+    renderDetail();
+  }, CONTEXT_TIMEOUT_MS);
+  pendingContexts.set(requestId, { agentCallId: ref.agentCallId, timer });
+  post({ type: "loadContext", requestId, runId: ref.runId, superstep: ref.superstep, agentCallId: ref.agentCallId });
+}
+
+/** Called for the host's `context` answer. */
+function receiveContext(requestId: string, context: ContextView | { absent: string }): void {
+  const pending = pendingContexts.get(requestId);
+  if (!pending) {
+    console.warn(`Run Inspector: dropped an answer to a context request it did not make (${requestId})`);
+    return;
+  }
+  clearTimeout(pending.timer);
+  pendingContexts.delete(requestId);
+  otherContexts.set(pending.agentCallId, context);
+  if (ui.tab === "context") renderDetail();
+}
+
+function refLabel(r: ContextRefView, shown: ContextView): string {
+  return `${r.runId} · superstep ${r.superstep} · ${r.executor}${r.hash === shown.hash ? " · same context" : ""}`;
+}
+
+function comparePicker(c: ContextView, stepId: string): HTMLElement {
+  if (c.compareWith.length === 0) {
+    return el("p", { className: "compare muted" }, [
+      icon("diff"),
+      " Nothing to compare with: this executor ran in no other branch, and this run has no other agent step.",
+    ]);
+  }
+  const select = el("select", { className: "compare-select", ariaLabel: "Compare this context with" });
+  select.append(el("option", { value: "" }, "nothing: show this context"));
+  const groups: [ContextRefView["relation"], string][] = [
+    ["branch", "The same executor in other branches"],
+    ["run", "Other agent steps in this run"],
+  ];
+  for (const [relation, label] of groups) {
+    const refs = c.compareWith.filter((r) => r.relation === relation);
+    if (refs.length === 0) continue;
+    const group = el("optgroup", { label });
+    for (const r of refs) {
+      const option = el("option", { value: r.agentCallId }, refLabel(r, c));
+      option.selected = r.agentCallId === compareChoice.get(stepId);
+      group.append(option);
+    }
+    select.append(group);
+  }
+  select.addEventListener("change", () => {
+    const ref = c.compareWith.find((r) => r.agentCallId === select.value);
+    if (ref) {
+      compareChoice.set(stepId, ref.agentCallId);
+      requestContext(ref);
+    } else {
+      compareChoice.delete(stepId);
+    }
+    renderDetail();
+  });
+  return el("div", { className: "compare" }, [
+    icon("diff"),
+    el("span", {}, " Compare with "),
+    select,
+    c.compareMore > 0 ? el("span", { className: "muted small" }, ` (${c.compareMore} more, further away, not listed)`) : nothing(),
+  ]);
+}
+
+function contextDiffView(c: ContextView, ref: ContextRefView): HTMLElement {
+  const other = otherContexts.get(ref.agentCallId);
+  if (other === undefined) requestContext(ref);
+  if (other === undefined || other === "loading") {
+    return el("p", { className: "muted loading-detail" }, [
+      icon("loading codicon-modifier-spin"),
+      ` Reading the context of ${ref.executor} in superstep ${ref.superstep} of ${ref.runId}…`,
+    ]);
+  }
+  if ("absent" in other) return absent(other.absent);
+  const d = diffContexts(other, c);
+  const tokens = (x: ContextView): string => (x.tokens ? x.tokens.count.toLocaleString("en-US") : "not counted");
+  const delta = c.tokens && other.tokens ? signed(c.tokens.count - other.tokens.count) : "";
+  const sides = table(
+    ["", "context", "hash", "tokens", "model"],
+    [
+      [
+        el("span", { className: "diff-sign diff-removed" }, "−"),
+        `${ref.runId} · superstep ${ref.superstep} · ${ref.executor}`,
+        other.hash,
+        tokens(other),
+        other.model,
+      ],
+      [el("span", { className: "diff-sign diff-added" }, "+"), "this step", c.hash, `${tokens(c)}${delta ? ` (${delta})` : ""}`, c.model],
+    ],
+    "diff-sides",
+  );
+  const counts = (change: MessageDiff["change"]): number => d.messages.filter((m) => m.change === change).length;
+  const summary = d.sameHash
+    ? el("p", { className: "diff-verdict diff-identical" }, [icon("pass"), ` Same context: both requests have hash ${c.hash}.`])
+    : d.sameMessages
+      ? el("p", { className: "diff-verdict" }, [
+          icon("info"),
+          ` The messages are the same; the hashes differ, so the ${other.model !== c.model ? `model (${other.model} vs ${c.model})` : "model parameters or the response schema"} differ.`,
+        ])
+      : el(
+          "p",
+          { className: "diff-verdict" },
+          [
+            `${counts("changed")} changed`,
+            `${counts("added")} only in this step`,
+            `${counts("removed")} only in the other`,
+            `${counts("same")} the same`,
+          ].join(" · ") + ` (of ${c.messages.length} messages here, ${other.messages.length} there)`,
+        );
+  return el("div", { className: "context-diff" }, [
+    sides,
+    summary,
+    d.sameHash ? nothing() : el("ol", { className: "messages diff-messages" }, d.messages.map(messageDiffItem)),
+  ]);
+}
+
+function messageDiffItem(m: MessageDiff): HTMLElement {
+  const role = m.before && m.after && m.before.role !== m.after.role ? `${m.before.role} → ${m.after.role}` : (m.after ?? m.before)!.role;
+  const label = { same: "same", changed: "changed", added: "only in this step", removed: "only in the other" }[m.change];
+  const t = (x: { tokens: number | null } | undefined): string => (x?.tokens === null || x === undefined ? "?" : String(x.tokens));
+  const tokens =
+    m.change === "added"
+      ? `${t(m.after)} tokens`
+      : m.change === "removed"
+        ? `${t(m.before)} tokens`
+        : m.before!.tokens !== null && m.after!.tokens !== null && m.before!.tokens !== m.after!.tokens
+          ? `${m.before!.tokens} → ${m.after!.tokens} tokens (${signed(m.after!.tokens - m.before!.tokens)})`
+          : m.after!.tokens === null
+            ? "tokens not counted"
+            : `${m.after!.tokens} tokens`;
+  const item = el("li", { className: `message diff-${m.change}` }, [
+    el("div", { className: "message-head" }, [
+      el("span", {}, [el("span", { className: "role" }, role), el("span", { className: `diff-badge diff-badge-${m.change}` }, label)]),
+      el("span", { className: "muted tokens" }, tokens),
+    ]),
+    el("pre", { className: "message-content" }, m.segments.map(segmentNode)),
+  ]);
+  item.dataset.change = m.change;
+  return item;
+}
+
+/** Marks added and removed text; unchanged text longer than a dozen lines shows its ends and folds the middle (a click unfolds it). */
+function segmentNode(s: Segment): Node {
+  if (s.change !== "same") {
+    // Line breaks at the edges stay unmarked: a mark that only holds a line end is a stray box.
+    const [, lead, body, trail] = /^(\n*)([\s\S]*?)(\n*)$/.exec(s.text)!;
+    const mark = s.change === "added" ? el("ins", { className: "diff-added" }, body) : el("del", { className: "diff-removed" }, body);
+    return el("span", {}, [lead!, mark, trail!]);
+  }
+  const lines = s.text.split("\n");
+  if (lines.length <= 12) return document.createTextNode(s.text);
+  const fold = el("button", { className: "diff-fold", title: "Show the unchanged lines" }, `⋯ ${lines.length - 6} unchanged lines ⋯`);
+  const hidden = lines.slice(3, -3).join("\n");
+  fold.addEventListener("click", () => fold.replaceWith(document.createTextNode(`${hidden}\n`)));
+  return el("span", {}, [`${lines.slice(0, 3).join("\n")}\n`, fold, `\n${lines.slice(-3).join("\n")}`]);
+}
+
+function signed(n: number): string {
+  return n > 0 ? `+${n}` : n < 0 ? `−${-n}` : "±0";
 }
 
 function meter(count: number, limit: number | null): HTMLElement | Text {

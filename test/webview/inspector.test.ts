@@ -1,12 +1,14 @@
 import * as assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
 import { MemoryStore } from "../../src/casefile/index";
-import type { CommitBatch } from "../../src/engine/store";
 import { countTokens } from "../../src/engine/tokens";
 import type { InspectorViewModel } from "../../src/protocol/webview";
 import type { ChatMessage } from "../../src/engine/records";
 import { buildInspectorViewModel, buildSuperstepDetail } from "../../src/extension/viewModel";
 import { commitInvoiceRun, INVOICE_BRANCH, INVOICE_RUN } from "../fixtures/casefile/fixture";
+import { InspectorToHostSchema } from "../../src/protocol/webview";
+import { AMOUNT_BRANCH, commitContextBranches, ORIGINAL_CALL, SAME_BRANCH, SAME_CALL } from "../fixtures/casefile/contextBranches";
+import { hugeRun } from "./hugeRun";
 import { cspViolations, deliver, launchBrowser, openWebview, posted, screenshot } from "./webviewHost";
 import type { Theme } from "./webviewHost";
 
@@ -47,9 +49,17 @@ async function openInspector(
     ...(store
       ? {
           onPost: async (p: Page, m: { type: string; [k: string]: unknown }) => {
-            if (m.type !== "loadSuperstep") return;
-            const detail = buildSuperstepDetail(store, m.runId as string, m.superstep as number, { countMessageTokens });
-            await deliver(p, { type: "superstep", detail });
+            if (m.type === "loadSuperstep") {
+              const detail = buildSuperstepDetail(store, m.runId as string, m.superstep as number, { countMessageTokens });
+              await deliver(p, { type: "superstep", detail });
+            } else if (m.type === "loadContext") {
+              // As the panel answers: the other step's context, read through its superstep's details.
+              const detail = buildSuperstepDetail(store, m.runId as string, m.superstep as number, { countMessageTokens });
+              const context = detail.steps.map((st) => st.context).find((c) => !("absent" in c) && c.agentCallId === m.agentCallId) ?? {
+                absent: "not in the case file",
+              };
+              await deliver(p, { type: "context", requestId: m.requestId, context });
+            }
           },
         }
       : {}),
@@ -65,9 +75,9 @@ async function openInvoice(browser: Browser, runId = INVOICE_RUN, theme: Theme =
   return openInspector(browser, invoiceModel(runId, { ok: true }, store), { store, theme });
 }
 
-/** What the webview posted, less its requests for superstep details. */
+/** What the webview posted, less its requests for superstep details and contexts. */
 async function actions(page: Page): Promise<{ type: string; [k: string]: unknown }[]> {
-  return (await posted(page)).filter((m) => m.type !== "loadSuperstep");
+  return (await posted(page)).filter((m) => m.type !== "loadSuperstep" && m.type !== "loadContext");
 }
 
 /** The text as a person sees it (innerText: CSS text-transform applied), whitespace collapsed. */
@@ -401,6 +411,111 @@ describe("Run Inspector webview (headless Chromium)", function () {
     await page.close();
   });
 
+  describe("the Context tab's diff", () => {
+    async function openBranches(runId: string, theme: Theme = "dark"): Promise<Page> {
+      const store = new MemoryStore();
+      commitContextBranches(store);
+      const page = await openInspector(browser, invoiceModel(runId, { ok: true }, store), { store, theme });
+      await selectSuperstep(page, 1);
+      await openTab(page, "context");
+      await page.waitForSelector("select.compare-select");
+      return page;
+    }
+    const options = (page: Page): Promise<string[][]> =>
+      page.$$eval("select.compare-select optgroup", (groups) =>
+        groups.map((g) => [g.getAttribute("label")!, ...Array.from(g.querySelectorAll("option"), (o) => o.textContent!)]),
+      );
+
+    it("lists this executor in the other branches and this run's other agent steps", async () => {
+      const page = await openBranches(AMOUNT_BRANCH);
+      assert.deepEqual(await options(page), [
+        ["The same executor in other branches", `${INVOICE_RUN} · superstep 1 · triage`, `${SAME_BRANCH} · superstep 1 · triage`],
+        ["Other agent steps in this run", `${AMOUNT_BRANCH} · superstep 2 · review`],
+      ]);
+      assert.equal(await page.$$eval(".messages .message", (m) => m.length), 2, "this context's messages until one is picked");
+      await page.close();
+    });
+
+    for (const theme of ["dark", "light", "hc"] as const) {
+      it(`asks the host for the chosen context and marks what changed, message by message (${theme})`, async () => {
+        const page = await openBranches(AMOUNT_BRANCH, theme);
+        await page.selectOption("select.compare-select", ORIGINAL_CALL);
+        await page.waitForSelector(".context-diff");
+        const requests = (await posted(page)).filter((m) => m.type === "loadContext");
+        assert.equal(requests.length, 1);
+        assert.deepEqual(InspectorToHostSchema.parse(requests[0]), {
+          type: "loadContext",
+          requestId: requests[0]!.requestId,
+          runId: INVOICE_RUN,
+          superstep: 1,
+          agentCallId: ORIGINAL_CALL,
+        });
+        assert.deepEqual(await texts(page, "table.diff-sides tbody tr"), [
+          `− ${INVOICE_RUN} · superstep 1 · triage sha256:3c1f9be0a4d27e55 118 gpt-4o-mini`,
+          "+ this step sha256:9d02e1c7b35a4f10 134 (+16) gpt-4o-mini",
+        ]);
+        assert.equal(
+          await text(page, ".diff-verdict"),
+          "1 changed · 0 only in this step · 0 only in the other · 1 the same (of 2 messages here, 2 there)",
+        );
+        assert.deepEqual(await page.$$eval(".diff-messages .message", (els) => els.map((e) => (e as HTMLElement).dataset.change)), [
+          "same",
+          "changed",
+        ]);
+        assert.deepEqual(await texts(page, ".diff-messages del.diff-removed"), ["1840", "50"]);
+        assert.deepEqual(await texts(page, ".diff-messages ins.diff-added"), [
+          "18405",
+          "00",
+          "Amount above the auto-approval limit of 10000.00 EUR: yes",
+        ]);
+        assert.match(await text(page, ".diff-messages .diff-changed .tokens"), /^\d+ → \d+ tokens \(\+\d+\)$/);
+        const added = await page.$eval("ins.diff-added", (e) => getComputedStyle(e).backgroundColor);
+        const removed = await page.$eval("del.diff-removed", (e) => getComputedStyle(e).backgroundColor);
+        assert.notEqual(added, removed, "added and removed text are told apart");
+        assert.notEqual(added, "rgba(0, 0, 0, 0)");
+        await screenshot(page, `inspector-context-diff-${theme}`);
+        // Back to this context alone; choosing the same one again asks nothing more of the host.
+        await page.selectOption("select.compare-select", "");
+        await page.waitForSelector(".messages .message-content");
+        await page.selectOption("select.compare-select", ORIGINAL_CALL);
+        await page.waitForSelector(".context-diff");
+        assert.equal((await posted(page)).filter((m) => m.type === "loadContext").length, 1);
+        assert.deepEqual(await cspViolations(page), []);
+        assert.deepEqual((page as Page & { errors: string[] }).errors, []);
+        await page.close();
+      });
+    }
+
+    it("says plainly when the two contexts are the same", async () => {
+      const page = await openBranches(INVOICE_RUN);
+      assert.deepEqual(await options(page), [
+        [
+          "The same executor in other branches",
+          `${AMOUNT_BRANCH} · superstep 1 · triage`,
+          `${SAME_BRANCH} · superstep 1 · triage · same context`,
+        ],
+      ]);
+      await page.selectOption("select.compare-select", SAME_CALL);
+      await page.waitForSelector(".diff-identical");
+      assert.equal(await text(page, ".diff-identical"), "Same context: both requests have hash sha256:3c1f9be0a4d27e55.");
+      assert.equal(await page.$$eval(".diff-messages", (m) => m.length), 0);
+      await screenshot(page, "inspector-context-same");
+      await page.close();
+    });
+
+    it("drops an answer to a request it did not make, and one that does not parse", async () => {
+      const page = await openBranches(AMOUNT_BRANCH);
+      const warnings: string[] = [];
+      page.on("console", (m) => warnings.push(m.text()));
+      await deliver(page, { type: "context", requestId: "context-99", context: { absent: "made up" } });
+      await deliver(page, { type: "context", requestId: "context-1", context: { messages: "<img src=x onerror=alert(1)>" } });
+      for (let i = 0; i < 50 && warnings.length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(warnings.filter((w) => /did not make|malformed/.test(w)).length, 2, warnings.join("\n"));
+      assert.equal(await page.$$eval(".context-diff", (d) => d.length), 0);
+      await page.close();
+    });
+  });
+
   for (const theme of ["light", "hc"] as const) {
     it(`renders in the ${theme === "hc" ? "high-contrast" : theme} theme with the theme's colours`, async () => {
       const page = await openInvoice(browser, INVOICE_RUN, theme);
@@ -416,46 +531,3 @@ describe("Run Inspector webview (headless Chromium)", function () {
     });
   }
 });
-
-/** A run of `n` supersteps, one code step each, a checkpoint after each: written as the engine would. */
-function hugeRun(runId: string, n: number): CommitBatch[] {
-  const at = "2026-11-30T10:00:00.000Z";
-  const workflow = { name: "bulk", version: 1, graphHash: "g-bulk" };
-  const batches: CommitBatch[] = [{ runs: [{ id: runId, workflow, status: "completed", createdAt: at, updatedAt: at }] }];
-  for (let i = 0; i < n; i++) {
-    batches.push({
-      values: [{ run: runId, key: "counter", version: i + 1, value: i }],
-      steps: [
-        {
-          id: `${runId}-s${i}`,
-          runId,
-          superstep: i,
-          executor: "work",
-          kind: "code",
-          status: "ok",
-          startedAt: at,
-          endedAt: at,
-          durationMs: 1,
-          writes: ["counter"],
-          sent: 1,
-        },
-      ],
-      checkpoints: [
-        {
-          v: 1,
-          id: `${runId}-cp${i}`,
-          runId,
-          superstep: i,
-          createdAt: at,
-          workflow: { ...workflow, executors: ["work"] },
-          keys: { counter: { version: i + 1, run: runId } },
-          pending: [],
-          fanIn: {},
-          local: {},
-          waiting: [],
-        },
-      ],
-    });
-  }
-  return batches;
-}

@@ -12,7 +12,7 @@ import {
   UnknownRunError,
 } from "../../../src/extension/viewModel";
 import type { DetailOptions } from "../../../src/extension/viewModel";
-import { InspectorViewModelSchema, SuperstepDetailSchema } from "../../../src/protocol/webview";
+import { InspectorViewModelSchema, SuperstepDetailSchema, TimelineRows, TimelineSchema } from "../../../src/protocol/webview";
 import type { StepDetailView } from "../../../src/protocol/webview";
 import { commitInvoiceRun, INVOICE_BRANCH, INVOICE_RUN } from "../../fixtures/casefile/fixture";
 
@@ -67,7 +67,7 @@ for (const { name, open } of stores) {
     it("lays out supersteps in order with their steps, and the branch tree parent first", () => {
       const vm = buildInspectorViewModel(store, { caseFile, runId: INVOICE_RUN, canRun: { ok: true } });
       assert.deepEqual(
-        vm.supersteps.map((s) => [s.superstep, s.checkpointId, s.steps.map((x) => x.executor)]),
+        new TimelineRows(TimelineSchema.parse(vm.timeline)).all().map((s) => [s.superstep, s.checkpointId, s.steps.map((x) => x.executor)]),
         [
           [0, `${INVOICE_RUN}-cp0`, ["loadInvoice", "loadSupplier"]],
           [1, `${INVOICE_RUN}-cp1`, ["triage"]],
@@ -87,7 +87,7 @@ for (const { name, open } of stores) {
     it("links the agent's proposal to the commit's verdict, rules and diff on both steps", () => {
       const vm = buildInspectorViewModel(store, { caseFile, runId: INVOICE_RUN, canRun: { ok: true } });
       assert.deepEqual(
-        vm.supersteps.map((s) => s.steps.map((x) => x.verdict)),
+        new TimelineRows(TimelineSchema.parse(vm.timeline)).all().map((s) => s.steps.map((x) => x.verdict)),
         [[null, null], ["accepted"], ["accepted"], [null]],
         "the timeline knows each step's verdict",
       );

@@ -1,5 +1,13 @@
 import * as assert from "node:assert/strict";
-import { isJsonValue, parseHostMessage, parseInspectorMessage } from "../../../src/protocol/webview";
+import {
+  encodeTimeline,
+  isJsonValue,
+  TimelineRows,
+  TimelineSchema,
+  parseHostMessage,
+  parseInspectorMessage,
+} from "../../../src/protocol/webview";
+import type { SuperstepView } from "../../../src/protocol/webview";
 import { OVERSCAN, ROW_HEIGHT, visibleRange } from "../../../src/webview/timelineWindow";
 
 describe("Webview protocol: messages from the Run Inspector", () => {
@@ -55,6 +63,64 @@ describe("Webview protocol: messages from the host", () => {
     let deep: unknown = 1;
     for (let i = 0; i < 100; i++) deep = [deep];
     assert.equal(isJsonValue(deep), false);
+  });
+});
+
+describe("Webview protocol: the timeline's columns", () => {
+  const rows: SuperstepView[] = [
+    {
+      superstep: 0,
+      checkpointId: "cp0",
+      at: "2026-11-30T10:00:00.000Z",
+      steps: [
+        {
+          id: "s0-a",
+          executor: "triage",
+          kind: "agent",
+          status: "failed",
+          durationMs: 12,
+          writes: ["proposal", "note"],
+          error: { code: "E_MODEL", message: "timeout" },
+          verdict: null,
+        },
+        { id: "s0-b", executor: "decide", kind: "commit", status: "ok", durationMs: 3, writes: [], error: null, verdict: "escalated" },
+      ],
+    },
+    { superstep: 1, checkpointId: null, at: null, steps: [] },
+    {
+      superstep: 2,
+      checkpointId: "cp2",
+      at: "t",
+      steps: [
+        { id: "s2", executor: "triage", kind: "request", status: "waiting", durationMs: 0, writes: ["note"], error: null, verdict: null },
+      ],
+    },
+  ];
+
+  it("round-trips rows through the wire's columns", () => {
+    const wire = encodeTimeline(rows);
+    assert.equal(typeof wire.superstep, "string", "numbers travel as one string per column");
+    assert.deepEqual(new TimelineRows(TimelineSchema.parse(JSON.parse(JSON.stringify(wire)))).all(), rows);
+    assert.deepEqual(new TimelineRows(TimelineSchema.parse(encodeTimeline([]))).all(), []);
+  });
+
+  it("refuses columns that are malformed or disagree with each other", () => {
+    const wire = encodeTimeline(rows);
+    const bad: unknown[] = [
+      { ...wire, superstep: "0,,2" },
+      { ...wire, superstep: "0,-1,2" },
+      { ...wire, superstep: "0,1,1e9" },
+      { ...wire, superstep: "0,1,2,3" },
+      { ...wire, stepCount: "2,0,2" },
+      { ...wire, at: ["a", "b"] },
+      { ...wire, steps: { ...wire.steps, kind: "amx" } },
+      { ...wire, steps: { ...wire.steps, verdict: "-]-" } },
+      { ...wire, steps: { ...wire.steps, executor: "0,1,99" } },
+      { ...wire, steps: { ...wire.steps, writes: "1,2" } },
+      { ...wire, steps: { ...wire.steps, errors: [{ step: 7, code: "E", message: "m" }] } },
+      { ...wire, steps: { ...wire.steps, id: ["a", "b", 3] } },
+    ];
+    for (const b of bad) assert.equal(TimelineSchema.safeParse(b).success, false, JSON.stringify(b));
   });
 });
 
