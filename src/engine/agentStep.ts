@@ -65,7 +65,8 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
   let summarised: AgentCallRecord["summarised"];
   if (spec.summarise && budget.soft !== undefined && tokens.count > budget.soft) {
     const before = { count: tokens.count, messages: request.messages.length, hash: request.hash };
-    const shorter = await spec.summarise(request.messages, {
+    const built = Object.freeze(request.messages.map((m) => Object.freeze({ ...m })));
+    const shorter = await spec.summarise(built, {
       step: input.executor,
       model: request.model,
       tokens: tokens.count,

@@ -5,6 +5,7 @@ import path from "node:path";
 import { z } from "zod";
 import { SqlJsStore } from "../../../src/casefile/sqlJsStore";
 import { WorkflowDefinitionError } from "../../../src/engine/errors";
+import { checkProposal } from "../../../src/engine/agentStep";
 import { Engine } from "../../../src/engine/engine";
 import { agent, code, commit, edge, extract, fact, loader } from "../../../src/engine/executors";
 import { extractProvenance } from "../../../src/engine/extracts";
@@ -489,5 +490,35 @@ describe("extracts: build-time checks", () => {
       { key: "terms", fact: false, owner: undefined, extractOf: "doc" },
     ]);
     assert.deepEqual(Object.keys(wf.extracts), ["terms"]);
+  });
+});
+
+describe("extracts: cited in proposals", () => {
+  const terms: Extract = {
+    value: { noticeDays: 30, prices: {} },
+    from: "contract",
+    source: SOURCE,
+    sourceVersion: "v3",
+    sourceHash: "sha256:00",
+    extractedAt: "2026-01-01T00:00:00.000Z",
+  };
+  const answer = (facts: string[]) => JSON.stringify({ action: "pay", reason: "as agreed", facts });
+
+  it("accepts a proposal citing an extract the step was given, and refuses one citing the document it was not given", () => {
+    const state = { terms: terms as unknown as Json };
+    assert.deepEqual(checkProposal({ proposal: Proposal }, answer(["terms"]), state), {
+      proposal: { action: "pay", reason: "as agreed", facts: ["terms"] },
+    });
+    assert.deepEqual(checkProposal({ proposal: Proposal }, answer(["terms", "contract"]), state), {
+      rejection: { code: "UNKNOWN_FACT", message: 'proposal cites "contract", not among the facts it was given (terms)' },
+    });
+  });
+
+  it("is cited as the extract of its document's source at the version it was taken from", () => {
+    assert.deepEqual(extractProvenance(terms), {
+      source: "extract of erp://contracts/C-7@v3",
+      sourceVersion: "v3",
+      readAt: "2026-01-01T00:00:00.000Z",
+    });
   });
 });
