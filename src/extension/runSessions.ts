@@ -116,9 +116,11 @@ export class RunSessions implements vscode.Disposable {
     try {
       const outcome = await finished;
       if (outcome.done) {
-        const { runId, status, caseFile } = outcome.done;
-        const message = `Run ${runId} ${status}: ${vscode.workspace.asRelativePath(caseFile)}`;
-        this.log.info(message);
+        const { runId, status, caseFile, error } = outcome.done;
+        const why = error ? `: ${error.code}: ${error.message}` : "";
+        const message = `Run ${runId} ${status}${why} (${vscode.workspace.asRelativePath(caseFile)})`;
+        if (error) this.log.error(message);
+        else this.log.info(message);
         return { ok: true, runId, status, caseFile, message };
       }
       const error = outcome.error ?? { code: "RUNNER_CRASHED", message: `runner exited with code ${outcome.exitCode}` };

@@ -115,7 +115,8 @@ export const RunnerToHostSchema = z.discriminatedUnion("type", [
     }),
   }),
   z.object({ type: z.literal("paused"), runId: z.string(), superstep: z.number() }),
-  z.object({ type: z.literal("done"), runId: z.string(), status: z.string(), caseFile: z.string() }),
+  // A run that ended failed carries why (the run record's error), for the editor to say.
+  z.object({ type: z.literal("done"), runId: z.string(), status: z.string(), caseFile: z.string(), error: ErrorSchema.optional() }),
   z.object({ type: z.literal("error"), error: ErrorSchema }),
   z.object({ type: z.literal("log"), level: z.enum(["info", "warn", "error"]), message: z.string() }),
   z.object({

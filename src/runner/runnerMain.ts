@@ -93,7 +93,13 @@ async function start(message: Extract<HostToRunner, { type: "start" }>, control:
       },
       log: (m) => post({ type: "log", level: m.startsWith("warning") ? "warn" : "info", message: m }),
     });
-    post({ type: "done", runId: result.runId, status: result.status, caseFile: result.caseFile });
+    post({
+      type: "done",
+      runId: result.runId,
+      status: result.status,
+      caseFile: result.caseFile,
+      ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
+    });
   } catch (e) {
     const err = isCasefileError(e) ? e.toJSON() : describeError(e);
     post({ type: "error", error: { code: err.code, message: err.message } });
