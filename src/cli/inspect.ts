@@ -29,6 +29,8 @@ export interface RunInspection {
   }[];
   waiting: { id: string; executor: string; title: string; options?: string[] }[];
   branches: string[];
+  /** Extracts made in the run: first reads, and stale ones made again (with why). */
+  extracts: { superstep: number; key: string; sourceVersion: string; stale: boolean; reason: string }[];
 }
 
 export function inspectRuns(store: CaseStore, runId?: string): RunInspection[] {
@@ -83,6 +85,13 @@ export function inspectRuns(store: CaseStore, runId?: string): RunInspection[] {
       })),
       waiting: (latest?.waiting ?? []).map((w) => ({ id: w.id, executor: w.executor, title: w.prompt.title, options: w.prompt.options })),
       branches: runs.filter((r) => r.parentRunId === run.id).map((r) => r.id),
+      extracts: store
+        .listEvents({ runId: run.id })
+        .filter((e) => e.type === "extract")
+        .map((e) => {
+          const d = e.data as { key: string; sourceVersion: string; stale: boolean; reason: string };
+          return { superstep: e.superstep, key: d.key, sourceVersion: d.sourceVersion, stale: d.stale, reason: d.reason };
+        }),
     };
   });
 }
@@ -101,6 +110,10 @@ export function formatInspection(file: string, runs: RunInspection[]): string {
       lines.push(
         `  superstep ${String(s.superstep).padStart(3)}  ${steps || (s.superstep === 0 ? "(start)" : s.answered ? "(a person answered the waiting request)" : "(no steps)")}${changed}`,
       );
+    }
+    // A first extract is routine (its key shows under "changed"); a stale one is worth a line.
+    for (const x of r.extracts.filter((e) => e.stale)) {
+      lines.push(`  stale extract at superstep ${x.superstep}: "${x.key}" made again: ${x.reason}`);
     }
     for (const v of r.verdicts) {
       lines.push(

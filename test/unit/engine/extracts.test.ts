@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { SqlJsStore } from "../../../src/casefile/sqlJsStore";
+import { formatInspection, inspectRuns } from "../../../src/cli/inspect";
 import { WorkflowDefinitionError } from "../../../src/engine/errors";
 import { checkProposal } from "../../../src/engine/agentStep";
 import { Engine } from "../../../src/engine/engine";
@@ -263,6 +264,21 @@ describe("extracts: made from a fact, used only while its version matches", () =
     assert.deepEqual(
       warnings.map((w) => [w.superstep, w.data]),
       [[stale.superstep, { executor: "propose", message: `extract "terms" was stale: ${reason}; extracted again for propose` }]],
+    );
+    // and `casefile inspect` says so
+    const inspected = inspectRuns(r, result.runId);
+    assert.deepEqual(
+      inspected[0]!.extracts.map((x) => [x.superstep, x.sourceVersion, x.stale]),
+      [
+        [agentCalls[0]!.superstep, "v1", false],
+        [stale.superstep, "v2", true],
+      ],
+    );
+    assert.match(
+      formatInspection("case.casefile", inspected),
+      new RegExp(
+        `\n  stale extract at superstep ${stale.superstep}: "terms" made again: its document "erp://contracts/C-7" changed from version "v1" to "v2"\n`,
+      ),
     );
   });
 });
