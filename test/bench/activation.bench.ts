@@ -13,8 +13,10 @@
  * stand-in `vscode` module and calls activate(); the two variants alternate and the medians are
  * compared. Then the first-use cost the split moves out of activation (the Runs view's case-file
  * bundle; a panel's bundle with zod). Last, activation in a real VS Code from the last e2e run
- * (`npm run test:e2e` writes test-output/e2e/metrics-<mode>.json): this bench does not start
- * code-server itself; without a recorded run it says so. ACTIVATION_SAMPLES sets the sample count.
+ * (`npm run test:e2e` writes test-output/e2e/metrics-<mode>.json), split into the extension's
+ * share (its module loaded, activate()) and VS Code's wait for the extension context in between:
+ * this bench does not start code-server itself; without a recorded run it says so.
+ * ACTIVATION_SAMPLES sets the sample count.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -172,11 +174,25 @@ async function main(): Promise<void> {
     found = true;
     const metrics = JSON.parse(readFileSync(file, "utf8")) as Record<string, string>;
     const text = metrics.activation ?? "(no activation metric recorded)";
-    const total = /ext\.activate\(\) ([\d.]+) ms/.exec(text);
-    const body = /activate\(\) body ([\d.]+) ms/.exec(text);
-    const ms = Number(total?.[1] ?? body?.[1]);
-    const verdict = Number.isFinite(ms) ? ` (target < 50 ms: ${ms < 50 ? "met" : "MISSED"})` : "";
-    console.log(`  ${mode.padEnd(10)} ${text}${verdict}  [${new Date(statSync(file).mtimeMs).toISOString()}]`);
+    const num = (re: RegExp): number => Number(re.exec(text)?.[1]);
+    const total = num(/ext\.activate\(\) ([\d.]+) ms/);
+    const loaded = num(/until the module ran ([\d.]+) ms/);
+    const called = num(/until activate\(\) was called ([\d.]+) ms/);
+    const body = num(/activate\(\) body ([\d.]+) ms/);
+    console.log(`  ${mode.padEnd(10)} ${text}  [${new Date(statSync(file).mtimeMs).toISOString()}]`);
+    if (Number.isFinite(loaded) && Number.isFinite(body)) {
+      // The extension's share: VS Code reading and compiling dist/extension.js, then activate().
+      // The wait between them is VS Code's own (the extension context: storage, secrets), the
+      // same for any extension, and long while the workbench is still starting.
+      const own = loaded + body;
+      console.log(
+        `  ${"".padEnd(10)} the extension's share (module loaded + activate()): ${own.toFixed(1)} ms (target < 50 ms: ${own < 50 ? "met" : "MISSED"});` +
+          ` VS Code's wait for the extension context: ${called.toFixed(1)} ms; all of ext.activate(): ${total.toFixed(1)} ms`,
+      );
+    } else if (Number.isFinite(total) || Number.isFinite(body)) {
+      const ms = Number.isFinite(total) ? total : body;
+      console.log(`  ${"".padEnd(10)} (recorded before the split; target < 50 ms: ${ms < 50 ? "met" : "MISSED"})`);
+    }
   }
   if (!found) console.log("  no e2e run recorded yet: run `npm run test:e2e`, then this bench again.");
 }
