@@ -7,7 +7,8 @@ import { z } from "zod";
  * superstep, each with a step object inside, made the schema parse most of a 10,000-superstep
  * run's first paint. So the columns that hold numbers and fixed codes travel as one string each,
  * checked by one linear regex (a character class, nothing that backtracks) and decoded by the
- * schema's transform; what is free text (ids, timestamps, errors) stays arrays of strings. Every
+ * schema's transform, and the columns of free text (ids, timestamps) as one string with the ends
+ * of its entries (`PackedStrings`); errors are listed only for the steps that failed. Every
  * value is still checked by the schema, and the cross-column invariants (lengths agree, every
  * index points at a name) by its refinement.
  *
@@ -42,20 +43,83 @@ const ints = z
   .string()
   .regex(/^[0-9,]*$/, "expected comma-separated integers")
   .transform((s, ctx) => {
-    if (s === "") return [];
-    const parts = s.split(",");
-    const out = new Array<number>(parts.length);
-    for (let i = 0; i < parts.length; i++) {
-      const p = parts[i]!;
+    // One pass over the characters (the regex let through only digits and commas): no split, no
+    // string per entry, no Number() per entry.
+    const out: number[] = [];
+    if (s === "") return out;
+    let n = 0;
+    let digits = 0;
+    for (let i = 0; i <= s.length; i++) {
+      const c = i < s.length ? s.charCodeAt(i) : 44;
+      if (c !== 44) {
+        n = n * 10 + (c - 48);
+        digits++;
+        continue;
+      }
       // At most 15 digits: always a safe integer.
-      if (p === "" || p.length > 15) {
-        ctx.issues.push({ code: "custom", message: `entry ${i} is not an integer`, input: p });
+      if (digits === 0 || digits > 15) {
+        ctx.issues.push({ code: "custom", message: `entry ${out.length} is not an integer`, input: s.slice(0, 40) });
         return z.NEVER;
       }
-      out[i] = Number(p);
+      out.push(n);
+      n = 0;
+      digits = 0;
     }
     return out;
   });
+
+/**
+ * A column of strings packed end to end into one string, with where each entry ends and which
+ * entries are null: ["ab", null, "cde"] is { text: "abcde", ends: "2,2,5", nulls: "1" }. Any text
+ * is a valid entry, so one string and two integer lists check a whole column; an entry is sliced
+ * out only when its row is drawn.
+ */
+export class PackedStrings {
+  constructor(
+    private readonly text: string,
+    private readonly ends: number[],
+    private readonly nulls: ReadonlySet<number>,
+  ) {}
+
+  get length(): number {
+    return this.ends.length;
+  }
+
+  get(i: number): string | null {
+    if (this.nulls.has(i)) return null;
+    return this.text.slice(i === 0 ? 0 : this.ends[i - 1], this.ends[i]);
+  }
+}
+
+const packedStrings = (nullable: boolean) =>
+  z.object({ text: z.string(), ends: ints, nulls: ints }).transform((p, ctx) => {
+    const refuse = (message: string): typeof z.NEVER => {
+      ctx.issues.push({ code: "custom", message, input: p });
+      return z.NEVER;
+    };
+    let end = 0;
+    for (const e of p.ends) {
+      if (e < end) return refuse("packed strings: the ends go backwards");
+      end = e;
+    }
+    if (end !== p.text.length) return refuse("packed strings: the last end is not the text's length");
+    if (!nullable && p.nulls.length > 0) return refuse("packed strings: a null where none is allowed");
+    if (p.nulls.some((i) => i >= p.ends.length)) return refuse("packed strings: a null past the last entry");
+    return new PackedStrings(p.text, p.ends, new Set(p.nulls));
+  });
+
+/** Called by `encodeTimeline` for each string column. */
+export function packStrings(values: (string | null)[]): { text: string; ends: string; nulls: string } {
+  let text = "";
+  const ends: number[] = [];
+  const nulls: number[] = [];
+  values.forEach((v, i) => {
+    if (v === null) nulls.push(i);
+    else text += v;
+    ends.push(text.length);
+  });
+  return { text, ends: ends.join(","), nulls: nulls.join(",") };
+}
 
 /** A step as the timeline shows it. Its context, decision and intents come with its superstep. */
 export interface StepView {
@@ -83,13 +147,13 @@ export const TimelineSchema = z
     names: z.array(z.string()),
     /** One entry per superstep, in order. */
     superstep: ints,
-    checkpointId: z.array(z.string().nullable()),
-    at: z.array(z.string().nullable()),
+    checkpointId: packedStrings(true),
+    at: packedStrings(true),
     /** How many steps each superstep ran: superstep i's steps follow those of supersteps before it. */
     stepCount: ints,
     /** One entry per step, all supersteps' steps in order. */
     steps: z.object({
-      id: z.array(z.string()),
+      id: packedStrings(false),
       executor: ints,
       kind: codes(KIND_CODE),
       status: codes(STATUS_CODE),
@@ -176,11 +240,11 @@ export function encodeTimeline(rows: SuperstepView[]): TimelineWire {
   return {
     names,
     superstep: superstep.join(","),
-    checkpointId,
-    at,
+    checkpointId: packStrings(checkpointId),
+    at: packStrings(at),
     stepCount: stepCount.join(","),
     steps: {
-      id,
+      id: packStrings(id),
       executor: executor.join(","),
       kind,
       status,
@@ -222,7 +286,7 @@ export class TimelineRows {
       for (let w = this.writeStart[j]!; w < this.writeStart[j + 1]!; w++) writes.push(t.names[s.writes[w]!]!);
       const verdict = VERDICT_OF.get(s.verdict[j]!)!;
       steps.push({
-        id: s.id[j]!,
+        id: s.id.get(j)!,
         executor: t.names[s.executor[j]!]!,
         kind: KIND_OF.get(s.kind[j]!)!,
         status: STATUS_OF.get(s.status[j]!)!,
@@ -232,7 +296,7 @@ export class TimelineRows {
         verdict: verdict === "none" ? null : verdict,
       });
     }
-    return { superstep: t.superstep[i]!, checkpointId: t.checkpointId[i]!, at: t.at[i]!, steps };
+    return { superstep: t.superstep[i]!, checkpointId: t.checkpointId.get(i), at: t.at.get(i), steps };
   }
 
   /** Every row: for tests and small runs, never for drawing a large one. */

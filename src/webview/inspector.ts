@@ -284,9 +284,16 @@ class Timeline {
     });
   }
 
-  /** Renders the rows in view; called on scroll, resize and selection. */
-  paint(): void {
-    const { first, last } = visibleRange(this.viewport.scrollTop, this.viewport.clientHeight || 600, this.supersteps.length);
+  /**
+   * Renders the rows in view; called on scroll, resize and selection. The first paint, before the
+   * page has been laid out, does not ask the viewport for its size (that would force a layout of
+   * the whole page only to be done again for the frame): it draws the rows a window's height
+   * holds, and the ResizeObserver repaints with the real size in the same frame.
+   */
+  paint(beforeLayout = false): void {
+    const { first, last } = beforeLayout
+      ? visibleRange(0, window.innerHeight, this.supersteps.length)
+      : visibleRange(this.viewport.scrollTop, this.viewport.clientHeight || 600, this.supersteps.length);
     const out: HTMLElement[] = [];
     for (let i = first; i < last; i++) out.push(this.row(i));
     this.rows.style.transform = `translateY(${first * ROW_HEIGHT}px)`;
@@ -358,8 +365,8 @@ function timelinePane(rows: TimelineRows): HTMLElement {
   }
   timeline = new Timeline(rows);
   const nav = el("nav", { className: "timeline" }, [title, timeline.root]);
-  // Paint once the viewport has a size; the ResizeObserver repaints on later changes.
-  queueMicrotask(() => timeline?.paint());
+  // Paint once the timeline is in the document; the ResizeObserver repaints once it has a size.
+  queueMicrotask(() => timeline?.paint(true));
   return nav;
 }
 

@@ -100,6 +100,7 @@ describe("Webview protocol: the timeline's columns", () => {
   it("round-trips rows through the wire's columns", () => {
     const wire = encodeTimeline(rows);
     assert.equal(typeof wire.superstep, "string", "numbers travel as one string per column");
+    assert.deepEqual(wire.checkpointId, { text: "cp0cp2", ends: "3,3,6", nulls: "1" }, "strings end to end, with their ends");
     assert.deepEqual(new TimelineRows(TimelineSchema.parse(JSON.parse(JSON.stringify(wire)))).all(), rows);
     assert.deepEqual(new TimelineRows(TimelineSchema.parse(encodeTimeline([]))).all(), []);
   });
@@ -118,7 +119,11 @@ describe("Webview protocol: the timeline's columns", () => {
       { ...wire, steps: { ...wire.steps, executor: "0,1,99" } },
       { ...wire, steps: { ...wire.steps, writes: "1,2" } },
       { ...wire, steps: { ...wire.steps, errors: [{ step: 7, code: "E", message: "m" }] } },
-      { ...wire, steps: { ...wire.steps, id: ["a", "b", 3] } },
+      { ...wire, steps: { ...wire.steps, id: ["a", "b", "c"] } },
+      { ...wire, steps: { ...wire.steps, id: { ...wire.steps.id, ends: "4,2,6" } } },
+      { ...wire, steps: { ...wire.steps, id: { ...wire.steps.id, text: `${wire.steps.id.text}x` } } },
+      { ...wire, steps: { ...wire.steps, id: { ...wire.steps.id, nulls: "1" } } },
+      { ...wire, checkpointId: { ...wire.checkpointId, nulls: "1,3" } },
     ];
     for (const b of bad) assert.equal(TimelineSchema.safeParse(b).success, false, JSON.stringify(b));
   });
