@@ -404,6 +404,42 @@ describe("extracts: failures and misuse", () => {
     );
   });
 
+  it("two executors of one superstep reading one extract get the same one, made once", async () => {
+    let called = 0;
+    const seen: Record<string, unknown> = {};
+    const wf = defineWorkflow({
+      name: "w",
+      version: 1,
+      state: {
+        doc: fact(z.string()),
+        head: extract(z.string(), {
+          from: "doc",
+          run: (d: string) => {
+            called++;
+            return d.slice(0, 5);
+          },
+        }),
+      },
+      start: "load",
+      executors: {
+        load: loader({
+          owns: ["doc"],
+          run: (ctx) => ctx.fact("doc", "Terms and conditions", { source: "dms://d/1", sourceVersion: "7" }) ?? "x",
+        }),
+        a: code({ reads: ["head"], run: (ctx) => void (seen.a = ctx.state.head) }),
+        b: code({ reads: ["head"], run: (ctx) => void (seen.b = ctx.state.head) }),
+      },
+      edges: [edge("load", ["a", "b"])],
+    });
+    const s = await openStore();
+    const result = await new Engine(wf, s).run();
+    assert.equal(result.status, "completed", result.error?.message);
+    assert.equal(called, 1);
+    assert.equal((seen.a as Extract).value, "Terms");
+    assert.equal(seen.a, seen.b);
+    assert.deepEqual((extractEvents(s, result.runId)[0]!.data as { readers: string[] }).readers, ["a", "b"]);
+  });
+
   it("an executor reading an extract whose fact is not loaded yet sees nothing, and nothing is extracted", async () => {
     let called = 0;
     let seen: unknown = "not run";
