@@ -424,7 +424,10 @@ describe("extracts: failures and misuse", () => {
       executors: {
         load: loader({
           owns: ["doc"],
-          run: (ctx) => ctx.fact("doc", "Terms and conditions", { source: "dms://d/1", sourceVersion: "7" }) ?? "x",
+          run(ctx) {
+            ctx.fact("doc", "Terms and conditions", { source: "dms://d/1", sourceVersion: "7" });
+            return "loaded";
+          },
         }),
         a: code({ reads: ["head"], run: (ctx) => void (seen.a = ctx.state.head) }),
         b: code({ reads: ["head"], run: (ctx) => void (seen.b = ctx.state.head) }),
