@@ -604,7 +604,18 @@ function receiveContext(requestId: string, context: ContextView | { absent: stri
 }
 
 function refLabel(r: ContextRefView, shown: ContextView): string {
-  return `${r.runId} · superstep ${r.superstep} · ${r.executor}${r.hash === shown.hash ? " · same context" : ""}`;
+  const kin = r.relation === "branch" ? ` (${kinship(r.runId)})` : "";
+  return `${r.runId}${kin} · superstep ${r.superstep} · ${r.executor}${r.hash === shown.hash ? " · same context" : ""}`;
+}
+
+/** How another run of the case file relates to the one shown, from the branch tree. */
+function kinship(runId: string): string {
+  const m = model!;
+  const parentOf = (id: string | null): string | null => m.branches.find((b) => b.runId === id)?.parentRunId ?? null;
+  if (runId === m.run.parentRunId) return "parent run";
+  if (parentOf(runId) === m.run.id) return "branch of this run";
+  if (m.run.parentRunId !== null && parentOf(runId) === m.run.parentRunId) return "sibling branch";
+  return "other branch";
 }
 
 function comparePicker(c: ContextView, stepId: string): HTMLElement {
@@ -667,7 +678,7 @@ function contextDiffView(c: ContextView, ref: ContextRefView): HTMLElement {
     [
       [
         el("span", { className: "diff-sign diff-removed" }, "−"),
-        `${ref.runId} · superstep ${ref.superstep} · ${ref.executor}`,
+        `${ref.runId}${ref.relation === "branch" ? ` (${kinship(ref.runId)})` : ""} · superstep ${ref.superstep} · ${ref.executor}`,
         other.hash,
         tokens(other),
         other.model,

@@ -429,7 +429,11 @@ describe("Run Inspector webview (headless Chromium)", function () {
     it("lists this executor in the other branches and this run's other agent steps", async () => {
       const page = await openBranches(AMOUNT_BRANCH);
       assert.deepEqual(await options(page), [
-        ["The same executor in other branches", `${INVOICE_RUN} · superstep 1 · triage`, `${SAME_BRANCH} · superstep 1 · triage`],
+        [
+          "The same executor in other branches",
+          `${INVOICE_RUN} (parent run) · superstep 1 · triage`,
+          `${SAME_BRANCH} (sibling branch) · superstep 1 · triage`,
+        ],
         ["Other agent steps in this run", `${AMOUNT_BRANCH} · superstep 2 · review`],
       ]);
       assert.equal(await page.$$eval(".messages .message", (m) => m.length), 2, "this context's messages until one is picked");
@@ -451,7 +455,7 @@ describe("Run Inspector webview (headless Chromium)", function () {
           agentCallId: ORIGINAL_CALL,
         });
         assert.deepEqual(await texts(page, "table.diff-sides tbody tr"), [
-          `− ${INVOICE_RUN} · superstep 1 · triage sha256:3c1f9be0a4d27e55 118 gpt-4o-mini`,
+          `− ${INVOICE_RUN} (parent run) · superstep 1 · triage sha256:3c1f9be0a4d27e55 118 gpt-4o-mini`,
           "+ this step sha256:9d02e1c7b35a4f10 134 (+16) gpt-4o-mini",
         ]);
         assert.equal(
@@ -491,8 +495,8 @@ describe("Run Inspector webview (headless Chromium)", function () {
       assert.deepEqual(await options(page), [
         [
           "The same executor in other branches",
-          `${AMOUNT_BRANCH} · superstep 1 · triage`,
-          `${SAME_BRANCH} · superstep 1 · triage · same context`,
+          `${AMOUNT_BRANCH} (branch of this run) · superstep 1 · triage`,
+          `${SAME_BRANCH} (branch of this run) · superstep 1 · triage · same context`,
         ],
       ]);
       await page.selectOption("select.compare-select", SAME_CALL);
