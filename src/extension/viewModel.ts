@@ -3,11 +3,13 @@ import type {
   ChatMessage,
   FactRecord,
   IntentRecord,
+  Json,
   Provenance,
   RunRecord,
   StepRecord,
   VerdictRecord,
 } from "../engine/records";
+import { extractProvenance, isExtractValue } from "../engine/extracts";
 import type { CaseStore } from "../engine/store";
 import type {
   BranchView,
@@ -132,7 +134,7 @@ export function buildStateView(store: CaseStore, runId: string, superstep: numbe
         value: values[key] ?? null,
         version: ref.version,
         writtenBy: ref.run,
-        provenance: provenance.lookup(ref.run, key, ref.version),
+        provenance: provenance.lookup(ref.run, key, ref.version) ?? extractedFrom(values[key]),
       };
     });
   return {
@@ -409,6 +411,11 @@ class ProvenanceIndex {
     }
     return index.get(`${key}\0${version}`) ?? null;
   }
+}
+
+/** An extract from a long document carries its own label: the document's source and the version it was taken from. */
+function extractedFrom(value: Json | undefined): Provenance | null {
+  return isExtractValue(value) ? extractProvenance(value) : null;
 }
 
 function provenanceOf(f: FactRecord): Provenance {

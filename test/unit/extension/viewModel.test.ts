@@ -2,7 +2,11 @@ import * as assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { z } from "zod";
 import { MemoryStore, openCaseFile } from "../../../src/casefile/index";
+import { Engine } from "../../../src/engine/engine";
+import { code, edge, extract, fact, loader } from "../../../src/engine/executors";
+import { defineWorkflow } from "../../../src/engine/workflow";
 import type { CaseStore } from "../../../src/engine/store";
 import {
   buildInspectorViewModel,
@@ -216,5 +220,64 @@ for (const { name, open } of stores) {
 describe("Inspector view model from an empty case file", () => {
   it("says the case file holds no runs", () => {
     assert.throws(() => buildInspectorViewModel(new MemoryStore(), { caseFile, canRun: { ok: true } }), NoRunsError);
+  });
+});
+
+describe("Inspector view model: extracts from long documents", () => {
+  it("labels an extract in the state with the document and the version it was taken from", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "casefile-vm-extract-"));
+    const file = path.join(dir, "contract.casefile");
+    const wf = defineWorkflow({
+      name: "contract",
+      version: 1,
+      state: {
+        contract: fact(z.object({ text: z.string() })),
+        terms: extract(z.object({ noticeDays: z.number() }), {
+          from: "contract",
+          run: (doc: { text: string }) => ({ noticeDays: Number(/(\d+) days/.exec(doc.text)?.[1]) }),
+        }),
+        notice: z.number(),
+      },
+      input: z.object({}),
+      start: "load",
+      executors: {
+        load: loader({
+          owns: ["contract"],
+          run(ctx) {
+            ctx.fact(
+              "contract",
+              { text: "Clause 9. Price changes need 30 days' notice." },
+              { source: "erp://contracts/C-7", sourceVersion: "v3" },
+            );
+            return "loaded";
+          },
+        }),
+        read: code({ reads: ["terms"], owns: ["notice"], run: (ctx) => ctx.write("notice", ctx.state.terms.value.noticeDays) }),
+      },
+      edges: [edge("load", "read")],
+    });
+    const writer = await openCaseFile(file, { create: true });
+    let runId: string;
+    try {
+      const result = await new Engine(wf, writer).run({});
+      assert.equal(result.status, "completed");
+      runId = result.runId;
+    } finally {
+      writer.close();
+    }
+    const store = await openCaseFile(file, { readOnly: true });
+    try {
+      const state = buildStateView(store, runId, store.latestCheckpoint(runId)!.superstep);
+      assert.ok(!("absent" in state), "the checkpoint has state");
+      const terms = state.entries.find((e) => e.key === "terms");
+      assert.ok(terms, "the extract is in the state at the checkpoint");
+      assert.equal(terms.provenance?.source, "extract of erp://contracts/C-7@v3");
+      assert.equal(terms.provenance?.sourceVersion, "v3");
+      const contract = state.entries.find((e) => e.key === "contract");
+      assert.equal(contract?.provenance?.source, "erp://contracts/C-7", "the document itself keeps its fact's provenance");
+    } finally {
+      store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
