@@ -241,6 +241,8 @@ function contextView(s: StepRecord, { call, countMessageTokens, records, others 
       ? { count: call.tokens.count, soft: call.tokens.soft ?? null, hard: call.tokens.hard ?? null, tokenizer: call.tokens.tokenizer }
       : null,
     raw: call.raw ?? null,
+    extracts: call.extracts ?? [],
+    summarised: call.summarised ?? null,
     ...comparableContexts(call, records, others),
   };
 }

@@ -82,6 +82,10 @@ export const ContextSchema = z.object({
     })
     .nullable(),
   raw: z.string().nullable(),
+  /** Extracts from long documents the context was built with, each labelled with its document's version. */
+  extracts: z.array(z.object({ key: z.string(), from: z.string(), source: z.string(), sourceVersion: z.string() })),
+  /** Set when the step's summarise hook shortened the working context (the case file keeps every record whole). */
+  summarised: z.object({ tokensBefore: z.number(), messagesBefore: z.number(), hashBefore: z.string() }).nullable(),
   /** What the Context tab's picker offers to diff against: nearest first, at most a few dozen. */
   compareWith: z.array(ContextRefSchema),
   /** How many more could have been offered but were left out of `compareWith`. */

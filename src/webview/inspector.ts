@@ -541,6 +541,24 @@ function contextTab(c: ContextView | { absent: string }, stepId: string): HTMLEl
       c.originalHash ? kv("replaces context", c.originalHash) : nothing(),
     ]),
     budget,
+    c.summarised
+      ? el("p", { className: "summarised" }, [
+          icon("fold"),
+          ` Working context summarised by the step: ${c.summarised.tokensBefore.toLocaleString("en-US")} tokens in ${c.summarised.messagesBefore} messages before (hash ${c.summarised.hashBefore}); the case file keeps every record whole.`,
+        ])
+      : nothing(),
+    c.extracts.length > 0
+      ? el("div", { className: "extracts" }, [
+          el("span", { className: "muted" }, "Extracts used: "),
+          ...c.extracts.map((x) =>
+            el(
+              "span",
+              { className: "extract", title: `taken from the fact "${x.from}"` },
+              `${x.key} (extract of ${x.source}@${x.sourceVersion})`,
+            ),
+          ),
+        ])
+      : nothing(),
     comparePicker(c, stepId),
     compared
       ? contextDiffView(c, compared)

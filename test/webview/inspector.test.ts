@@ -5,7 +5,7 @@ import { countTokens } from "../../src/engine/tokens";
 import type { InspectorViewModel } from "../../src/protocol/webview";
 import type { ChatMessage } from "../../src/engine/records";
 import { buildInspectorViewModel, buildSuperstepDetail } from "../../src/extension/viewModel";
-import { commitInvoiceRun, INVOICE_BRANCH, INVOICE_RUN } from "../fixtures/casefile/fixture";
+import { commitInvoiceRun, INVOICE_BRANCH, INVOICE_RUN, invoiceBatches } from "../fixtures/casefile/fixture";
 import { InspectorToHostSchema } from "../../src/protocol/webview";
 import { AMOUNT_BRANCH, commitContextBranches, ORIGINAL_CALL, SAME_BRANCH, SAME_CALL } from "../fixtures/casefile/contextBranches";
 import { hugeRun } from "./hugeRun";
@@ -210,6 +210,31 @@ describe("Run Inspector webview (headless Chromium)", function () {
     assert.match(await text(page, ".intent h3"), /postPayment → bank:payments DONE/);
     assert.match(await text(page, ".intent"), /invoice:INV-1042:postPayment/);
     assert.deepEqual(await cspViolations(page), [], "nothing the panel's CSP would refuse (no eval, no inline style or script)");
+    await page.close();
+  });
+
+  it("names the extracts a context was built with, and says when the working context was summarised", async () => {
+    // The invoice fixture's agent call as the engine records it for a step that read an extract of
+    // a long document and whose summarise hook shortened the context over its soft budget.
+    const store = new MemoryStore();
+    for (const b of invoiceBatches()) {
+      for (const call of b.agentCalls ?? []) {
+        call.extracts = [{ key: "priceTerms", from: "contract", source: "erp:agreements/FA-2026-07", sourceVersion: 'etag-"c3"' }];
+        call.summarised = { tokensBefore: 5210, messagesBefore: 4, hashBefore: "sha256:77e0b1c2d3a4f5e6" };
+      }
+      store.commit(b);
+    }
+    const page = await openInspector(browser, invoiceModel(INVOICE_RUN, { ok: true }, store), { store });
+    await selectSuperstep(page, 1);
+    await openTab(page, "context");
+    await page.waitForSelector(".extracts");
+    assert.equal(await text(page, ".extracts"), 'Extracts used: priceTerms (extract of erp:agreements/FA-2026-07@etag-"c3")');
+    assert.match(
+      await text(page, ".summarised"),
+      /^Working context summarised by the step: 5,210 tokens in 4 messages before \(hash sha256:77e0b1c2d3a4f5e6\); the case file keeps every record whole\.$/,
+    );
+    await screenshot(page, "inspector-context-extracts");
+    assert.deepEqual(await cspViolations(page), []);
     await page.close();
   });
 
