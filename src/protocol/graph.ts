@@ -29,7 +29,8 @@ export const GraphEdgeSchema = z.object({
   label: z.string().optional(),
 });
 
-export const GraphKeySchema = z.object({ key: Name, fact: z.boolean(), owner: Name.optional() });
+/** `extractOf`: an extract from a long document, made by the engine from that fact key (no owner). */
+export const GraphKeySchema = z.object({ key: Name, fact: z.boolean(), owner: Name.optional(), extractOf: Name.optional() });
 
 /**
  * What is running. `runner`: the executors of the superstep a run is executing now, as its events

@@ -183,8 +183,12 @@ function keyTable(m: GraphViewModel): HTMLElement {
       "tr",
       {},
       el("td", { className: "key" }, k.key),
-      el("td", {}, k.fact ? "fact" : "state"),
-      el("td", { className: k.owner ? "owner" : "owner none" }, k.owner ?? "no owner (input only)"),
+      el("td", {}, k.fact ? "fact" : k.extractOf ? "extract" : "state"),
+      el(
+        "td",
+        { className: k.owner || k.extractOf ? "owner" : "owner none" },
+        k.owner ?? (k.extractOf ? `the engine, from ${k.extractOf}` : "no owner (input only)"),
+      ),
     );
     row.dataset.key = k.key;
     return row;
