@@ -3,6 +3,7 @@ import * as vscode from "vscode";
 import { CASE_FILE_GLOB } from "./caseFiles";
 import type { Json } from "../engine/records";
 import type { ForkEditor } from "./forkEditor";
+import { loadInspector } from "./inspectorLoader";
 import type { InspectorActions } from "./inspectorPanel";
 import { answerRequest, changeRule, exportStepAsEval, replayStep, resumeFrom, runWorkflow, setApiKey } from "./runCommands";
 import type { RunSessions } from "./runSessions";
@@ -83,7 +84,7 @@ export const commands = {
     const caseFile = uri instanceof vscode.Uri ? uri : await pickCaseFile();
     if (!caseFile) return { ok: false, reason: "No case file chosen." } satisfies CommandResult;
     // Loaded on first use: the panel brings zod (the message schemas), too heavy for activation.
-    const { InspectorPanel } = await import("./inspectorPanel.js");
+    const { InspectorPanel } = await loadInspector();
     const panel = await InspectorPanel.show(
       ctx.extension.extensionUri,
       ctx.log,

@@ -6,6 +6,7 @@ import { loadInspectorViewModel, loadSuperstepDetail } from "./caseFiles";
 import type { GraphPanel } from "./graphPanel";
 import type { InspectorActions, InspectorPanel } from "./inspectorPanel";
 import { ForkEditor } from "./forkEditor";
+import { inspectorRunState, loadInspector } from "./inspectorLoader";
 import { performInspectorAction } from "./runCommands";
 import { RunSessions } from "./runSessions";
 import { CasefileViews } from "./views";
@@ -43,8 +44,8 @@ export function activate(context: vscode.ExtensionContext): CasefileTestApi {
     context,
     log,
     () => views.refresh(),
-    // The panel module (and zod) loads only once a run starts, never on activation.
-    (state) => void import("./inspectorPanel.js").then(({ InspectorPanel }) => InspectorPanel.showRunState({ type: "runState", ...state })),
+    // Kept for the Run Inspector; its module (and zod) loads only when an inspector opens.
+    inspectorRunState,
     // The running superstep, highlighted in the open Workflow Graphs of the run's workflow.
     () => authoring.liveChanged(),
   );
@@ -63,7 +64,7 @@ export function activate(context: vscode.ExtensionContext): CasefileTestApi {
     ctx,
     activateMs,
     marks: { moduleStartedAt, activateStartedAt: started, activateEndedAt: ended },
-    inspectorPanel: async (caseFile) => (await import("./inspectorPanel.js")).InspectorPanel.get(caseFile),
+    inspectorPanel: async (caseFile) => (await loadInspector()).InspectorPanel.get(caseFile),
     graphPanel: async (workflow) => (await import("./graphPanel.js")).GraphPanel.get(workflow),
   };
 }
