@@ -1,12 +1,11 @@
 import * as assert from "node:assert/strict";
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import * as os from "node:os";
+import { copyFileSync, mkdirSync } from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
-import { startErp } from "../../../examples/erp/server";
 import { supplierSeed } from "../../../examples/supplier/erpSeed";
 import { openCaseFile } from "../../../src/casefile/index";
 import type { CasefileTestApi } from "../../../src/extension/extension";
+import { useErp } from "./erp";
 
 /** The repository: the suite is bundled to dist/e2e/ (buildSuite.ts). */
 const ROOT = path.resolve(__dirname, "../..");
@@ -23,8 +22,7 @@ type Result = { ok: true; status: string; message: string } | { ok: false; reaso
 describe("The Intents view lists a failed effect", function () {
   this.timeout(120_000);
   let api: CasefileTestApi;
-  let erp: Awaited<ReturnType<typeof startErp>>;
-  let erpDir: string;
+  const erp = useErp({ ...supplierSeed(2), suppliers: { "SUP-1002": { legalName: "Created by hand", taxNumber: "DE000000000" } } });
   let caseFile: vscode.Uri;
   let runId: string;
 
@@ -36,16 +34,6 @@ describe("The Intents view lists a failed effect", function () {
       copyFileSync(path.join(ROOT, "examples", "supplier", f), path.join(folder, f));
     }
     caseFile = vscode.Uri.file(path.join(folder, "APP-0000.casefile"));
-    erpDir = mkdtempSync(path.join(os.tmpdir(), "casefile-e2e-erp-sup-"));
-    const seed = { ...supplierSeed(2), suppliers: { "SUP-1002": { legalName: "Created by hand", taxNumber: "DE000000000" } } };
-    erp = await startErp({ dataDir: erpDir, seed });
-    process.env.ERP_URL = erp.url;
-  });
-
-  after(async () => {
-    delete process.env.ERP_URL;
-    await erp?.close();
-    rmSync(erpDir, { recursive: true, force: true });
   });
 
   it("a refused create leaves a failed intent with the system's answer, and the Intents view lists it", async () => {
@@ -74,7 +62,7 @@ describe("The Intents view lists a failed effect", function () {
     assert.match(failed[0]!.error?.message ?? "", /409/);
     assert.ok(!intents.some((i) => i.status === "done"), "no effect after the failed one happened");
     // Nothing was created: the ERP holds only the hand-made supplier.
-    assert.deepEqual(Object.keys(erp.snapshot().collections.suppliers ?? {}), ["SUP-1002"]);
+    assert.deepEqual(Object.keys(erp().snapshot().collections.suppliers ?? {}), ["SUP-1002"]);
 
     const listed = (await api.ctx.views.trees.intents.getChildren()).filter((n) => n.caseFile.fsPath === caseFile.fsPath);
     assert.equal(listed.length, 1);

@@ -1,14 +1,13 @@
 import * as assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import * as os from "node:os";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
-import { startErp } from "../../../examples/erp/server";
 import { invoiceSeed } from "../../../examples/invoice/erpData";
 import { openCaseFile } from "../../../src/casefile/index";
 import type { AgentCallRecord } from "../../../src/engine/records";
 import type { CasefileTestApi } from "../../../src/extension/extension";
 import { suiteConfig } from "./config";
+import { useErp } from "./erp";
 
 /** The repository: the suite is bundled to dist/e2e/ (buildSuite.ts). */
 const ROOT = path.resolve(__dirname, "../..");
@@ -25,8 +24,7 @@ type Result = { ok: true; runId: string; status: string; caseFile: string; messa
  */
 describe("The vscode-lm provider: a model from VS Code's Language Model API", function () {
   this.timeout(120_000);
-  let erp: Awaited<ReturnType<typeof startErp>>;
-  let erpDir: string;
+  useErp(invoiceSeed);
   let workflow: vscode.Uri;
   let caseFile: vscode.Uri;
   let runId: string;
@@ -49,9 +47,6 @@ describe("The vscode-lm provider: a model from VS Code's Language Model API", fu
     copyFileSync(path.join(ROOT, "examples", "invoice", "workflow.ts"), path.join(folder, "workflow.ts"));
     workflow = vscode.Uri.file(path.join(folder, "workflow.ts"));
     caseFile = vscode.Uri.file(path.join(folder, "INV-1002.casefile"));
-    erpDir = mkdtempSync(path.join(os.tmpdir(), "casefile-e2e-erp-lm-"));
-    erp = await startErp({ dataDir: erpDir, seed: invoiceSeed });
-    process.env.ERP_URL = erp.url;
     await settings().update("provider", "vscode-lm", vscode.ConfigurationTarget.Workspace);
     await settings().update("model", "casefile-test", vscode.ConfigurationTarget.Workspace);
     rmSync(requestsLog, { force: true });
@@ -60,9 +55,6 @@ describe("The vscode-lm provider: a model from VS Code's Language Model API", fu
   after(async () => {
     await settings().update("provider", undefined, vscode.ConfigurationTarget.Workspace);
     await settings().update("model", undefined, vscode.ConfigurationTarget.Workspace);
-    delete process.env.ERP_URL;
-    await erp?.close();
-    rmSync(erpDir, { recursive: true, force: true });
   });
 
   it("the editor offers the fixture's model through vscode.lm", async () => {

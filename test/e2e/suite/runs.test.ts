@@ -1,12 +1,11 @@
 import * as assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import * as os from "node:os";
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
-import { startErp } from "../../../examples/erp/server";
 import { invoiceSeed } from "../../../examples/invoice/erpData";
 import { openCaseFile } from "../../../src/casefile/index";
 import type { CasefileTestApi } from "../../../src/extension/extension";
+import { useErp } from "./erp";
 import { askBrowser, browserAvailable } from "./exchange";
 
 /** The repository: the suite is bundled to dist/e2e/ (buildSuite.ts). */
@@ -23,8 +22,7 @@ describe("Running the invoice example from the editor", function () {
   // A busy 2-core machine: bundling the workflow and a run take seconds each.
   this.timeout(120_000);
   let api: CasefileTestApi;
-  let erp: Awaited<ReturnType<typeof startErp>>;
-  let erpDir: string;
+  useErp(invoiceSeed);
   let workflow: vscode.Uri;
   let caseFile: vscode.Uri;
   let runId: string;
@@ -38,16 +36,6 @@ describe("Running the invoice example from the editor", function () {
     }
     workflow = vscode.Uri.file(path.join(folder, "invoice", "workflow.ts"));
     caseFile = vscode.Uri.file(path.join(folder, "invoice", "INV-1001.casefile"));
-    erpDir = mkdtempSync(path.join(os.tmpdir(), "casefile-e2e-erp-"));
-    erp = await startErp({ dataDir: erpDir, seed: invoiceSeed });
-    // The runner inherits the extension host's environment; the workflow reads ERP_URL from it.
-    process.env.ERP_URL = erp.url;
-  });
-
-  after(async () => {
-    delete process.env.ERP_URL;
-    await erp?.close();
-    rmSync(erpDir, { recursive: true, force: true });
   });
 
   it("the Workflows view lists the workspace's workflow file", async () => {
