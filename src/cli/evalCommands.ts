@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { openCaseFile, type SqlJsStore } from "../casefile/index";
+import { MemoryStore, openCaseFile, type SqlJsStore } from "../casefile/index";
 import { checkProposal, type AgentMessage } from "../engine/agentStep";
 import { runCommit } from "../engine/commitStep";
 import { buildModelRequest } from "../engine/contextRequest";
@@ -59,11 +59,14 @@ export const exportEval: Command = async (args, io) => {
 
   const store = await openCaseFile(caseFile, { readOnly: true });
   let evalCase: EvalCase;
+  let workflowPath: string;
   try {
     const call = findAgentCall(store, caseFile, values.step);
     const run = store.getRun(call.runId)!;
-    const { workflow } = await loadWorkflow(workflowFileOf(run, caseFile, values.workflow));
+    workflowPath = workflowFileOf(run, caseFile, values.workflow);
+    const { workflow } = await loadWorkflow(workflowPath);
     const agentSpec = agentSpecOf(workflow, call.executor, `agent step "${call.id}"`);
+    const { spec: commitSpec } = commitStepAfter(workflow, call.executor, `agent step "${call.id}"`);
     evalCase = evalCaseFromRecords({
       caseFile,
       workflow: { name: run.workflow.name, version: run.workflow.version },
@@ -71,6 +74,7 @@ export const exportEval: Command = async (args, io) => {
       verdict: store.listVerdicts(call.runId).find((v) => v.agentCallId === call.id),
       facts: factsSeen(store, call, workflow, agentSpec),
       rules: rulesSeen(store, call),
+      commitState: commitStateOf(commitSpec, stateAt(store, call.runId, call.superstep)),
     });
   } finally {
     store.close();
@@ -78,6 +82,8 @@ export const exportEval: Command = async (args, io) => {
   if (change) evalCase = correctExpected(evalCase, change);
 
   const out = path.resolve(values.out ?? path.join(path.dirname(caseFile), "evals", evalCase.id + FORMATS[format]));
+  // Relative to the case's folder: evals kept in a repository beside the workflow move with it.
+  evalCase = { ...evalCase, workflow: { ...evalCase.workflow, file: path.relative(path.dirname(out), workflowPath) } };
   const text =
     format === "json" ? toOwnJson(evalCase) : format === "openai-jsonl" ? toOpenAIEvalsJsonl([evalCase]) : toPromptfooYaml([evalCase]);
   mkdirSync(path.dirname(out), { recursive: true });
@@ -272,7 +278,7 @@ class CaseRunner {
       durationMs: 0,
     };
     try {
-      result.got = await this.evaluate(c, result.notes);
+      result.got = await this.evaluate(file, c, result.notes);
       result.passed = result.got.action === c.expected.action && result.got.verdict === c.expected.verdict;
     } catch (e) {
       result.error = `${describeError(e).code}: ${describeError(e).message}`;
@@ -281,15 +287,17 @@ class CaseRunner {
     return result;
   }
 
-  private async evaluate(c: EvalCase, notes: string[]): Promise<NonNullable<CaseResult["got"]>> {
-    const store = await this.store(c.provenance.caseFile, c.id);
-    const run = store.getRun(c.provenance.runId);
-    if (!run)
-      throw new CasefileError(
-        "UNKNOWN_RUN",
-        `eval case ${c.id} names run "${c.provenance.runId}", which is not in ${c.provenance.caseFile}`,
-      );
-    const workflowPath = workflowFileOf(run, c.provenance.caseFile, this.workflowOverride);
+  /**
+   * A case exported with its commit state and workflow file runs on its own; an older one reads
+   * both from the case file it came from.
+   */
+  private async evaluate(file: string, c: EvalCase, notes: string[]): Promise<NonNullable<CaseResult["got"]>> {
+    const workflowPath =
+      this.workflowOverride !== undefined
+        ? path.resolve(this.workflowOverride)
+        : c.workflow.file !== undefined
+          ? path.resolve(path.dirname(file), c.workflow.file)
+          : workflowFileOf(await this.runOf(c), c.provenance.caseFile, undefined);
     const workflow = await this.workflow(workflowPath);
     if (workflow.name !== c.workflow.name) {
       throw new CasefileError(
@@ -314,9 +322,27 @@ class CaseRunner {
 
     const checked = checkProposal(agentSpec, response.text, c.facts as Record<string, Json>);
     const message: AgentMessage = { agentCallId: c.provenance.agentCallId, ...checked };
-    const { verdict, reason } = await commitWithoutWrites(workflow, c, store, message);
+    const { verdict, reason } = await commitWithoutWrites(workflow, c, message, (spec) =>
+      c.commitState !== undefined ? Promise.resolve(c.commitState) : this.commitStateFromCaseFile(c, spec),
+    );
     const proposal = "proposal" in checked ? (checked.proposal as { action?: unknown }) : undefined;
     return { action: typeof proposal?.action === "string" ? proposal.action : null, verdict, reason };
+  }
+
+  private async runOf(c: EvalCase): Promise<RunRecord> {
+    const run = (await this.store(c.provenance.caseFile, c.id)).getRun(c.provenance.runId);
+    if (!run)
+      throw new CasefileError(
+        "UNKNOWN_RUN",
+        `eval case ${c.id} names run "${c.provenance.runId}", which is not in ${c.provenance.caseFile}`,
+      );
+    return run;
+  }
+
+  private async commitStateFromCaseFile(c: EvalCase, spec: CommitSpec): Promise<Record<string, Json>> {
+    await this.runOf(c);
+    const store = await this.store(c.provenance.caseFile, c.id);
+    return commitStateOf(spec, stateAt(store, c.provenance.runId, c.provenance.superstep));
   }
 
   /** Default: a scripted provider whose only answer is the one recorded in the case. */
@@ -363,26 +389,36 @@ class CaseRunner {
  * with the step's `apply` left out: the verdict is computed exactly as in a run, and nothing is
  * written. The rules see the state the commit step saw when the case was recorded.
  */
-async function commitWithoutWrites(
-  workflow: Workflow,
-  c: EvalCase,
-  store: SqlJsStore,
-  message: AgentMessage,
-): Promise<{ verdict: Verdict; reason: string }> {
+/** The commit step an agent step sends its proposal to. */
+function commitStepAfter(workflow: Workflow, step: string, what: string): { target: string; spec: CommitSpec & { kind: "commit" } } {
   const target = workflow.edges
-    .filter((e) => e.from.includes(c.step))
+    .filter((e) => e.from.includes(step))
     .flatMap((e) => e.to)
     .find((t) => workflow.executors[t]?.kind === "commit");
   if (!target)
     throw new CasefileError(
       "WORKFLOW_MISMATCH",
-      `eval case ${c.id}: agent step "${c.step}" has no edge to a commit step in workflow "${workflow.name}"`,
-      { executor: c.step },
+      `${what}: agent step "${step}" has no edge to a commit step in workflow "${workflow.name}"`,
+      { executor: step },
     );
-  const spec = workflow.executors[target] as CommitSpec & { kind: "commit" };
-  const all = stateAt(store, c.provenance.runId, c.provenance.superstep);
+  return { target, spec: workflow.executors[target] as CommitSpec & { kind: "commit" } };
+}
+
+/** What of the state a commit step sees: its read and owned keys. */
+function commitStateOf(spec: CommitSpec, all: Record<string, Json>): Record<string, Json> {
   const state: Record<string, Json> = {};
   for (const k of new Set([...(spec.reads ?? []), ...(spec.owns ?? [])])) if (all[k] !== undefined) state[k] = all[k]!;
+  return state;
+}
+
+async function commitWithoutWrites(
+  workflow: Workflow,
+  c: EvalCase,
+  message: AgentMessage,
+  stateFor: (spec: CommitSpec) => Promise<Record<string, Json>>,
+): Promise<{ verdict: Verdict; reason: string }> {
+  const { target, spec } = commitStepAfter(workflow, c.step, `eval case ${c.id}`);
+  const state = commitStateOf(spec, await stateFor(spec));
 
   const now = () => new Date().toISOString();
   const out: TaskOutcome = {
@@ -439,7 +475,8 @@ async function commitWithoutWrites(
       local: undefined,
       signal: ctx.signal,
       now,
-      store,
+      // The commit step reads no records: an empty store stands for the case file it never touches.
+      store: new MemoryStore(),
       callIndex: 0,
       log: () => undefined,
     },

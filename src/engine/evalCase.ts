@@ -40,7 +40,12 @@ export const EvalCaseSchema = z.object({
   format: z.literal("casefile-eval"),
   v: z.literal(1),
   id: z.string().min(1),
-  workflow: z.object({ name: z.string(), version: z.number() }),
+  workflow: z.object({
+    name: z.string(),
+    version: z.number(),
+    /** The workflow file, relative to the folder the eval case was written to. */
+    file: z.string().optional(),
+  }),
   step: z.string().min(1),
   request: z.object({
     messages: z.array(ChatMessageSchema),
@@ -55,6 +60,12 @@ export const EvalCaseSchema = z.object({
   /** The raw text the model answered when the step ran. */
   answer: z.string(),
   expected: ExpectedOutcomeSchema,
+  /**
+   * The state the commit step read when the step ran (its read and owned keys at the checkpoint),
+   * so that `casefile eval` applies the current rules to it without the case file. Cases exported
+   * before it was kept read it from `provenance.caseFile`.
+   */
+  commitState: z.record(z.string(), json).optional(),
   provenance: z.object({ caseFile: z.string(), runId: z.string(), superstep: z.number(), agentCallId: z.string() }),
 });
 
@@ -76,6 +87,8 @@ export interface EvalCaseSource {
   verdict?: VerdictRecord;
   facts: Record<string, Fact>;
   rules: { id: string; statement: string; value?: Json }[];
+  /** The state the commit step's rules read (see EvalCaseSchema.commitState). */
+  commitState?: Record<string, Json>;
 }
 
 /**
@@ -109,6 +122,7 @@ export function evalCaseFromRecords(src: EvalCaseSource): EvalCase {
     rules: src.rules,
     answer: call.raw,
     expected: { action: actionOf(proposal), verdict: verdict?.verdict ?? "escalated", proposal },
+    ...(src.commitState ? { commitState: src.commitState } : {}),
     provenance: { caseFile: src.caseFile, runId: call.runId, superstep: call.superstep, agentCallId: call.id },
   };
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { execFile, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
@@ -188,6 +188,36 @@ describe("CLI: replay, export-eval and eval on the invoice example", function ()
     const onlyPass = await casefile(["eval", path.join(cases, "pass.eval.json")], env);
     assert.equal(onlyPass.code, 0, onlyPass.stdout + onlyPass.stderr);
     assert.match(onlyPass.stdout, /^1 passed, 0 failed$/m);
+  });
+
+  it("an exported case runs on its own: with its case file moved away, and an older case without its commit state still reads the case file", async () => {
+    const out = path.join(dir, "standalone", "case.eval.json");
+    const exported = await casefile(["export-eval", caseFile, "--step", call.id, "--out", out], env);
+    assert.equal(exported.code, 0, exported.stderr);
+    const own = parseOwnJson(readFileSync(out, "utf8"), out);
+    // What the commit step's rules read when the step ran, and the workflow relative to the case.
+    assert.deepEqual(Object.keys(own.commitState ?? {}), ["variance"]);
+    assert.equal(own.workflow.file, path.relative(path.dirname(out), workflow));
+
+    const away = `${caseFile}.moved`;
+    renameSync(caseFile, away);
+    try {
+      const ran = await casefile(["eval", out], env);
+      assert.equal(ran.code, 0, ran.stdout + ran.stderr);
+      assert.match(ran.stdout, /^PASS\s+run-\w+-propose-3\s+propose\s+approve_variance \/ escalated\s+approve_variance \/ escalated$/m);
+
+      // A case exported before it kept its commit state needs the case file, and says so.
+      const { commitState: _state, ...older } = own;
+      const olderFile = path.join(dir, "standalone", "older.eval.json");
+      writeFileSync(olderFile, JSON.stringify({ ...older, workflow: { name: own.workflow.name, version: own.workflow.version } }));
+      const refused = await casefile(["eval", olderFile], env);
+      assert.equal(refused.code, 1, refused.stdout + refused.stderr);
+      assert.match(refused.stdout, /reads the state its commit rules saw and its workflow from case file .*INV-1001\.casefile/);
+    } finally {
+      renameSync(away, caseFile);
+    }
+    const older = await casefile(["eval", path.join(dir, "standalone", "older.eval.json")], env);
+    assert.equal(older.code, 0, older.stdout + older.stderr);
   });
 
   it("runs eval cases against a live provider when --provider is given", async () => {
