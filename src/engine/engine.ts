@@ -378,8 +378,7 @@ export class Engine {
     let cp = start;
     let values = startValues;
     const caseId = this.caseIdOf(run);
-    const callCounts = new Map<string, number>();
-    for (const c of this.store.listAgentCalls(run.id)) callCounts.set(c.executor, (callCounts.get(c.executor) ?? 0) + 1);
+    const callCounts = this.agentCallCounts(run);
 
     for (;;) {
       if (cp.pending.length === 0) {
@@ -661,6 +660,25 @@ export class Engine {
   private workflowStamp(): Checkpoint["workflow"] {
     const wf = this.workflow;
     return { name: wf.name, version: wf.version, graphHash: wf.graphHash, executors: Object.keys(wf.executors) };
+  }
+
+  /**
+   * How many times each agent has been called in the run's history, for the next call's index:
+   * the run's own calls and, for a branch, its ancestors' up to the checkpoint it was forked from,
+   * so a fixture keyed by call index answers a branch as it would have answered the run.
+   */
+  private agentCallCounts(run: RunRecord): Map<string, number> {
+    const counts = new Map<string, number>();
+    let upTo = Number.POSITIVE_INFINITY;
+    for (let r: RunRecord | undefined = run; r;) {
+      for (const c of this.store.listAgentCalls(r.id)) if (c.superstep <= upTo) counts.set(c.executor, (counts.get(c.executor) ?? 0) + 1);
+      if (!r.parentRunId || !r.parentCheckpointId) break;
+      const forkedAt = this.store.listCheckpoints(r.parentRunId).find((c) => c.id === r!.parentCheckpointId);
+      if (!forkedAt) break;
+      upTo = Math.min(upTo, forkedAt.superstep);
+      r = this.store.getRun(r.parentRunId);
+    }
+    return counts;
   }
 
   private caseIdOf(run: RunRecord): string {

@@ -344,4 +344,60 @@ describe("agent step: replay", () => {
       ["recorded", "scripted", "scripted"],
     );
   });
+
+  it("a branch continues its run's call count: a fixture keyed by call index answers it as it answered the run", async () => {
+    // Three items; the fixture pays the first two and refuses the third, by call index.
+    const pay = { action: "pay", reason: "The item is covered.", facts: [] };
+    const refuse = { action: "refuse", reason: "The third item is not covered.", facts: [] };
+    const loop = defineWorkflow({
+      name: "loop",
+      version: 1,
+      state: { n: z.number(), paid: z.array(z.number()) },
+      start: "next",
+      executors: {
+        next: code({ owns: ["n"], reads: ["n"], run: (ctx) => (ctx.write("n", (ctx.state.n ?? 0) + 1), "go") }),
+        propose: agent({
+          reads: ["n"],
+          proposal: Proposal,
+          model: { model: "gpt-4o-mini" },
+          context: (s) => [{ role: "user", content: `Item ${s.n}: pay or refuse?` }],
+        }),
+        decide: commit({
+          reads: ["n", "paid"],
+          owns: ["paid"],
+          rules: {},
+          apply: (o, ctx) => {
+            if (o.proposal?.action === "pay") ctx.write("paid", [...((o.state.paid as number[]) ?? []), o.state.n as number]);
+            return "done";
+          },
+        }),
+      },
+      edges: [edge("next", "propose"), edge("propose", "decide"), edge("decide", "next", { when: (_m, s) => (s.n as number) < 3 })],
+    });
+    const store = new MemoryStore();
+    const fixture = scripted(pay, pay, refuse);
+    const first = await new Engine(loop, store, { provider: fixture }).run();
+    const calls = store.listAgentCalls(first.runId);
+    assert.deepEqual(
+      calls.map((c) => (c.proposal as { action: string }).action),
+      ["pay", "pay", "refuse"],
+    );
+    // Forked after the first item's decision: the branch's first call is the run's second.
+    const afterFirst = store.listVerdicts(first.runId)[0]!.superstep;
+    const branch = await new Engine(loop, store, { provider: fixture }).resume(`${first.runId}:${afterFirst}`, { branch: true });
+    assert.equal(branch.status, "completed", branch.error?.message);
+    assert.deepEqual(
+      store.listAgentCalls(branch.runId).map((c) => (c.proposal as { action: string }).action),
+      ["pay", "refuse"],
+    );
+    // And a branch of the branch, forked after its first call, goes on counting from there.
+    const branchCalls = store.listAgentCalls(branch.runId);
+    const twice = await new Engine(loop, store, { provider: fixture }).resume(`${branch.runId}:${branchCalls[0]!.superstep + 1}`, {
+      branch: true,
+    });
+    assert.deepEqual(
+      store.listAgentCalls(twice.runId).map((c) => (c.proposal as { action: string }).action),
+      ["refuse"],
+    );
+  });
 });
