@@ -1,4 +1,4 @@
-import { diffArrays, diffLines, diffWordsWithSpace } from "diff";
+import { diffArrays, diffLines } from "diff";
 import type { ChangeObject } from "diff";
 import type { ContextView } from "../protocol/webview";
 
@@ -91,14 +91,20 @@ export function diffText(before: string, after: string): Segment[] {
     const part = lines[i]!;
     const next = lines[i + 1];
     if (part.removed && next?.added) {
-      const words = diffWordsWithSpace(part.value, next.value, { maxEditLength: EDIT_LIMIT });
-      out.push(...(words ? words.map(segment) : wholeChange(part.value, next.value)));
+      // Words are what whitespace separates: "1840.50" -> "18405.00" is one changed number, not
+      // three pieces around a kept ".", as jsdiff's own word diff would split it.
+      const words = diffArrays(tokens(part.value), tokens(next.value), { maxEditLength: EDIT_LIMIT });
+      out.push(...(words ? words.map((w) => segment({ ...w, value: w.value.join("") })) : wholeChange(part.value, next.value)));
       i++;
     } else {
       out.push(segment(part));
     }
   }
   return merge(out);
+}
+
+function tokens(text: string): string[] {
+  return text.split(/(\s+)/).filter((t) => t.length > 0);
 }
 
 function segment(c: ChangeObject<string>): Segment {

@@ -491,10 +491,9 @@ describe("Run Inspector webview (headless Chromium)", function () {
           "same",
           "changed",
         ]);
-        assert.deepEqual(await texts(page, ".diff-messages del.diff-removed"), ["1840", "50"]);
+        assert.deepEqual(await texts(page, ".diff-messages del.diff-removed"), ["1840.50"]);
         assert.deepEqual(await texts(page, ".diff-messages ins.diff-added"), [
-          "18405",
-          "00",
+          "18405.00",
           "Amount above the auto-approval limit of 10000.00 EUR: yes",
         ]);
         assert.match(await text(page, ".diff-messages .diff-changed .tokens"), /^\d+ → \d+ tokens \(\+\d+\)$/);

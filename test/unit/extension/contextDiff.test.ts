@@ -99,9 +99,9 @@ describe("Context diff from a case file on disk", () => {
     );
     const user = d.messages[1]!;
     const marked = (change: string): string[] => user.segments.filter((s) => s.change === change).map((s) => s.text);
-    // Word by word: jsdiff keeps the decimal point, which did not change.
-    assert.deepEqual(marked("removed"), ["1840", "50"]);
-    assert.deepEqual(marked("added"), ["18405", "00", "\nAmount above the auto-approval limit of 10000.00 EUR: yes"]);
+    // Word by word, words being what whitespace separates: the amount changed as one word.
+    assert.deepEqual(marked("removed"), ["1840.50"]);
+    assert.deepEqual(marked("added"), ["18405.00", "\nAmount above the auto-approval limit of 10000.00 EUR: yes"]);
     assert.equal(
       user.segments
         .filter((s) => s.change !== "added")
