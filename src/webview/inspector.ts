@@ -93,8 +93,10 @@ function receive(message: HostToInspector): void {
       if (message.model.run.id !== ui.runId) ui = { runId: message.model.run.id, superstepIndex: 0, stepIndex: 0, tab: ui.tab };
       model = message.model;
       rows = new TimelineRows(model.timeline);
-      // Checkpoints never change, but a reloaded case file may hold ones not seen before.
-      details.clear();
+      // A reloaded case file may hold records not seen before (a verdict, an intent's reference):
+      // each detail shown is asked for again, and the one already shown stays until the answer
+      // replaces it, so a reload while the person reads never blanks the panel.
+      for (const key of details.keys()) staleDetails.add(key);
       render();
       const renderMs = performance.now() - started;
       // Read by the webview tests: from the message's arrival to the end of the frame that shows
@@ -830,18 +832,20 @@ function decisionTab(d: DecisionView | { absent: string }): HTMLElement {
   return el("div", { className: "columns" }, [proposal, commit]);
 }
 
-/** Superstep details the host has sent, by run and superstep; each asked for once, when first shown. */
+/** Superstep details the host has sent, by run and superstep; each asked for when first shown, and again after a reload. */
 const details = new Map<string, SuperstepDetailView | "loading">();
+/** Details received before the case file was last reloaded: shown until the fresh ones arrive. */
+const staleDetails = new Set<string>();
 const detailKey = (runId: string, superstep: number): string => `${runId}\0${superstep}`;
 
 function superstepDetail(s: SuperstepView): SuperstepDetailView | "loading" {
   const runId = model!.run.id;
   const key = detailKey(runId, s.superstep);
   const d = details.get(key);
-  if (d !== undefined) return d;
-  details.set(key, "loading");
+  if (d !== undefined && !staleDetails.delete(key)) return d;
+  if (d === undefined) details.set(key, "loading");
   post({ type: "loadSuperstep", runId, superstep: s.superstep });
-  return "loading";
+  return d ?? "loading";
 }
 
 function loadingNote(superstep: number): HTMLElement {

@@ -135,6 +135,20 @@ describe("Run Inspector webview (headless Chromium)", function () {
     await selectSuperstep(page, 0);
     await selectSuperstep(page, 1);
     assert.equal((await posted(page)).filter((m) => m.type === "loadSuperstep" && m.superstep === 1).length, 1, "asked once, then kept");
+
+    // The case file changed (a run wrote to it): the host sends the run again. What the person
+    // reads stays on screen while the superstep is asked for again, and the answer replaces it.
+    await deliver(page, { type: "load", model: invoiceModel(INVOICE_RUN, { ok: true }, store) });
+    await page.waitForFunction(() => document.querySelectorAll(".verdict-large").length === 1);
+    assert.equal(await text(page, ".verdict-large"), "Accepted");
+    assert.equal(await page.$$eval(".loading-detail", (els) => els.length), 0, "no blank 'Reading…' while the fresh detail comes");
+    assert.equal(
+      (await posted(page)).filter((m) => m.type === "loadSuperstep" && m.superstep === 1).length,
+      2,
+      "asked again after the reload",
+    );
+    await deliver(page, { type: "superstep", detail: buildSuperstepDetail(store, INVOICE_RUN, 1) });
+    assert.equal(await text(page, ".verdict-large"), "Accepted");
     await page.close();
   });
 
