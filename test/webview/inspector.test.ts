@@ -364,13 +364,16 @@ describe("Run Inspector webview (headless Chromium)", function () {
     page.on("console", (m) => {
       if (m.type() === "warning") warnings.push(m.text());
     });
-    const before = await rowTexts(page);
+    // The rows' text content: innerText depends on layout, which a loaded machine may not have done yet.
+    const rowContent = () => page.$$eval(".timeline-row", (els) => els.map((e) => e.textContent));
+    const before = await rowContent();
+    assert.equal(before.length, 4);
     await deliver(page, { type: "load", model: { v: 1, run: "<img src=x onerror=alert(1)>" } });
     await deliver(page, { type: "evil", html: "<script>alert(1)</script>" });
     await deliver(page, "not even an object");
     await deliver(page, { type: "notice", level: "info", message: "<b>still here</b>" });
     await page.waitForSelector("#notice.visible");
-    assert.deepEqual(await rowTexts(page), before);
+    assert.deepEqual(await rowContent(), before);
     // Console events reach the test asynchronously; give a loaded machine a moment.
     const dropped = () => warnings.filter((w) => w.includes("dropped a malformed message")).length;
     for (let i = 0; i < 50 && dropped() < 3; i++) await new Promise((r) => setTimeout(r, 100));
