@@ -38,25 +38,19 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
   const rules = input.rules?.() ?? [];
   const built = spec.context(state, input.message.payload, rules);
   const replay = input.replay?.executor === input.executor ? input.replay : undefined;
-  const original = buildModelRequest({
-    step: input.executor,
-    messages: built,
-    model: spec.model.model,
-    params: spec.model.params ?? {},
-    responseSchema: spec.proposal,
-    callIndex: input.callIndex,
-  });
-  let request =
-    replay?.mode === "edited" && replay.messages
-      ? buildModelRequest({
-          step: input.executor,
-          messages: replay.messages,
-          model: spec.model.model,
-          params: spec.model.params ?? {},
-          responseSchema: spec.proposal,
-          callIndex: input.callIndex,
-        })
-      : original;
+  // The step's request with the given messages: built from state, edited for a replay, or summarised.
+  const requestOf = (messages: readonly ChatMessage[]) =>
+    buildModelRequest({
+      step: input.executor,
+      messages,
+      model: spec.model.model,
+      params: spec.model.params ?? {},
+      responseSchema: spec.proposal,
+      callIndex: input.callIndex,
+    });
+  const original = requestOf(built);
+  const edited = replay?.mode === "edited" && replay.messages !== undefined;
+  let request = edited ? requestOf(replay.messages!) : original;
 
   const budget = spec.budget ?? {};
   let tokens = countTokens(request.messages, request.model);
@@ -65,8 +59,8 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
   let summarised: AgentCallRecord["summarised"];
   if (spec.summarise && budget.soft !== undefined && tokens.count > budget.soft) {
     const before = { count: tokens.count, messages: request.messages.length, hash: request.hash };
-    const built = Object.freeze(request.messages.map((m) => Object.freeze({ ...m })));
-    const shorter = await spec.summarise(built, {
+    const frozen = Object.freeze(request.messages.map((m) => Object.freeze({ ...m })));
+    const shorter = await spec.summarise(frozen, {
       step: input.executor,
       model: request.model,
       tokens: tokens.count,
@@ -78,14 +72,7 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
         step: input.executor,
       });
     }
-    request = buildModelRequest({
-      step: input.executor,
-      messages: shorter,
-      model: spec.model.model,
-      params: spec.model.params ?? {},
-      responseSchema: spec.proposal,
-      callIndex: input.callIndex,
-    });
+    request = requestOf(shorter);
     tokens = countTokens(request.messages, request.model);
     summarised = { tokensBefore: before.count, messagesBefore: before.messages, hashBefore: before.hash };
   }
@@ -106,7 +93,7 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
     at: input.now(),
     durationMs: 0,
   };
-  if (replay?.mode === "edited" && replay.messages) record.originalHash = original.hash;
+  if (edited) record.originalHash = original.hash;
   if (summarised) record.summarised = summarised;
   const extracts = Object.entries(state).filter(([, v]) => isExtractValue(v));
   if (extracts.length)
