@@ -295,16 +295,13 @@ class OtherRuns {
     if (!this.byExecutor) {
       this.byExecutor = new Map();
       const seen = new Set<string>();
-      for (const run of this.store.listRuns()) {
-        if (run.id === this.runId) continue;
-        for (const c of this.store.listAgentCalls(run.id)) {
-          const key = `${c.runId}\0${stepKey(c.superstep, c.executor)}`;
-          if (seen.has(key)) continue;
-          seen.add(key);
-          const list = this.byExecutor.get(c.executor);
-          if (list) list.push(c);
-          else this.byExecutor.set(c.executor, [c]);
-        }
+      for (const c of this.store.listAgentCalls()) {
+        const key = `${c.runId}\0${stepKey(c.superstep, c.executor)}`;
+        if (c.runId === this.runId || seen.has(key)) continue;
+        seen.add(key);
+        const list = this.byExecutor.get(c.executor);
+        if (list) list.push(c);
+        else this.byExecutor.set(c.executor, [c]);
       }
     }
     return [...(this.byExecutor.get(executor) ?? [])];
