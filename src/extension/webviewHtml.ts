@@ -4,7 +4,8 @@ import * as vscode from "vscode";
 /**
  * The page every Casefile webview starts from: CSP `default-src 'none'`, scripts only with a
  * fresh crypto-random nonce, styles, fonts and images only from the extension's media folder
- * (the panels set `localResourceRoots` to it). Called by each panel when it is created.
+ * (the panels set `localResourceRoots` to it); base.css, shared by the panels, before the panel's
+ * own stylesheet. Called by each panel when it is created.
  */
 export function webviewHtml(
   webview: vscode.Webview,
@@ -27,6 +28,7 @@ export function webviewHtml(
 <meta http-equiv="Content-Security-Policy" content="${csp}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <link rel="stylesheet" href="${asset("codicon.css")}">
+<link rel="stylesheet" href="${asset("base.css")}">
 <link rel="stylesheet" href="${asset(page.stylesheet)}">
 <title>${page.title}</title>
 </head>

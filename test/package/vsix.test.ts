@@ -57,6 +57,7 @@ describe(".vsix from npm run package", function () {
       "dist/types/zod/index.d.ts",
       "media/graph.js",
       "media/graph.css",
+      "media/base.css",
       "media/inspector.js",
       "media/codicon.ttf",
       `node_modules/@esbuild/${process.platform}-${process.arch}/bin/esbuild`,

@@ -56,7 +56,7 @@ export async function openWebview(
 <html lang="en"><head><meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src file:; font-src file:; img-src file:; script-src 'nonce-${NONCE}'">
 <link rel="stylesheet" href="${url(`test/fixtures/webview/theme-${theme}.css`)}">
-${opts.styles.map((s) => `<link rel="stylesheet" href="${url(s)}">`).join("\n")}
+${["media/base.css", ...opts.styles].map((s) => `<link rel="stylesheet" href="${url(s)}">`).join("\n")}
 <script nonce="${NONCE}">
   window.__csp = [];
   document.addEventListener("securitypolicyviolation", (e) => window.__csp.push(e.violatedDirective + " " + e.blockedURI));
