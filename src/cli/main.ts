@@ -85,7 +85,11 @@ async function session(
       if (io.env.CASEFILE_EVENTS === "jsonl") io.out(JSON.stringify(e));
     },
   });
-  io.out(`run ${result.runId} ${result.status} at superstep ${result.superstep} (checkpoint ${result.checkpointId})`);
+  io.out(
+    result.failedAt !== undefined
+      ? `run ${result.runId} ${result.status} at superstep ${result.failedAt} (last checkpoint ${result.checkpointId})`
+      : `run ${result.runId} ${result.status} at superstep ${result.superstep} (checkpoint ${result.checkpointId})`,
+  );
   io.out(`case file: ${result.caseFile}`);
   if (result.error) io.err(`casefile: ${result.error.code}: ${result.error.message}`);
   return result.status === "completed" || result.status === "waiting" ? 0 : 1;

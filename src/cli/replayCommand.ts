@@ -52,7 +52,7 @@ export const replay: Command = async (args, io) => {
     },
   );
   io.out(
-    `replayed ${values.step} (${mode.data}) as run ${result.runId}: ${result.status} at superstep ${result.superstep} (checkpoint ${result.checkpointId})`,
+    `replayed ${values.step} (${mode.data}) as run ${result.runId}: ${result.status} at superstep ${result.failedAt ?? result.superstep} (${result.failedAt !== undefined ? "last " : ""}checkpoint ${result.checkpointId})`,
   );
   io.out(`case file: ${result.caseFile}`);
 

@@ -1,4 +1,5 @@
 import type { AgentMessage } from "./agentStep";
+import { CasefileError, errorMessage } from "./errors";
 import type { AnyState, CommitSpec, StepContext } from "./executors";
 import type { Json, RuleResult, Verdict } from "./records";
 import { stepId, type TaskInput, type TaskOutcome } from "./steps";
@@ -38,7 +39,9 @@ export async function runCommit(
           onFail = r.onFail ?? "escalate";
         }
       } catch (e) {
-        result = { name, ok: false, message: `rule threw: ${(e as Error).message}` };
+        // A rule that throws is a bug in the rule, not a judgement of the proposal: the step
+        // fails on the record (resume after the fix), rather than escalating as if it had judged.
+        throw new CasefileError("RULE_FAILED", `rule "${name}" threw: ${errorMessage(e)}`, { executor: input.executor, rule: name });
       }
       rules.push(result);
       if (!result.ok) failures.push({ name, message: result.message, onFail });

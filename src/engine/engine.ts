@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import type { AgentReplay } from "./agentStep";
 import { RunControl } from "./control";
 import { resolveOpenIntents } from "./effectStep";
-import { CasefileError, describeError } from "./errors";
-import { prepareExtracts, type ExtractMade, type ExtractPass } from "./extracts";
+import { CasefileError, describeError, isCasefileError } from "./errors";
+import { prepareExtracts, type ExtractMade } from "./extracts";
 import type { ModelProvider } from "./model";
 import {
   CHECKPOINT_FORMAT,
@@ -11,7 +11,6 @@ import {
   type EventRecord,
   type EventType,
   type Json,
-  type Message,
   type RunRecord,
   type RunStatus,
   type StateValueRow,
@@ -19,7 +18,7 @@ import {
 import { rulesInForce, type RuleSource } from "./rules";
 import { runTask, type TaskOutcome } from "./steps";
 import type { CaseStore, CommitBatch } from "./store";
-import { checkWrites, nextKeyRefs, route, toJson } from "./superstep";
+import { checkWrites, deepFreeze, nextCheckpoint, nextKeyRefs, toJson } from "./superstep";
 import { ApprovalAnswer, keySchema, type Workflow } from "./workflow";
 
 export interface EngineOptions {
@@ -40,9 +39,12 @@ export interface RunResult {
   runId: string;
   status: RunStatus;
   checkpointId: string;
+  /** The superstep of the checkpoint the run ended at (the last good one, for a failed run). */
   superstep: number;
+  /** For a run that ended failed or needing replanning: the superstep that failed. */
+  failedAt?: number;
   warnings: string[];
-  error?: { code: string; message: string; executor?: string };
+  error?: { code: string; message: string; executor?: string; edge?: string };
   outputs: Json[];
 }
 
@@ -123,18 +125,23 @@ export class Engine {
     const { run, cp, values } = this.prepare(fromCheckpointId, opts.patch, false, opts.branch ?? false);
     // Open intents of the case (a crash between an action and its reference) are resolved
     // before any superstep runs, so nothing is repeated while an effect's outcome is unknown.
-    const unresolved = await resolveOpenIntents({
-      workflow: this.workflow,
-      store: this.store,
-      caseId: this.caseIdOf(run),
-      runId: run.id,
-      superstep: cp.superstep + 1,
-      state: values,
-      now: this.now,
-      signal: this.control.signal,
-      log: (m) => this.options.log?.(m),
-      emit: (e) => this.emit(e),
-    });
+    let unresolved: RunResult["error"];
+    try {
+      unresolved = await resolveOpenIntents({
+        workflow: this.workflow,
+        store: this.store,
+        caseId: this.caseIdOf(run),
+        runId: run.id,
+        superstep: cp.superstep + 1,
+        state: values,
+        now: this.now,
+        signal: this.control.signal,
+        log: (m) => this.options.log?.(m),
+        emit: (e) => this.emit(e),
+      });
+    } catch (e) {
+      unresolved = failureOf(e);
+    }
     if (unresolved) return this.fail(run, cp, cp.superstep + 1, [], unresolved);
     return this.loop(run, cp, values);
   }
@@ -236,6 +243,7 @@ export class Engine {
       );
     }
     if (source.workflow.version < wf.version) values = this.migrate(values, source.workflow.version, fromId, changed);
+    else this.checkStored(values, source);
 
     let pending = source.pending;
     if (source.workflow.graphHash !== wf.graphHash) {
@@ -334,6 +342,29 @@ export class Engine {
     return { run, cp, values: freezeValues(values) };
   }
 
+  /**
+   * Every value loaded into a run is parsed with its key's schema first: a case file edited by
+   * hand, or a schema changed without a new workflow version, is refused here, naming the key and
+   * path, rather than handed to an executor (an effect would build its intent from it).
+   */
+  private checkStored(values: Record<string, Json>, cp: Checkpoint): void {
+    for (const [key, value] of Object.entries(values)) {
+      const decl = this.workflow.state[key];
+      if (!decl) continue; // a key the workflow no longer has: the graph-change warning names it
+      const parsed = keySchema(decl).safeParse(value);
+      if (parsed.success) continue;
+      const issue = parsed.error.issues[0]!;
+      const at = [key, ...issue.path.map(String)].join(".");
+      const ref = cp.keys[key]!;
+      throw new CasefileError(
+        "INVALID_STATE_VALUE",
+        `stored value of "${key}" (version ${ref.version} of run ${ref.run}) at checkpoint "${cp.id}" is invalid at "${at}": ${issue.message}; ` +
+          `the case file was changed, or the key's schema changed without a new workflow version (declare version ${this.workflow.version + 1} with a migration)`,
+        { key, path: issue.path.map(String), checkpoint: cp.id },
+      );
+    }
+  }
+
   private migrate(values: Record<string, Json>, from: number, cpId: string, changed: Set<string>): Record<string, Json> {
     const wf = this.workflow;
     let state = structuredClone(values);
@@ -391,162 +422,84 @@ export class Engine {
 
       const superstep = cp.superstep + 1;
       this.emit(this.event(run.id, superstep, "superstep_started", { executors: cp.pending.map((m) => m.to) }));
-      // Extracts the superstep's executors read are checked against their documents first: a
-      // missing or stale one is made again, and executors see only extracts that match.
-      let extracts: ExtractPass;
+      let outcomes: TaskOutcome[] = [];
       try {
-        extracts = await prepareExtracts({ workflow: this.workflow, state: values, executors: cp.pending.map((m) => m.to), now: this.now });
-      } catch (e) {
-        return this.fail(run, cp, superstep, [], {
-          ...describeError(e),
-          executor: (e as CasefileError).details?.executor as string | undefined,
+        // Extracts the superstep's executors read are checked against their documents first: a
+        // missing or stale one is made again, and executors see only extracts that match.
+        const extracts = await prepareExtracts({
+          workflow: this.workflow,
+          state: values,
+          executors: cp.pending.map((m) => m.to),
+          now: this.now,
         });
-      }
-      const seen = new Map<string, number>();
-      const outcomes = await Promise.all(
-        cp.pending.map((message) => {
-          const index = seen.get(message.to) ?? 0;
-          seen.set(message.to, index + 1);
-          const spec = this.workflow.executors[message.to]!;
-          const callIndex = callCounts.get(message.to) ?? 0;
-          if (spec.kind === "agent") callCounts.set(message.to, callIndex + 1);
-          return runTask({
-            workflow: this.workflow,
-            executor: message.to,
-            spec,
-            runId: run.id,
-            caseId,
-            superstep,
-            index,
-            message,
-            state: extracts.state,
-            local: cp.local[message.to],
-            signal: this.control.signal,
-            now: this.now,
-            provider: this.options.provider,
-            store: this.store,
-            callIndex,
-            // A replay names one step: the one in the first superstep after the checkpoint the
-            // run resumed from. Later calls of the same executor (a loop) run normally.
-            replay: superstep === start.superstep + 1 ? this.options.replay : undefined,
-            log: (m) => this.options.log?.(m),
-            emit: (e) => this.emit(e),
-            rules: () => rulesInForce((this.options.ruleBook ?? this.store).listRules(), this.now()),
-          });
-        }),
-      );
-
-      let failure = outcomes.find((o) => o.error)?.error as RunResult["error"];
-      if (failure) failure.executor = outcomes.find((o) => o.error)!.step.executor;
-      let changed = new Map<string, { executor: string; value: Json }>();
-      if (!failure) {
-        try {
-          changed = checkWrites(
-            this.workflow,
-            outcomes.flatMap((o) => o.writes),
-          );
-        } catch (e) {
-          failure = { ...describeError(e), executor: (e as CasefileError).details?.executor as string | undefined };
-        }
-      }
-      if (failure) return this.fail(run, cp, superstep, outcomes, failure);
-      // No executor may write an extract key (checkWrites refuses it), so these never collide.
-      for (const m of extracts.made) changed.set(m.key, { executor: `extract:${m.key}`, value: m.value as unknown as Json });
-
-      const next = this.advance(run, cp, superstep, values, outcomes, changed, extracts.made);
-      values = next.values;
-      cp = next.checkpoint;
-    }
-  }
-
-  /** Applies a superstep that succeeded: new key versions, routed messages, one durable batch. */
-  private advance(
-    run: RunRecord,
-    cp: Checkpoint,
-    superstep: number,
-    prevValues: Record<string, Json>,
-    outcomes: TaskOutcome[],
-    changed: Map<string, { executor: string; value: Json }>,
-    extracts: ExtractMade[] = [],
-  ): { checkpoint: Checkpoint; values: Record<string, Json> } {
-    const values = { ...prevValues };
-    for (const [key, { value }] of changed) values[key] = deepFreeze(value);
-    const keys = nextKeyRefs(cp.keys, changed.keys(), run.id);
-    const fanIn = structuredClone(cp.fanIn);
-    const pending: Message[] = [];
-    const local = { ...cp.local };
-    const events: EventRecord[] = extracts.flatMap((m) => this.extractEvents(run.id, superstep, m));
-    for (const o of outcomes) {
-      for (const payload of o.sends)
-        pending.push(...route(this.workflow, o.step.executor, toJson(payload, "message", o.step.executor), values, fanIn));
-      if (o.local) local[o.step.executor] = toJson(o.local.value, "local", o.step.executor);
-      events.push(
-        this.event(run.id, superstep, "step_completed", {
-          step: o.step.id,
-          executor: o.step.executor,
-          kind: o.step.kind,
-          status: o.step.status,
-          writes: o.step.writes,
-          durationMs: o.step.durationMs,
-        }),
-      );
-      for (const out of o.outputs) {
-        run.outputs = [...(run.outputs ?? []), out];
-        events.push(this.event(run.id, superstep, "output", { executor: o.step.executor, output: out }));
-      }
-      for (const w of o.warnings) events.push(this.event(run.id, superstep, "warning", { executor: o.step.executor, message: w }));
-      if (o.waiting)
-        events.push(
-          this.event(run.id, superstep, "request_waiting", {
-            request: o.waiting.id,
-            executor: o.step.executor,
-            prompt: o.waiting.prompt as unknown as Json,
+        // Run: every executor with a message, concurrently, against state as of the start.
+        const seen = new Map<string, number>();
+        outcomes = await Promise.all(
+          cp.pending.map((message) => {
+            const index = seen.get(message.to) ?? 0;
+            seen.set(message.to, index + 1);
+            const spec = this.workflow.executors[message.to]!;
+            const callIndex = callCounts.get(message.to) ?? 0;
+            if (spec.kind === "agent") callCounts.set(message.to, callIndex + 1);
+            return runTask({
+              workflow: this.workflow,
+              executor: message.to,
+              spec,
+              runId: run.id,
+              caseId,
+              superstep,
+              index,
+              message,
+              state: extracts.state,
+              local: cp.local[message.to],
+              signal: this.control.signal,
+              now: this.now,
+              provider: this.options.provider,
+              store: this.store,
+              callIndex,
+              // A replay names one step: the one in the first superstep after the checkpoint the
+              // run resumed from. Later calls of the same executor (a loop) run normally.
+              replay: superstep === start.superstep + 1 ? this.options.replay : undefined,
+              log: (m) => this.options.log?.(m),
+              emit: (e) => this.emit(e),
+              rules: () => rulesInForce((this.options.ruleBook ?? this.store).listRules(), this.now()),
+            });
           }),
         );
-    }
-    const at = this.now();
-    const checkpoint: Checkpoint = {
-      v: CHECKPOINT_FORMAT,
-      id: checkpointId(run.id, superstep),
-      runId: run.id,
-      superstep,
-      parentId: cp.id,
-      createdAt: at,
-      workflow: this.workflowStamp(),
-      keys,
-      pending,
-      fanIn,
-      local,
-      waiting: [...cp.waiting, ...outcomes.flatMap((o) => (o.waiting ? [o.waiting] : []))],
-    };
-    events.push(
-      this.event(run.id, superstep, "checkpoint", {
-        checkpoint: checkpoint.id,
-        changed: [...changed.keys()],
-        pending: pending.map((m) => m.to),
-      }),
-    );
-    run.updatedAt = at;
-    this.commit({
-      runs: [run],
-      checkpoints: [checkpoint],
-      values: [...changed].map(([key, { value }]) => ({ run: run.id, key, version: keys[key]!.version, value })),
-      steps: outcomes.map((o) => o.step),
-      facts: outcomes.flatMap((o) =>
-        o.facts.map((f) => ({
-          ...f.provenance,
-          runId: run.id,
+        const failed = outcomes.find((o) => o.error);
+        if (failed) return this.fail(run, cp, superstep, outcomes, { ...failed.error!, executor: failed.step.executor });
+        // Stage: the writes are checked together (ownership, schema, JSON, no key twice).
+        const changed = checkWrites(
+          this.workflow,
+          outcomes.flatMap((o) => o.writes),
+        );
+        // No executor may write an extract key (checkWrites refuses it), so these never collide.
+        for (const m of extracts.made) changed.set(m.key, { executor: `extract:${m.key}`, value: m.value as unknown as Json });
+        // Build the next checkpoint, commit it durably, and only then emit its events.
+        const next = nextCheckpoint({
+          workflow: this.workflow,
+          run,
+          from: cp,
           superstep,
-          key: f.key,
-          version: keys[f.key]!.version,
-          executor: o.step.executor,
-        })),
-      ),
-      agentCalls: outcomes.flatMap((o) => (o.agentCall ? [o.agentCall] : [])),
-      verdicts: outcomes.flatMap((o) => (o.verdict ? [o.verdict] : [])),
-      events,
-    });
-    return { checkpoint, values };
+          values,
+          outcomes,
+          changed,
+          events: extracts.made.flatMap((m) => this.extractEvents(run.id, superstep, m)),
+          at: this.now(),
+          stamp: this.workflowStamp(),
+        });
+        this.commit(next.batch);
+        run = next.run;
+        values = next.values;
+        cp = next.checkpoint;
+      } catch (e) {
+        // Anything that throws while the superstep is staged, built or committed (an edge's
+        // `when`, a payload that is not JSON, an extract, the store refusing the batch) ends
+        // the run failed on the record, like a failing executor: nothing of the superstep is
+        // committed to state, and resume from the last checkpoint tries it again.
+        return this.fail(run, cp, superstep, outcomes, failureOf(e));
+      }
+    }
   }
 
   /**
@@ -594,19 +547,32 @@ export class Engine {
       .listEvents({ runId: run.id })
       .filter((e) => e.superstep === superstep && /^run_(failed|needs_replanning)$/.test(e.type));
     const tag = `~attempt-${prior.length + 1}`;
-    const steps = outcomes.map((o) => ({ ...o.step, id: o.step.id + tag }));
-    this.commit({
-      runs: [run],
-      steps,
-      agentCalls: outcomes.flatMap((o) => (o.agentCall ? [{ ...o.agentCall, id: o.agentCall.id + tag }] : [])),
-      events: [
-        ...outcomes
-          .filter((o) => o.error)
-          .map((o) => this.event(run.id, superstep, "step_failed", { step: o.step.id + tag, executor: o.step.executor, error: o.error! })),
-        this.event(run.id, superstep, replan ? "run_needs_replanning" : "run_failed", { error, checkpoint: cp.id }),
-      ],
+    // A step that ran but whose output failed after it (a payload that is not JSON, an edge's
+    // `when` that threw on what it sent) is the step at fault: recorded failed with the error.
+    const atFault = outcomes.some((o) => o.error) ? undefined : outcomes.find((o) => o.step.executor === error.executor);
+    const failed = outcomes.map((o) => {
+      const err = o.error ?? (o === atFault ? { code: error.code, message: error.message } : undefined);
+      return { o, err, step: { ...o.step, id: o.step.id + tag, ...(err ? { status: "failed" as const, error: err } : {}) } };
     });
-    return this.result(run, cp);
+    const outcome = this.event(run.id, superstep, replan ? "run_needs_replanning" : "run_failed", { error, checkpoint: cp.id });
+    const stepEvents = failed
+      .filter((f) => f.err)
+      .map((f) => this.event(run.id, superstep, "step_failed", { step: f.step.id, executor: f.step.executor, error: f.err! }));
+    try {
+      this.commit({
+        runs: [run],
+        steps: failed.map((f) => f.step),
+        agentCalls: outcomes.flatMap((o) => (o.agentCall ? [{ ...o.agentCall, id: o.agentCall.id + tag }] : [])),
+        events: [...stepEvents, outcome],
+      });
+    } catch (e) {
+      // The step records themselves were refused (the store found something in them it cannot
+      // hold): the run still ends failed on the record, with why the steps are missing.
+      const why = failureOf(e);
+      run.error = { ...error, message: `${error.message} (the superstep's step records could not be stored: ${why.message})` };
+      this.commit({ runs: [run], events: [{ ...outcome, data: { error: run.error, checkpoint: cp.id } }] });
+    }
+    return { ...this.result(run, cp), failedAt: superstep };
   }
 
   private finish(run: RunRecord, cp: Checkpoint, status: RunStatus): RunResult {
@@ -700,12 +666,14 @@ function newRunId(): string {
   return "run-" + randomUUID().slice(0, 8);
 }
 
-function deepFreeze<T>(v: T): T {
-  if (v && typeof v === "object" && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v)) deepFreeze(x);
-  }
-  return v;
+/** A thrown value as the run's error: its code and message, and the executor or edge at fault. */
+function failureOf(e: unknown): NonNullable<RunResult["error"]> {
+  const { code, message } = describeError(e);
+  const details = isCasefileError(e) ? e.details : {};
+  const failure: NonNullable<RunResult["error"]> = { code, message };
+  if (typeof details.executor === "string") failure.executor = details.executor;
+  if (typeof details.edge === "string") failure.edge = details.edge;
+  return failure;
 }
 
 function freezeValues(values: Record<string, Json>): Record<string, Json> {

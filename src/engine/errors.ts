@@ -22,6 +22,10 @@ export type ErrorCode =
   | "INVALID_INPUT"
   | "INVALID_PATCH"
   | "EXECUTOR_FAILED"
+  /** An edge's `when` condition threw. */
+  | "EDGE_FAILED"
+  /** A commit step's rule threw (a bug in the rule: the step fails, it does not judge). */
+  | "RULE_FAILED"
   | "MIGRATION_FAILED"
   | "WORKFLOW_MISMATCH"
   | "UNKNOWN_CHECKPOINT"
@@ -94,4 +98,9 @@ export function describeError(e: unknown): { code: string; message: string } {
   if (e instanceof CasefileError) return { code: e.code, message: e.message };
   if (e instanceof Error) return { code: "EXECUTOR_FAILED", message: e.message };
   return { code: "EXECUTOR_FAILED", message: String(e) };
+}
+
+/** The message of any thrown value: an Error's message, else the value as text. */
+export function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
 }

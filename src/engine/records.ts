@@ -20,7 +20,8 @@ export interface RunRecord {
   input?: Json;
   /** Keys changed by an edit-then-fork patch, with the JSON paths touched. */
   patch?: Json;
-  error?: { code: string; message: string; executor?: string };
+  /** Why the run ended failed: the error, and the executor (or edge) at fault. */
+  error?: { code: string; message: string; executor?: string; edge?: string };
   outputs?: Json[];
 }
 

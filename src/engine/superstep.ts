@@ -1,6 +1,8 @@
-import { CasefileError } from "./errors";
+import { CasefileError, errorMessage } from "./errors";
 import { keySchema, type Workflow } from "./workflow";
-import type { Checkpoint, Json, KeyRef, Message } from "./records";
+import { CHECKPOINT_FORMAT, type Checkpoint, type EventRecord, type Json, type KeyRef, type Message, type RunRecord } from "./records";
+import type { TaskOutcome } from "./steps";
+import type { CommitBatch } from "./store";
 
 /**
  * The pure parts of a superstep: checking and applying staged writes, and routing what
@@ -119,7 +121,7 @@ export function route(
       try {
         pass = e.when(payload, state);
       } catch (err) {
-        throw new CasefileError("EXECUTOR_FAILED", `condition of edge "${e.id}" threw: ${(err as Error).message}`, { executor: from });
+        throw new CasefileError("EDGE_FAILED", `condition of edge "${e.id}" threw: ${errorMessage(err)}`, { executor: from, edge: e.id });
       }
       if (!pass) continue;
     }
@@ -134,4 +136,121 @@ export function route(
     }
   }
   return out;
+}
+
+/** What a superstep that ran needs to become the next checkpoint. */
+export interface SuperstepInput {
+  workflow: Workflow;
+  run: RunRecord;
+  /** The checkpoint the superstep started from. */
+  from: Checkpoint;
+  superstep: number;
+  /** State as of `from`. */
+  values: Readonly<Record<string, Json>>;
+  outcomes: readonly TaskOutcome[];
+  /** The checked writes of the superstep (checkWrites) and the extracts made, by key. */
+  changed: ReadonlyMap<string, { executor: string; value: Json }>;
+  /** Events the superstep produced before its steps' (extracts made). */
+  events?: readonly EventRecord[];
+  /** When the checkpoint is made: every record built here carries it. */
+  at: string;
+  stamp: Checkpoint["workflow"];
+}
+
+export interface SuperstepResult {
+  checkpoint: Checkpoint;
+  values: Record<string, Json>;
+  /** The run record after the superstep (outputs added, updated time). */
+  run: RunRecord;
+  /** Everything the superstep produced, committed durably as one batch. */
+  batch: CommitBatch;
+}
+
+/**
+ * Builds the checkpoint after a superstep whose steps succeeded and whose writes were checked:
+ * new key versions, what the executors sent routed along the edges (a `when` that throws, or a
+ * payload, local value or output that is not JSON, throws a CasefileError naming the executor
+ * or edge), and the batch to commit. Pure: it reads its input and returns new objects, so the
+ * loop can call it inside its failure handling and commit nothing when it throws.
+ */
+export function nextCheckpoint(input: SuperstepInput): SuperstepResult {
+  const { workflow, from, superstep, at } = input;
+  const runId = input.run.id;
+  const event = (type: EventRecord["type"], data: Json): EventRecord => ({ runId, superstep, type, at, data });
+  const values: Record<string, Json> = { ...input.values };
+  for (const [key, { value }] of input.changed) values[key] = deepFreeze(value);
+  const keys = nextKeyRefs(from.keys, input.changed.keys(), runId);
+  const fanIn = structuredClone(from.fanIn);
+  const pending: Message[] = [];
+  const local = { ...from.local };
+  const outputs = [...(input.run.outputs ?? [])];
+  const events: EventRecord[] = [...(input.events ?? [])];
+  for (const o of input.outcomes) {
+    const executor = o.step.executor;
+    for (const payload of o.sends) pending.push(...route(workflow, executor, toJson(payload, "message", executor), values, fanIn));
+    if (o.local) local[executor] = toJson(o.local.value, "local", executor);
+    events.push(
+      event("step_completed", {
+        step: o.step.id,
+        executor,
+        kind: o.step.kind,
+        status: o.step.status,
+        writes: o.step.writes,
+        durationMs: o.step.durationMs,
+      }),
+    );
+    for (const out of o.outputs) {
+      const output = toJson(out, "output", executor);
+      outputs.push(output);
+      events.push(event("output", { executor, output }));
+    }
+    for (const w of o.warnings) events.push(event("warning", { executor, message: w }));
+    if (o.waiting) {
+      events.push(event("request_waiting", { request: o.waiting.id, executor, prompt: toJson(o.waiting.prompt, "prompt", executor) }));
+    }
+  }
+  const checkpoint: Checkpoint = {
+    v: CHECKPOINT_FORMAT,
+    id: `${runId}:${superstep}`,
+    runId,
+    superstep,
+    parentId: from.id,
+    createdAt: at,
+    workflow: input.stamp,
+    keys,
+    pending,
+    fanIn,
+    local,
+    waiting: [...from.waiting, ...input.outcomes.flatMap((o) => (o.waiting ? [o.waiting] : []))],
+  };
+  events.push(event("checkpoint", { checkpoint: checkpoint.id, changed: [...input.changed.keys()], pending: pending.map((m) => m.to) }));
+  const run: RunRecord = { ...input.run, outputs, updatedAt: at };
+  const batch: CommitBatch = {
+    runs: [run],
+    checkpoints: [checkpoint],
+    values: [...input.changed].map(([key, { value }]) => ({ run: runId, key, version: keys[key]!.version, value })),
+    steps: input.outcomes.map((o) => o.step),
+    facts: input.outcomes.flatMap((o) =>
+      o.facts.map((f) => ({
+        ...f.provenance,
+        runId,
+        superstep,
+        key: f.key,
+        version: keys[f.key]!.version,
+        executor: o.step.executor,
+      })),
+    ),
+    agentCalls: input.outcomes.flatMap((o) => (o.agentCall ? [o.agentCall] : [])),
+    verdicts: input.outcomes.flatMap((o) => (o.verdict ? [o.verdict] : [])),
+    events,
+  };
+  return { checkpoint, values, run, batch };
+}
+
+export function deepFreeze<T>(v: T): T {
+  if (v && typeof v === "object" && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
 }
