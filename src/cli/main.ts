@@ -1,3 +1,4 @@
+import os from "node:os";
 import path from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { openCaseFile } from "../casefile/index";
@@ -22,7 +23,7 @@ import { rules, RULES_USAGE } from "./ruleCommands";
 const USAGE = `usage:
   casefile run <workflow.ts> [--case-file F] [--input JSON] [--provider JSON] [--token-budget N]
   casefile resume <case file> --checkpoint ID [--patch JSON] [--workflow F] [--provider JSON] [--token-budget N]
-  casefile respond <case file> --request ID --answer JSON [--workflow F] [--provider JSON] [--token-budget N]
+  casefile respond <case file> --request ID --answer JSON [--by NAME] [--workflow F] [--provider JSON] [--token-budget N]
   casefile inspect <case file> [--run ID] [--json]
   casefile replay <case file> --step AGENT_CALL_ID [--mode recorded|live|edited] [--messages FILE.json] [--provider JSON] [--token-budget N] [--workflow F]
   casefile export-eval <case file> --step AGENT_CALL_ID [--format json|openai-jsonl|promptfoo] [--out PATH] [--expect JSON] [--workflow F]
@@ -146,6 +147,7 @@ export const commands: Record<string, Command> = {
     const { values, positionals } = parse(args, {
       request: { type: "string" },
       answer: { type: "string" },
+      by: { type: "string" },
       workflow: { type: "string" },
       provider: { type: "string" },
       "token-budget": { type: "string" },
@@ -154,7 +156,14 @@ export const commands: Record<string, Command> = {
     if (!caseFile || !values.request || values.answer === undefined)
       throw new CasefileError("USAGE", "respond needs a case file, --request ID and --answer JSON");
     return session(
-      { kind: "respond", caseFile, requestId: values.request, answer: jsonArg(values.answer, "answer"), workflowPath: values.workflow },
+      {
+        kind: "respond",
+        caseFile,
+        requestId: values.request,
+        answer: jsonArg(values.answer, "answer"),
+        by: values.by ?? osUser(),
+        workflowPath: values.workflow,
+      },
       providerArg(values.provider, io),
       io,
       values["token-budget"],
@@ -184,6 +193,15 @@ commands.replay = replay;
 commands["export-eval"] = exportEval;
 commands.eval = runEval;
 commands.rules = rules;
+
+/** Who answers a request from a terminal when --by is not given: the OS user. */
+function osUser(): string | undefined {
+  try {
+    return os.userInfo().username;
+  } catch {
+    return undefined; // no passwd entry for this uid: the answer is recorded without a name
+  }
+}
 
 /** `examples/invoice/workflow.ts` -> `examples/invoice/workflow.casefile`. */
 function defaultCaseFile(workflowPath: string): string {

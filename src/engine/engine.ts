@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { AgentReplay } from "./agentStep";
 import { RunControl } from "./control";
 import { resolveOpenIntents } from "./effectStep";
-import { CasefileError, describeError, isCasefileError } from "./errors";
+import { CasefileError, describeError, errorMessage, isCasefileError } from "./errors";
 import { prepareExtracts, type ExtractMade } from "./extracts";
 import type { ModelProvider } from "./model";
 import {
@@ -11,6 +11,7 @@ import {
   type EventRecord,
   type EventType,
   type Json,
+  type Message,
   type RunRecord,
   type RunStatus,
   type StateValueRow,
@@ -146,8 +147,14 @@ export class Engine {
     return this.loop(run, cp, values);
   }
 
-  /** Answers a waiting request, validated by the request step's schema, and continues the run. */
-  async respond(requestId: string, answer: Json): Promise<RunResult> {
+  /**
+   * Answers a waiting request, validated by the request step's schema, and continues the run. A
+   * request is answered once, whatever the workflow version: when the answer goes to a branch (the
+   * workflow changed since the run waited), the run that waited is marked `superseded` by it in
+   * the same commit, so it is no longer waiting and a second answer is refused naming the first.
+   * `by` names who answered (recorded with the answer).
+   */
+  async respond(requestId: string, answer: Json, opts: { by?: string } = {}): Promise<RunResult> {
     const found = this.findWaiting(requestId);
     const spec = this.workflow.executors[found.request.executor];
     if (!spec || spec.kind !== "request") {
@@ -185,21 +192,41 @@ export class Engine {
     };
     run.status = "running";
     run.updatedAt = at;
-    this.commit({
+    const answered: Json = {
+      requestId,
+      executor: found.request.executor,
+      answer: toJson(parsed.data, "answer", "person"),
+      by: opts.by ?? null,
+      run: run.id,
+      waitingRun: found.checkpoint.runId,
+    };
+    const batch: CommitBatch = {
       runs: [run],
       checkpoints: [next],
-      events: [
-        this.event(run.id, next.superstep, "request_answered", {
-          requestId,
-          executor: found.request.executor,
-          answer: parsed.data as Json,
-        }),
-      ],
-    });
+      events: [this.event(run.id, next.superstep, "request_answered", answered)],
+    };
+    if (run.id !== found.checkpoint.runId) {
+      const waited = this.store.getRun(found.checkpoint.runId)!;
+      batch.runs!.push({ ...waited, status: "superseded", supersededBy: run.id, updatedAt: at });
+      batch.events!.push(this.event(waited.id, found.checkpoint.superstep, "request_answered", answered));
+    }
+    this.commit(batch);
     return this.loop(run, next, values);
   }
 
   private findWaiting(requestId: string): { checkpoint: Checkpoint; request: Checkpoint["waiting"][number] } {
+    const first = this.store
+      .listEvents()
+      .find((e) => e.type === "request_answered" && (e.data as { requestId?: string }).requestId === requestId);
+    if (first) {
+      const d = first.data as { answer?: Json; by?: string | null; run?: string };
+      throw new CasefileError(
+        "REQUEST_ANSWERED",
+        `request "${requestId}" was already answered ${JSON.stringify(d.answer ?? null)}` +
+          `${d.by ? ` by ${d.by}` : ""} at ${first.at}, in run ${d.run ?? first.runId}; a request is answered once`,
+        { requestId, run: d.run ?? first.runId },
+      );
+    }
     const waiting: string[] = [];
     for (const run of this.store.listRuns()) {
       if (run.status !== "waiting") continue;
@@ -257,10 +284,7 @@ export class Engine {
           (removed.length ? `; executors removed: ${removed.join(", ")}` : "") +
           (!added.length && !removed.length ? "; edges or keys changed" : ""),
       );
-      const dropped = pending.filter((m) => !wf.executors[m.to]);
-      if (dropped.length)
-        this.warn(`dropped ${dropped.length} pending message(s) to removed executors: ${dropped.map((m) => m.to).join(", ")}`);
-      pending = pending.filter((m) => wf.executors[m.to]);
+      pending = this.reroute(pending, source);
     }
 
     if (patch) {
@@ -288,6 +312,7 @@ export class Engine {
     const sameRun =
       !forceBranch &&
       changed.size === 0 &&
+      source.workflow.version === wf.version && // a migrated checkpoint always continues in a branch
       source.workflow.graphHash === wf.graphHash &&
       latest?.id === source.id &&
       (answering ? parent.status === "waiting" : ["running", "stopped", "failed", "paused"].includes(parent.status));
@@ -342,6 +367,25 @@ export class Engine {
     return { run, cp, values: freezeValues(values) };
   }
 
+  /** Every key of `state` that this workflow's schemas refuse, with the path and message. */
+  private unparsable(state: Record<string, Json>): { key: string; path: string[]; at: string; message: string }[] {
+    const out: { key: string; path: string[]; at: string; message: string }[] = [];
+    for (const [key, value] of Object.entries(state)) {
+      const decl = this.workflow.state[key];
+      if (!decl) {
+        out.push({ key, path: [], at: key, message: `is not a state key of version ${this.workflow.version}` });
+        continue;
+      }
+      const parsed = keySchema(decl).safeParse(value);
+      if (parsed.success) continue;
+      for (const issue of parsed.error.issues) {
+        const p = issue.path.map(String);
+        out.push({ key, path: p, at: [key, ...p].join("."), message: `no longer parses: ${issue.message}` });
+      }
+    }
+    return out;
+  }
+
   /**
    * Every value loaded into a run is parsed with its key's schema first: a case file edited by
    * hand, or a schema changed without a new workflow version, is refused here, naming the key and
@@ -365,40 +409,84 @@ export class Engine {
     }
   }
 
+  /**
+   * Messages a checkpoint holds for executors this workflow no longer has are delivered only
+   * where a migration routes them (`messages: { old: "new" }`, or `null` to drop them on
+   * purpose); any other one refuses the resume, so a run never "completes" by losing its work.
+   */
+  private reroute(pending: Message[], source: Checkpoint): Message[] {
+    const wf = this.workflow;
+    const out: Message[] = [];
+    for (const m of pending) {
+      if (wf.executors[m.to]) {
+        out.push(m);
+        continue;
+      }
+      let to: string | null = m.to;
+      let by: number | undefined;
+      for (let v = source.workflow.version + 1; v <= wf.version && to !== null && !wf.executors[to]; v++) {
+        const step = wf.migrations?.[v];
+        const routes = typeof step === "object" ? step.messages : undefined;
+        if (routes && to in routes) [to, by] = [routes[to] ?? null, v];
+      }
+      if (to === null) {
+        this.warn(`dropped a pending message for removed executor "${m.to}" (from "${m.from}"), as the migration to version ${by} says`);
+      } else if (wf.executors[to]) {
+        this.warn(
+          `routed a pending message for removed executor "${m.to}" (from "${m.from}") to "${to}", as the migration to version ${by} says`,
+        );
+        out.push({ ...m, to });
+      } else {
+        const payload = JSON.stringify(m.payload);
+        const next = source.workflow.version === wf.version ? wf.version + 1 : wf.version;
+        throw new CasefileError(
+          "UNDELIVERABLE_MESSAGE",
+          `checkpoint "${source.id}" holds a message for executor "${m.to}" (from "${m.from}": ${payload.length > 120 ? payload.slice(0, 117) + "..." : payload}), ` +
+            `which version ${wf.version} of "${wf.name}" no longer has; route it in a migration: ` +
+            `migrations: { ${next}: { state: (s) => s, messages: { ${JSON.stringify(m.to)}: "<executor>" or null to drop it } } }` +
+            (source.workflow.version === wf.version ? ` (with version: ${next})` : ""),
+          { executor: m.to, checkpoint: source.id },
+        );
+      }
+    }
+    return out;
+  }
+
   private migrate(values: Record<string, Json>, from: number, cpId: string, changed: Set<string>): Record<string, Json> {
     const wf = this.workflow;
     let state = structuredClone(values);
     for (let v = from + 1; v <= wf.version; v++) {
       const step = wf.migrations?.[v];
       if (!step) {
+        // Say what the missing migration must do: what of the state no longer parses as it is.
+        const broken = this.unparsable(state);
         throw new CasefileError(
           "MIGRATION_FAILED",
-          `checkpoint "${cpId}" was made by version ${from} of "${wf.name}", and no migration to version ${v} is declared (migrations: { ${v}: (state) => state })`,
+          `checkpoint "${cpId}" was made by version ${from} of "${wf.name}", and no migration to version ${v} is declared; ` +
+            (broken.length
+              ? `as it is, its state no longer parses at: ${broken.map((b) => `"${b.at}" (${b.message})`).join("; ")}`
+              : `its state parses as it is: declare migrations: { ${v}: (state) => state }`),
+          { problems: broken },
         );
       }
+      const migrateState = typeof step === "function" ? step : (step.state ?? ((s: Record<string, Json>) => s));
       try {
-        state = step(state);
+        state = migrateState(state);
       } catch (e) {
-        throw new CasefileError("MIGRATION_FAILED", `migration to version ${v} of "${wf.name}" threw: ${(e as Error).message}`);
+        throw new CasefileError("MIGRATION_FAILED", `migration to version ${v} of "${wf.name}" threw: ${errorMessage(e)}`);
       }
     }
+    const broken = this.unparsable(state);
+    if (broken.length) {
+      throw new CasefileError(
+        "MIGRATION_FAILED",
+        `after migrating checkpoint "${cpId}" to version ${wf.version}, ${broken.map((b) => `"${b.at}" ${b.message}`).join("; ")}`,
+        { key: broken[0]!.key, path: broken[0]!.path, problems: broken },
+      );
+    }
     for (const [key, value] of Object.entries(state)) {
-      const decl = wf.state[key];
-      if (!decl)
-        throw new CasefileError(
-          "MIGRATION_FAILED",
-          `after migrating checkpoint "${cpId}", state key "${key}" is not in version ${wf.version} of the workflow`,
-          { key },
-        );
-      const parsed = keySchema(decl).safeParse(value);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0]!;
-        throw new CasefileError(
-          "MIGRATION_FAILED",
-          `after migrating checkpoint "${cpId}" to version ${wf.version}, "${[key, ...issue.path.map(String)].join(".")}" no longer parses: ${issue.message}`,
-          { key, path: issue.path.map(String) },
-        );
-      }
+      const parsed = keySchema(wf.state[key]!).safeParse(value);
+      if (!parsed.success) continue; // unparsable() found none
       if (JSON.stringify(parsed.data) !== JSON.stringify(values[key])) changed.add(key);
       state[key] = toJson(parsed.data, key, "migration");
     }

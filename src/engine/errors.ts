@@ -27,11 +27,15 @@ export type ErrorCode =
   /** A commit step's rule threw (a bug in the rule: the step fails, it does not judge). */
   | "RULE_FAILED"
   | "MIGRATION_FAILED"
+  /** A checkpoint holds a message for an executor the workflow no longer has, and no migration routes it. */
+  | "UNDELIVERABLE_MESSAGE"
   | "WORKFLOW_MISMATCH"
   | "UNKNOWN_CHECKPOINT"
   | "UNKNOWN_RUN"
   | "UNKNOWN_REQUEST"
   | "INVALID_ANSWER"
+  /** A second answer to a request: the first (what, who, when, which run) is named. */
+  | "REQUEST_ANSWERED"
   | "RUN_NOT_RESUMABLE"
   | "MODEL_RESPONSE_MISSING"
   | "MODEL_CALL_FAILED"

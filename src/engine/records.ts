@@ -6,7 +6,11 @@
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-export type RunStatus = "running" | "paused" | "waiting" | "completed" | "failed" | "stopped" | "needs_replanning";
+/**
+ * `superseded`: the run waited for a person and the answer went to a branch made for a newer
+ * workflow (`supersededBy`), which continues the case; the run itself is kept as it was.
+ */
+export type RunStatus = "running" | "paused" | "waiting" | "completed" | "failed" | "stopped" | "needs_replanning" | "superseded";
 
 export interface RunRecord {
   id: string;
@@ -23,6 +27,8 @@ export interface RunRecord {
   /** Why the run ended failed: the error, and the executor (or edge) at fault. */
   error?: { code: string; message: string; executor?: string; edge?: string };
   outputs?: Json[];
+  /** For a `superseded` run: the branch that took its person's answer and continues the case. */
+  supersededBy?: string;
 }
 
 /** Where a key's value at a checkpoint is stored: the run that wrote that version. */

@@ -15,10 +15,16 @@ export interface WorkflowSpec {
   input?: z.ZodType;
   /**
    * State migrations keyed by the version they migrate *to*: `{ 2: (state) => state }` turns a
-   * version-1 checkpoint's state into version 2. Applied in order on resume.
+   * version-1 checkpoint's state into version 2. Applied in order on resume. The object form also
+   * routes the messages a checkpoint holds for executors the new version removed:
+   * `{ 2: { state: (s) => s, messages: { review: "approve", audit: null } } }` (null drops them
+   * on purpose); a message for a removed executor that no migration routes refuses the resume.
    */
-  migrations?: Record<number, (state: Record<string, Json>) => Record<string, Json>>;
+  migrations?: Record<number, Migration>;
 }
+
+export type MigrateState = (state: Record<string, Json>) => Record<string, Json>;
+export type Migration = MigrateState | { state?: MigrateState; messages?: Record<string, string | null> };
 
 export interface Edge {
   /** Stable id: `from->to`, used to key fan-in buffers in checkpoints. */

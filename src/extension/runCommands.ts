@@ -1,4 +1,5 @@
 import { fork } from "node:child_process";
+import os from "node:os";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { EvalFormat, ReplayMode } from "../protocol/webview";
@@ -100,7 +101,7 @@ export async function answerRequest(
   const given = answer ?? (await askJson(`Answer to request ${requestId} (JSON)`, '{"decision": "approve"}'));
   if (given === undefined) return { ok: false, reason: "No answer given." };
   const result = await sessions.start(
-    { kind: "respond", caseFile: caseFile.fsPath, requestId, answer: given },
+    { kind: "respond", caseFile: caseFile.fsPath, requestId, answer: given, by: userName() },
     { stepMode: false, title: `Answering ${requestId}` },
   );
   return tell(result);
@@ -308,4 +309,13 @@ async function pickWorkflow(): Promise<vscode.Uri | undefined> {
     { title: "Run Workflow", placeHolder: "Workflow file" },
   );
   return picked?.uri;
+}
+
+/** Who answers a request from the editor: the OS user (recorded with the answer). */
+function userName(): string | undefined {
+  try {
+    return os.userInfo().username;
+  } catch {
+    return undefined; // no passwd entry for this uid: the answer is recorded without a name
+  }
 }

@@ -58,6 +58,8 @@ export const RunCommandSchema = z.discriminatedUnion("kind", [
     caseFile: z.string(),
     requestId: z.string(),
     answer: json,
+    /** Who answered, recorded with the answer (the CLI's --by, else the OS user). */
+    by: z.string().optional(),
     workflowPath: z.string().optional(),
   }),
   /**

@@ -71,7 +71,7 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
         result = await engine.resume(command.checkpointId, { patch: command.patch as Record<string, Json> | undefined });
         break;
       case "respond":
-        result = await engine.respond(command.requestId, command.answer as Json);
+        result = await engine.respond(command.requestId, command.answer as Json, { by: command.by });
         break;
       case "replay":
         // Always a branch: the run that recorded the step stays exactly as it was.
