@@ -193,7 +193,7 @@ function journalNote(caseFile: string, j: { uncompactedSupersteps: number; uncom
   if (j.uncompactedRecords === 0) return "";
   const n = j.uncompactedSupersteps;
   const records = j.uncompactedRecords === n ? "" : ` (${j.uncompactedRecords} journal records)`;
-  return `\n${n} superstep${n === 1 ? " is" : "s are"} in the journal, not yet compacted${records}: \`casefile compact ${caseFile}\` folds them into the database`;
+  return `\n${n} superstep${n === 1 ? " is" : "s are"} in the journal, not yet compacted${records}: \`casefile compact ${caseFile}\` folds them into the database (a run still writing the file does so when it ends)`;
 }
 
 /** `examples/invoice/workflow.ts` -> `examples/invoice/workflow.casefile`. */
