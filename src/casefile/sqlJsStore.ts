@@ -43,6 +43,8 @@ export class SqlJsStore extends SqlTables implements CaseStore {
   private nextEventSeq: number;
   private dbFileBytes: number;
   private closed = false;
+  /** Journal records (and the checkpoints among their rows) the database file does not hold yet. */
+  private uncompacted = { records: 0, checkpoints: 0 };
 
   private constructor(
     db: Database,
@@ -100,6 +102,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       throw e;
     }
     try {
+      const staleTemp = removeStaleTemp(file);
       // The previous writer may have compacted between our look and our lock.
       if (changed(statSync(file), loaded.stat)) {
         loaded.db.close();
@@ -109,7 +112,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       const { writer, created } = JournalWriter.open(journalPath(file), scan.validLength);
       try {
         if (created) fsyncDir(file);
-        return SqlJsStore.finish(loaded, file, false, compactAt, scan, writer, lock);
+        return SqlJsStore.finish(loaded, file, false, compactAt, scan, writer, lock, staleTemp);
       } catch (e) {
         writer.close();
         throw e;
@@ -129,6 +132,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       if (existsSync(file)) {
         throw new CasefileError("CASE_FILE_LOCKED", `${file} was created by another process while this one was creating it`, { file });
       }
+      const staleTemp = removeStaleTemp(file);
       const jpath = journalPath(file);
       if (existsSync(jpath) && statSync(jpath).size > 0) {
         throw new CasefileError(
@@ -145,6 +149,11 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       createSchema(db, meta);
       writer = JournalWriter.open(jpath, 0).writer;
       const store = new SqlJsStore(db, file, false, meta, compactAt, writer, lock);
+      if (lock.tookOverFrom) {
+        const t = lock.tookOverFrom;
+        store.warnings.push(`took over a stale lock on ${file} left by pid ${t.pid} on ${t.hostname} (since ${t.createdAt})`);
+      }
+      if (staleTemp) store.warnings.push(staleTemp);
       // Written out at once, through the same path as any compaction, so the file exists (and
       // a reader can open it) from the moment create returns.
       store.compact();
@@ -169,6 +178,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     scan: JournalScan,
     writer?: JournalWriter,
     lock?: LockHandle,
+    staleTemp?: string,
   ): SqlJsStore {
     const { db, meta } = loaded;
     const migrated = migrate(db, meta.schemaVersion, file);
@@ -179,6 +189,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
         const t = lock.tookOverFrom;
         store.warnings.push(`took over a stale lock on ${file} left by pid ${t.pid} on ${t.hostname} (since ${t.createdAt})`);
       }
+      if (staleTemp) store.warnings.push(staleTemp);
       store.replay(scan);
       if (writer && (migrated.length || writer.bytes > store.compactThreshold())) store.compact();
       return store;
@@ -213,6 +224,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       }
       this.info.journalSeq = rec.seq;
       this.nextJournalSeq = rec.seq + 1;
+      this.countUncompacted(batch);
       const lastEvent = batch.events[batch.events.length - 1];
       if (lastEvent) this.nextEventSeq = lastEvent.seq! + 1;
     }
@@ -256,6 +268,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     this.info.journalSeq = seq;
     this.nextJournalSeq = seq + 1;
     this.nextEventSeq += prepared.events.length;
+    this.countUncompacted(prepared);
     if (journal.bytes > this.compactThreshold()) {
       try {
         this.compact();
@@ -303,13 +316,45 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     fsyncDir(this.file);
     journal.truncate();
     this.dbFileBytes = bytes.length;
+    this.uncompacted = { records: 0, checkpoints: 0 };
   }
 
-  /** Compacts (a writer), then releases the journal, the lock and the database. Idempotent. */
+  /**
+   * How many supersteps are only in the journal: the checkpoints (one per superstep, including
+   * a run's checkpoint 0) in journal records the database file does not hold yet. Non-zero after
+   * a writer was killed (its history is safe in the journal) or while a writer is running; zero
+   * once a writer closed cleanly or `casefile compact` ran. `inspect` reports it.
+   */
+  uncompactedSupersteps(): number {
+    return this.uncompacted.checkpoints;
+  }
+
+  /** Journal records (commits of any kind: supersteps, intents, rule edits) not yet in the database file. */
+  uncompactedRecords(): number {
+    return this.uncompacted.records;
+  }
+
+  private countUncompacted(batch: PreparedBatch): void {
+    this.uncompacted.records++;
+    this.uncompacted.checkpoints += batch.checkpoints.length;
+  }
+
+  /**
+   * Compacts (a writer), then releases the journal, the lock and the database. Idempotent.
+   * Called once per command by the runner's session (CLI and editor runner alike) whatever way
+   * the run ended, so that after a clean exit the database file alone, as any SQLite client
+   * opens it, is the whole case. A compaction that fails here (disk full) loses nothing (every
+   * commit is in the journal, which the next writer folds in): it is added to `warnings` for
+   * the caller to report, and close goes on to release the lock.
+   */
   close(): void {
     if (this.closed) return;
     try {
       if (this.journal && this.journal.bytes > 0) this.compact();
+    } catch (e) {
+      this.warnings.push(
+        `compaction of ${this.file} on close failed (${(e as Error).message}); its journal keeps every commit and the next writer or \`casefile compact\` folds it in`,
+      );
     } finally {
       this.closed = true;
       this.journal?.close();
@@ -389,6 +434,25 @@ function loadDatabase(SQL: SqlJsStatic, file: string, tenant: string | undefined
     db.close();
     throw isCasefileError(e) ? e : corruptDb(file, (e as Error).message);
   }
+}
+
+/**
+ * Removes `<file>.tmp`, the database a compaction was writing when its process was killed before
+ * the rename. Called by a writer with the lock held (so no live compaction owns the temp file).
+ * It is never renamed over the file: the file and its journal still hold every commit, and the
+ * temp copy may be incomplete. Returns the warning to report, if there was one.
+ */
+function removeStaleTemp(file: string): string | undefined {
+  const tmp = file + ".tmp";
+  let size: number;
+  try {
+    size = statSync(tmp).size;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw e;
+  }
+  rmSync(tmp, { force: true });
+  return `removed ${tmp} (${size} bytes) left by a compaction that was stopped before its rename; ${file} and its journal hold every commit`;
 }
 
 function corruptDb(file: string, detail: string): CasefileError {

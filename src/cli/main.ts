@@ -7,6 +7,7 @@ import type { Json } from "../engine/records";
 import { ProviderConfigSchema, type ProviderConfig, type RunCommand } from "../protocol/runner";
 import { runSession, type SessionResult } from "../runner/session";
 import { tokenBudgetOption } from "./args";
+import { compact } from "./compactCommand";
 import { exportEval, runEval } from "./evalCommands";
 import { formatInspection, inspectRuns } from "./inspect";
 import { replay } from "./replayCommand";
@@ -28,6 +29,7 @@ const USAGE = `usage:
   casefile replay <case file> --step AGENT_CALL_ID [--mode recorded|live|edited] [--messages FILE.json] [--provider JSON] [--token-budget N] [--workflow F]
   casefile export-eval <case file> --step AGENT_CALL_ID [--format json|openai-jsonl|promptfoo] [--out PATH] [--expect JSON] [--workflow F]
   casefile eval <dir or files...> [--provider JSON] [--junit PATH] [--workflow F]
+  casefile compact <case file>
 ${RULES_USAGE}`;
 
 export type Command = (args: string[], io: Io) => Promise<number>;
@@ -178,8 +180,12 @@ export const commands: Record<string, Command> = {
     try {
       const runs = inspectRuns(store, values.run);
       if (values.run && runs.length === 0) throw new CasefileError("UNKNOWN_RUN", `no run "${values.run}" in ${path.resolve(caseFile)}`);
+      // What a killed writer left in the journal only (safe there; `casefile compact` folds it in).
+      const journal = { uncompactedSupersteps: store.uncompactedSupersteps(), uncompactedRecords: store.uncompactedRecords() };
       io.out(
-        values.json ? JSON.stringify({ caseFile: path.resolve(caseFile), runs }, null, 2) : formatInspection(path.resolve(caseFile), runs),
+        values.json
+          ? JSON.stringify({ caseFile: path.resolve(caseFile), runs, journal }, null, 2)
+          : formatInspection(path.resolve(caseFile), runs) + journalNote(path.resolve(caseFile), journal),
       );
       return 0;
     } finally {
@@ -193,6 +199,15 @@ commands.replay = replay;
 commands["export-eval"] = exportEval;
 commands.eval = runEval;
 commands.rules = rules;
+commands.compact = compact;
+
+/** The inspect text's last line when the journal holds commits the database file lacks, else nothing. */
+function journalNote(caseFile: string, j: { uncompactedSupersteps: number; uncompactedRecords: number }): string {
+  if (j.uncompactedRecords === 0) return "";
+  const n = j.uncompactedSupersteps;
+  const records = j.uncompactedRecords === n ? "" : ` (${j.uncompactedRecords} journal records)`;
+  return `\n${n} superstep${n === 1 ? " is" : "s are"} in the journal, not yet compacted${records}: \`casefile compact ${caseFile}\` folds them into the database (a run still writing the file does so when it ends)`;
+}
 
 /** Who answers a request from a terminal when --by is not given: the OS user. */
 function osUser(): string | undefined {

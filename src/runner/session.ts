@@ -34,7 +34,8 @@ export interface SessionResult extends RunResult {
 /**
  * Runs one command (run, resume, respond, replay) against a case file, in this process: the CLI calls
  * it directly and the runner child process calls it for the editor. It owns the case file for
- * the command's duration (the store's lock) and always closes it, which compacts the journal.
+ * the command's duration (the store's lock) and always closes it, which compacts the journal
+ * (SqlJsStore.close): the one place every command's clean exit folds the journal in.
  */
 export async function runSession(command: RunCommand, opts: SessionOptions = {}): Promise<SessionResult> {
   const caseFile = path.resolve(command.caseFile);
@@ -45,8 +46,9 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
     compactAtBytes: compactAtFromEnv(env),
   });
   let ruleBook: SqlJsStore | undefined;
+  const reported = store.warnings.length;
+  for (const w of store.warnings) opts.log?.(`warning: ${w}`);
   try {
-    for (const w of store.warnings) opts.log?.(`warning: ${w}`);
     const workflowPath = command.kind === "run" ? path.resolve(command.workflowPath) : resolveWorkflowPath(store, caseFile, command);
     const workflow = withDefaultBudget((await loadWorkflow(workflowPath)).workflow, opts.defaultBudget);
     ruleBook = await openRuleBook(workflowPath, env);
@@ -84,8 +86,16 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
     }
     return { ...result, caseFile, workflowPath };
   } finally {
-    ruleBook?.close();
-    store.close();
+    try {
+      ruleBook?.close();
+    } finally {
+      // However the command ended (completed, waiting, failed, stopped, or the engine threw),
+      // closing the writer folds the journal into the database file: after a clean exit a
+      // plain SQLite client sees the whole case. Warnings raised since open (a compaction that
+      // failed mid-run or on close) are reported here, once.
+      store.close();
+      for (const w of store.warnings.slice(reported)) opts.log?.(`warning: ${w}`);
+    }
   }
 }
 
