@@ -1,7 +1,7 @@
 import { CasefileError, describeError, isCasefileError } from "./errors";
 import type { AnyState, EffectIntent, EffectSpec, LiveRecord, PlannedEffect, StepContext } from "./executors";
 import { canonicalJson, stableHash } from "./hash";
-import type { EventRecord, IntentRecord, Json } from "./records";
+import type { EventRecord, IntentConflict, IntentRecord, IntentTerms, Json } from "./records";
 import type { CaseStore } from "./store";
 import type { TaskInput, TaskOutcome } from "./steps";
 import type { Workflow } from "./workflow";
@@ -12,6 +12,13 @@ import type { Workflow } from "./workflow";
  * has it), then the reference (done). Before the intent opens, the live record is read again
  * and compared with what the plan relied on. An intent already done is never acted on again;
  * an open one (a crash between the action and its reference) is looked up by its key first.
+ *
+ * Branches (a resume from an older checkpoint, an edit-then-fork, a replay) share the keys of the
+ * case's root run, so the target would take a branch's action under a key another run already
+ * used as that run's action. Before acting, a run compares its intent with the one any other run
+ * of the case holds under the key (done, or open with its outcome unknown): identical, it reuses
+ * that reference and records from which run; different in action, target, payload or a relied-on
+ * value, it neither acts nor adopts, and stops for replanning with both intents on its record.
  */
 
 /** Thrown by an effect's `act` when the system refused a conditional write (HTTP 412). */
@@ -62,6 +69,28 @@ export function intentKey(caseId: string, executor: string, superstep: number, i
   return `${caseId}:${executor}:${superstep}${index > 0 ? `#${index}` : ""}`;
 }
 
+/** The id of a run's record of a key: the key on the root run (as before branches had records), `key@run` on a branch. */
+export function intentRecordId(key: string, runId: string, caseId: string): string {
+  return runId === caseId ? key : `${key}@${runId}`;
+}
+
+/** The idempotency key an intent record was acted on with. */
+export function keyOf(record: IntentRecord): string {
+  return record.key ?? record.id;
+}
+
+/**
+ * Compares two intents for one key on what the target would be asked to do: action, target,
+ * payload and relied-on values (not the basis: a branch that read the record again at a new
+ * version, relying on the same values, asks for the same thing). Pure; [] when identical.
+ */
+export function compareIntents(existing: IntentTerms, proposed: IntentTerms): IntentConflict["differs"] {
+  const terms = (t: IntentTerms): Json => ({ action: t.action, target: t.target, payload: t.payload, reliesOn: t.reliesOn });
+  const a = terms(existing);
+  const b = terms(proposed);
+  return diffPaths(a, b).map((p) => ({ path: p, existing: getPath(a, p) ?? null, proposed: getPath(b, p) ?? null }));
+}
+
 /** What the effect machinery needs besides the spec; a TaskInput provides it, and so does a resume. */
 interface EffectIo {
   store: CaseStore;
@@ -97,19 +126,43 @@ export async function runEffect(
   };
   const finish = (reference: Json): Json | void | Promise<Json | void> => (spec.done ? spec.done(reference, ctx) : { reference });
 
-  let record = input.store.getIntent(key);
+  const id = intentRecordId(key, input.runId, input.caseId);
+  const held = input.store.listIntents().filter((i) => keyOf(i) === key);
+  let record = held.find((i) => i.runId === input.runId);
   if (record?.status === "done") {
-    io.log(`intent ${key} already done; not acting again`);
+    io.log(`intent ${record.id} already done; not acting again`);
     return finish(record.reference ?? null);
   }
   if (record && (record.status === "open" || record.status === "failed")) {
     // The act may have reached the system before the crash or the error: look before acting.
     const found = await lookUp(spec, record, io);
     if (found !== null) return finish(found);
+  } else {
+    // This run has not acted under the key: another run of the case may have.
+    const holder = holderOf(held, input.runId);
+    if (holder) {
+      const proposed: IntentRecord = {
+        id,
+        key,
+        runId: input.runId,
+        superstep: input.superstep,
+        executor: input.executor,
+        action: declared.action,
+        target: declared.target,
+        payload: declared.payload,
+        reliesOn: declared.reliesOn,
+        status: "open",
+        createdAt: record?.createdAt ?? input.now(),
+        updatedAt: input.now(),
+      };
+      const reused = await againstHolder(spec, proposed, holder, input.runId === input.caseId ? "this run" : "this branch", io);
+      if (reused !== null) return finish(reused);
+    }
   }
   const planned: PlannedEffect = { ...declared, key };
   const base: IntentRecord = {
-    id: key,
+    id,
+    key,
     runId: input.runId,
     superstep: input.superstep,
     executor: input.executor,
@@ -145,7 +198,9 @@ export async function resolveOpenIntents(args: {
   log: (message: string) => void;
   emit?: (event: EventRecord) => void;
 }): Promise<{ code: string; message: string; executor: string } | undefined> {
-  const open = args.store.listIntents({ status: "open" }).filter((i) => i.id.startsWith(`${args.caseId}:`));
+  // Only this run's own: another run's open intent is that run's to resolve when it resumes, and
+  // a branch reaching the same key compares its own intent with it first (never adopting it blind).
+  const open = args.store.listIntents({ status: "open", runId: args.runId }).filter((i) => keyOf(i).startsWith(`${args.caseId}:`));
   for (const record of open) {
     const spec = args.workflow.executors[record.executor];
     const io: EffectIo = {
@@ -174,6 +229,101 @@ export async function resolveOpenIntents(args: {
     }
   }
   return undefined;
+}
+
+/**
+ * The record that holds a key for the case, other than the given run's own: a done intent (the
+ * effect happened), else an open or failed one (it may have). Records that only reused or refused
+ * another's hold nothing; nor do intents stopped for replanning, which never acted.
+ */
+function holderOf(held: IntentRecord[], runId: string): IntentRecord | undefined {
+  const acted = held.filter((i) => i.runId !== runId && !i.reusedFrom && !i.conflict);
+  return acted.find((i) => i.status === "done") ?? acted.find((i) => i.status === "open" || i.status === "failed");
+}
+
+/**
+ * Called by runEffect when another run holds the key. Different: the proposed intent is recorded
+ * refused with both side by side, and EFFECT_CONFLICT stops the run. Identical and done: the
+ * holder's reference is recorded as this run's, reused. Identical and open: the key is looked up
+ * (never the holder's record changed); found, reused; not found, returns null and the caller acts.
+ */
+async function againstHolder(
+  spec: EffectSpec,
+  proposed: IntentRecord,
+  holder: IntentRecord,
+  self: string,
+  io: EffectIo,
+): Promise<Json | null> {
+  const key = keyOf(holder);
+  const differs = compareIntents(holder, proposed);
+  if (differs.length > 0) {
+    const conflict: IntentConflict = {
+      key,
+      existing: {
+        run: holder.runId,
+        intent: holder.id,
+        status: holder.status,
+        action: holder.action,
+        target: holder.target,
+        payload: holder.payload,
+        reliesOn: holder.reliesOn,
+        reference: holder.reference ?? null,
+      },
+      proposed: { action: proposed.action, target: proposed.target, payload: proposed.payload, reliesOn: proposed.reliesOn },
+      differs,
+      detectedAt: io.now(),
+    };
+    const show = (v: Json | null): string => {
+      const text = JSON.stringify(v);
+      return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+    };
+    const fields = differs.map((d) => `${d.path}: ${show(d.existing)} (run ${holder.runId}) vs ${show(d.proposed)} (${self})`).join("; ");
+    const message =
+      `effect "${proposed.executor}" (intent ${proposed.id}, ${proposed.action} on ${proposed.target}): idempotency key ${key} is held by ` +
+      `run ${holder.runId}'s ${holder.status} intent ${holder.id} with a different intent: ${fields}; not acting and not reusing its reference`;
+    const refused: IntentRecord = {
+      ...proposed,
+      status: "needs_replanning",
+      conflict,
+      error: { code: "EFFECT_CONFLICT", message },
+      updatedAt: io.now(),
+    };
+    commitIntent(io, refused, "refused: conflict");
+    throw new CasefileError("EFFECT_CONFLICT", message, {
+      executor: proposed.executor,
+      key,
+      intent: proposed.id,
+      existing: { run: holder.runId, intent: holder.id },
+      fields: differs.map((d) => d.path),
+    });
+  }
+  let reference: Json | null = null;
+  if (holder.status === "done") reference = holder.reference ?? null;
+  else if (spec.reconcile) {
+    try {
+      reference = await spec.reconcile(plannedFrom(holder));
+    } catch (e) {
+      throw effectFailed(proposed, "reconcile", e);
+    }
+    if (reference === null) {
+      io.log(
+        `intent ${proposed.id}: run ${holder.runId}'s identical intent ${holder.id} is ${holder.status} and its key is not in ${holder.target}; acting`,
+      );
+      return null;
+    }
+  } else {
+    io.warn(
+      `intent ${proposed.id}: run ${holder.runId}'s identical intent ${holder.id} was left ${holder.status} and "${proposed.executor}" has no reconcile: acting with the same idempotency key, which the target must honour`,
+    );
+    return null;
+  }
+  commitIntent(
+    io,
+    { ...proposed, status: "done", reference, reusedFrom: { run: holder.runId, intent: holder.id }, updatedAt: io.now() },
+    "reused",
+  );
+  io.log(`intent ${proposed.id}: identical to run ${holder.runId}'s intent ${holder.id}; reused its reference, not acting again`);
+  return reference;
 }
 
 /** Reconciles an open or failed intent by its key. Returns the reference if the effect happened. */
@@ -328,8 +478,19 @@ function commitIntent(io: EffectIo, record: IntentRecord, what: string): void {
     superstep: io.superstep,
     type: "intent",
     at: record.updatedAt,
-    data: { id: record.id, status: record.status, what, action: record.action, target: record.target, executor: record.executor },
+    data: {
+      id: record.id,
+      key: keyOf(record),
+      status: record.status,
+      what,
+      action: record.action,
+      target: record.target,
+      executor: record.executor,
+    },
   };
+  const data = event.data as { [k: string]: Json };
+  if (record.reusedFrom) data.reusedFrom = record.reusedFrom;
+  if (record.conflict) data.conflict = record.conflict as unknown as Json;
   io.store.commit({ intents: [record], events: [event] });
   io.emit?.(event);
 }
@@ -340,7 +501,7 @@ function plannedFrom(record: IntentRecord): PlannedEffect {
     target: record.target,
     payload: record.payload,
     reliesOn: record.reliesOn,
-    key: record.id,
+    key: keyOf(record),
   };
   const basis = basisOf(record);
   if (basis) planned.basis = basis;

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { AgentReplay } from "./agentStep";
 import { RunControl } from "./control";
 import { resolveOpenIntents } from "./effectStep";
-import { CasefileError, describeError, errorMessage, isCasefileError } from "./errors";
+import { CasefileError, describeError, errorMessage, isCasefileError, stopsForReplanning } from "./errors";
 import { prepareExtracts, type ExtractMade } from "./extracts";
 import type { ModelProvider } from "./model";
 import {
@@ -625,7 +625,7 @@ export class Engine {
     error: NonNullable<RunResult["error"]>,
   ): RunResult {
     // An effect that found its record changed under it stops the case for a person to replan.
-    const replan = error.code === "NEEDS_REPLANNING";
+    const replan = stopsForReplanning(error.code);
     run.status = replan ? "needs_replanning" : "failed";
     run.error = error;
     run.updatedAt = this.now();

@@ -47,6 +47,12 @@ export type ErrorCode =
   | "PRECONDITION_FAILED"
   /** The live record changed in a field an effect relies on: the case stops for a person. */
   | "NEEDS_REPLANNING"
+  /**
+   * A branch reached an effect whose idempotency key another run of the case already holds (done,
+   * or open) with a different action, target, payload or relied-on value: it neither acts nor
+   * adopts the other's reference, and stops for replanning with both intents recorded.
+   */
+  | "EFFECT_CONFLICT"
   /** An effect's check or act failed; its intent is recorded failed with the error. */
   | "EFFECT_FAILED"
   | "UNKNOWN_RULE"
@@ -91,6 +97,11 @@ export class WorkflowDefinitionError extends CasefileError {
     );
     this.name = "WorkflowDefinitionError";
   }
+}
+
+/** Codes that stop a run as `needs_replanning` (a person decides) rather than `failed`. */
+export function stopsForReplanning(code: string): boolean {
+  return code === "NEEDS_REPLANNING" || code === "EFFECT_CONFLICT";
 }
 
 export function isCasefileError(e: unknown): e is CasefileError {

@@ -213,8 +213,13 @@ export interface VerdictRecord {
 export type IntentStatus = "open" | "done" | "failed" | "needs_replanning";
 
 export interface IntentRecord {
-  /** The idempotency key, derived from case and step. */
+  /**
+   * The record's id: the idempotency key itself on the case's root run; `<key>@<run>` on a
+   * branch, since branches share the root's keys and each run keeps its own record of one.
+   */
   id: string;
+  /** The idempotency key sent to the target (absent on records made before branches had their own: then the id). */
+  key?: string;
   runId: string;
   superstep: number;
   executor: string;
@@ -232,8 +237,37 @@ export interface IntentRecord {
   basis?: { version: string; record: Json };
   /** The live version the effect's check found and the act wrote against (If-Match). */
   expectedVersion?: string;
+  /**
+   * Set on a branch whose effect was identical to one another run of the case already holds under
+   * the same key: that run's intent, whose reference this one reused without acting.
+   */
+  reusedFrom?: { run: string; intent: string };
+  /** Set when the effect was refused because another run holds its key with a different intent. */
+  conflict?: IntentConflict;
   createdAt: string;
   updatedAt: string;
+}
+
+/** The part of an intent two runs holding one key are compared on. */
+export interface IntentTerms {
+  action: string;
+  target: string;
+  payload: Json;
+  reliesOn: Json;
+}
+
+/**
+ * Both intents for one idempotency key, side by side: the one another run of the case holds
+ * (done, or open with its outcome unknown) and the one this run proposed, with every field path
+ * at which they differ. Kept on the refused intent for a person to decide.
+ */
+export interface IntentConflict {
+  key: string;
+  existing: IntentTerms & { run: string; intent: string; status: IntentStatus; reference: Json | null };
+  proposed: IntentTerms;
+  /** Paths such as `payload.amount` or `action`, with each side's value (null when absent). */
+  differs: { path: string; existing: Json | null; proposed: Json | null }[];
+  detectedAt: string;
 }
 
 export interface RuleRecord {

@@ -108,8 +108,23 @@ export const DecisionSchema = z.object({
   diff: z.array(z.object({ key: z.string(), before: json.nullable(), hadBefore: z.boolean(), after: json })),
 });
 
+/**
+ * A refused intent beside the one another run holds under the same key: one row per field path
+ * (action, target, each leaf of payload and reliesOn), `differs` on the rows that differ.
+ */
+export const IntentConflictSchema = z.object({
+  key: z.string(),
+  existing: z.object({ run: z.string(), intent: z.string(), status: z.string(), reference: json.nullable() }),
+  rows: z.array(z.object({ path: z.string(), existing: json.nullable(), proposed: json.nullable(), differs: z.boolean() })),
+});
+
 export const IntentSchema = z.object({
   id: z.string(),
+  /** The idempotency key sent to the target (a branch's record has its own id, `key@run`). */
+  key: z.string(),
+  /** Set when this run reused another run's identical intent instead of acting. */
+  reusedFrom: z.object({ run: z.string(), intent: z.string() }).nullable(),
+  conflict: IntentConflictSchema.nullable(),
   executor: z.string(),
   superstep: z.number().int(),
   action: z.string(),
@@ -206,6 +221,7 @@ export type ContextView = z.infer<typeof ContextSchema>;
 export type ContextRefView = z.infer<typeof ContextRefSchema>;
 export type DecisionView = z.infer<typeof DecisionSchema>;
 export type IntentView = z.infer<typeof IntentSchema>;
+export type IntentConflictView = z.infer<typeof IntentConflictSchema>;
 export type StateEntryView = z.infer<typeof StateEntrySchema>;
 export type StateView = z.infer<typeof StateViewSchema>;
 export type BranchView = z.infer<typeof BranchSchema>;

@@ -16,6 +16,7 @@ import type {
   HostToInspectorReceived as HostToInspector,
   InspectorToHost,
   ReceivedViewModel as InspectorViewModel,
+  IntentConflictView,
   IntentView,
   StateView,
   StepView,
@@ -911,10 +912,22 @@ function intentsTab(i: IntentView[] | { absent: string }): HTMLElement {
           el("span", { className: `status status-${intent.status}` }, intent.status.replace("_", " ")),
         ]),
         el("div", { className: "kv" }, [
-          kv("idempotency key", intent.id),
+          kv("idempotency key", intent.key),
+          intent.id !== intent.key ? kv("record", intent.id) : nothing(),
           kv("created", intent.createdAt),
           kv("updated", intent.updatedAt),
         ]),
+        intent.reusedFrom
+          ? el("p", { className: "reused" }, [
+              icon("references"),
+              " Reused the reference of run ",
+              el("code", {}, intent.reusedFrom.run),
+              "'s intent ",
+              el("code", {}, intent.reusedFrom.intent),
+              ": the same action, target, payload and relied-on values under the same key; not acted again.",
+            ])
+          : nothing(),
+        intent.conflict ? conflictBlock(intent.conflict) : nothing(),
         el("h4", {}, "Payload"),
         jsonBlock(intent.payload),
         el("h4", {}, "Relies on"),
@@ -925,6 +938,45 @@ function intentsTab(i: IntentView[] | { absent: string }): HTMLElement {
       ]),
     ),
   );
+}
+
+/** A refused intent beside the one another run holds under its key, differing rows marked. */
+function conflictBlock(c: IntentConflictView): HTMLElement {
+  const show = (v: unknown): string => (v === null ? "—" : typeof v === "string" ? v : JSON.stringify(v));
+  const differing = c.rows.filter((r) => r.differs).length;
+  return el("div", { className: "conflict" }, [
+    el("p", { className: "error-text" }, [
+      icon("error"),
+      ` Not acted, not adopted: key `,
+      el("code", {}, c.key),
+      ` is held by run `,
+      el("code", {}, c.existing.run),
+      `'s ${c.existing.status} intent, which differs in ${differing} field${differing === 1 ? "" : "s"}.`,
+    ]),
+    el("table", { className: "grid conflict-sides" }, [
+      el("thead", {}, [
+        el("tr", {}, [el("th", {}, "field"), el("th", {}, `existing (${c.existing.status})`), el("th", {}, "proposed (this run)")]),
+      ]),
+      el(
+        "tbody",
+        {},
+        c.rows.map((r) =>
+          el("tr", { className: r.differs ? "differs" : "" }, [
+            el("td", {}, [r.differs ? icon("diff-modified") : nothing(), ` ${r.path}`]),
+            el("td", {}, [el("code", {}, show(r.existing))]),
+            el("td", {}, [el("code", {}, show(r.proposed))]),
+          ]),
+        ),
+      ),
+    ]),
+    c.existing.reference !== null
+      ? el("div", { className: "muted small" }, [`existing reference: `, el("code", {}, JSON.stringify(c.existing.reference))])
+      : el(
+          "div",
+          { className: "muted small" },
+          "The existing intent has no reference yet: its outcome was unknown when this one was refused.",
+        ),
+  ]);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import { buildInspectorViewModel, buildSuperstepDetail } from "../../src/extensi
 import { commitInvoiceRun, INVOICE_BRANCH, INVOICE_RUN, invoiceBatches } from "../fixtures/casefile/fixture";
 import { InspectorToHostSchema } from "../../src/protocol/webview";
 import { AMOUNT_BRANCH, commitContextBranches, ORIGINAL_CALL, SAME_BRANCH, SAME_CALL } from "../fixtures/casefile/contextBranches";
+import { commitRefundBranches } from "../fixtures/casefile/refundBranches";
 import { hugeRun } from "./hugeRun";
 import { cspViolations, deliver, launchBrowser, openWebview, posted, screenshot } from "./webviewHost";
 import type { Theme } from "./webviewHost";
@@ -557,6 +558,69 @@ describe("Run Inspector webview (headless Chromium)", function () {
       for (let i = 0; i < 50 && warnings.length < 2; i++) await new Promise((r) => setTimeout(r, 100));
       assert.equal(warnings.filter((w) => /did not make|malformed/.test(w)).length, 2, warnings.join("\n"));
       assert.equal(await page.$$eval(".context-diff", (d) => d.length), 0);
+      await page.close();
+    });
+  });
+
+  describe("a branch reaching an effect another run of the case holds", () => {
+    async function openRefund(
+      which: "reused" | "refused",
+    ): Promise<{ page: Page; runs: Awaited<ReturnType<typeof commitRefundBranches>> }> {
+      const store = new MemoryStore();
+      const runs = await commitRefundBranches(store);
+      assert.deepEqual(runs.posted, [{ order: "O-7", amount: 60, currency: "EUR" }], "one refund reached the bank");
+      const page = await openInspector(browser, buildInspectorViewModel(store, { caseFile, runId: runs[which], canRun: { ok: true } }), {
+        store,
+      });
+      await selectSuperstep(page, 2);
+      await openTab(page, "intents");
+      await page.waitForSelector(".intent h3");
+      return { page, runs };
+    }
+
+    it("a refused intent shows both intents side by side, the differing field marked, and the run's error names it", async () => {
+      const { page, runs } = await openRefund("refused");
+      assert.match(await text(page, ".title .status"), /NEEDS REPLANNING/);
+      assert.match(
+        await text(page, ".run-error"),
+        new RegExp(`EFFECT_CONFLICT: .*payload\\.amount: 60 \\(run ${runs.root}\\) vs 25 \\(this branch\\)`),
+      );
+      assert.match(await text(page, ".intent h3"), /refund → bank:refunds NEEDS REPLANNING/);
+      assert.match(
+        await text(page, ".conflict .error-text"),
+        new RegExp(
+          `Not acted, not adopted: key ${runs.root}:refund:2 is held by run ${runs.root}'s done intent, which differs in 1 field\\.`,
+        ),
+      );
+      assert.deepEqual(await texts(page, ".conflict-sides thead th"), ["FIELD", "EXISTING (DONE)", "PROPOSED (THIS RUN)"]);
+      assert.deepEqual(await texts(page, ".conflict-sides tr.differs"), ["payload.amount 60 25"], "only the amount is marked");
+      assert.deepEqual(await texts(page, ".conflict-sides tbody tr:not(.differs)"), [
+        "action refund refund",
+        "target bank:refunds bank:refunds",
+        "payload.order O-7 O-7",
+        "payload.currency EUR EUR",
+        "reliesOn.orderTotal 80 80",
+      ]);
+      assert.match(await text(page, ".conflict"), /existing reference: \{"id":"RF-1"\}/);
+      assert.equal(await page.$$eval(".intent .reused", (e) => e.length), 0);
+      assert.deepEqual(await cspViolations(page), []);
+      await screenshot(page, "inspector-intent-conflict");
+      await page.close();
+    });
+
+    it("a reused intent says from which run's intent its reference came", async () => {
+      const { page, runs } = await openRefund("reused");
+      assert.match(await text(page, ".intent h3"), /refund → bank:refunds DONE/);
+      assert.equal(
+        await text(page, ".intent .reused"),
+        `Reused the reference of run ${runs.root}'s intent ${runs.root}:refund:2: the same action, target, payload and relied-on values under the same key; not acted again.`,
+      );
+      assert.match(
+        await text(page, ".intent .kv"),
+        new RegExp(`idempotency key ${runs.root}:refund:2 record ${runs.root}:refund:2@${runs.reused}`),
+      );
+      assert.equal(await page.$$eval(".conflict", (e) => e.length), 0);
+      await screenshot(page, "inspector-intent-reused");
       await page.close();
     });
   });

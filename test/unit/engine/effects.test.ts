@@ -278,10 +278,19 @@ describe("effects: precondition check against the live record", () => {
     });
     assert.equal(resumed.status, "completed");
     assert.notEqual(resumed.runId, stopped.runId, "resuming a case stopped for replanning starts a branch");
-    const intent = onlyIntent(store);
-    assert.equal(intent.status, "done");
-    assert.deepEqual(intent.reliesOn, { taxNumber: "DE999" });
+    // The stopped run's intent never acted, so it holds no claim on the key: the branch acts under
+    // it with its own record, and the parent's record stays as the person found it.
+    const [parent, intent] = [store.listIntents({ runId: stopped.runId }), store.listIntents({ runId: resumed.runId })];
+    assert.deepEqual(
+      parent.map((i) => [i.status, i.reliesOn]),
+      [["needs_replanning", { taxNumber: "DE111" }]],
+    );
+    assert.equal(intent.length, 1);
+    assert.equal(intent[0]!.status, "done");
+    assert.deepEqual(intent[0]!.reliesOn, { taxNumber: "DE999" });
+    assert.equal(intent[0]!.key, parent[0]!.id, "the branch acted under the case's key");
     assert.equal(workflowWrites(erp).length, 1);
+    assert.equal(workflowWrites(erp)[0]!.idempotencyKey, parent[0]!.id);
   });
 });
 
