@@ -7,7 +7,7 @@ import { ProviderConfigSchema, type ProviderConfig, type RunCommand } from "../p
 import { runSession, type SessionResult } from "../runner/session";
 import { tokenBudgetOption } from "./args";
 import { exportEval, runEval } from "./evalCommands";
-import { formatInspection, inspectRuns } from "./inspect";
+import { formatInspection, inspectCaseFile } from "./inspect";
 import { replay } from "./replayCommand";
 import { rules, RULES_USAGE } from "./ruleCommands";
 
@@ -24,8 +24,8 @@ const USAGE = `usage:
   casefile resume <case file> --checkpoint ID [--patch JSON] [--workflow F] [--provider JSON] [--token-budget N]
   casefile respond <case file> --request ID --answer JSON [--workflow F] [--provider JSON] [--token-budget N]
   casefile inspect <case file> [--run ID] [--json]
-  casefile replay <case file> --step AGENT_CALL_ID [--mode recorded|live|edited] [--messages FILE.json] [--provider JSON] [--token-budget N] [--workflow F]
-  casefile export-eval <case file> --step AGENT_CALL_ID [--format json|openai-jsonl|promptfoo] [--out PATH] [--expect JSON] [--workflow F]
+  casefile replay <case file> --step AGENT_CALL_ID|SUPERSTEP:EXECUTOR [--run ID] [--mode recorded|live|edited] [--messages FILE.json] [--provider JSON] [--token-budget N] [--workflow F]
+  casefile export-eval <case file> --step AGENT_CALL_ID|SUPERSTEP:EXECUTOR [--run ID] [--format json|openai-jsonl|promptfoo] [--out PATH] [--expect JSON] [--workflow F]
   casefile eval <dir or files...> [--provider JSON] [--junit PATH] [--workflow F]
 ${RULES_USAGE}`;
 
@@ -163,11 +163,10 @@ export const commands: Record<string, Command> = {
     if (!caseFile) throw new CasefileError("USAGE", "inspect needs a case file");
     const store = await openCaseFile(caseFile, { readOnly: true });
     try {
-      const runs = inspectRuns(store, values.run);
-      if (values.run && runs.length === 0) throw new CasefileError("UNKNOWN_RUN", `no run "${values.run}" in ${path.resolve(caseFile)}`);
-      io.out(
-        values.json ? JSON.stringify({ caseFile: path.resolve(caseFile), runs }, null, 2) : formatInspection(path.resolve(caseFile), runs),
-      );
+      const inspected = inspectCaseFile(store, path.resolve(caseFile), values.run);
+      if (values.run && inspected.runs.length === 0)
+        throw new CasefileError("UNKNOWN_RUN", `no run "${values.run}" in ${path.resolve(caseFile)}`);
+      io.out(values.json ? JSON.stringify(inspected, null, 2) : formatInspection(inspected.caseFile, inspected.runs));
       return 0;
     } finally {
       store.close();
