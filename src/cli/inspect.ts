@@ -369,9 +369,13 @@ function outcomeOf(r: Omit<RunInspection, "outcome">): InspectOutcome {
     person = { request: waiting.id };
     parts.push(`waiting for a person on request ${waiting.id}`);
   }
-  if (r.error) parts.push(`${r.error.code}: ${r.error.message}`);
   const replanning = r.intents.filter((i) => i.status === "needs_replanning");
-  if (replanning.length) parts.push(`intent ${replanning.map((i) => i.key).join(", ")} needs replanning`);
+  for (const i of replanning) {
+    const changed = (i.drift?.fields ?? []).filter((f) => f.reliedOn).map((f) => `${f.path} ${j(f.before)} -> ${j(f.after)}`);
+    parts.push(`intent ${i.key} needs replanning${changed.length ? `: ${changed.join(", ")}` : ""}`);
+  }
+  // The error itself is on its own line; the outcome names it.
+  if (r.error && !replanning.length) parts.push(`stopped by ${r.error.code}${r.error.executor ? ` in ${r.error.executor}` : ""}`);
   return {
     status: r.status,
     decidedBy,
@@ -453,7 +457,7 @@ function detailSections(r: RunInspection): string[] {
       );
       if (v.citedFacts.length) lines.push(`      cited facts: ${v.citedFacts.join(", ")}`);
       for (const rule of v.rules) lines.push(`      rule ${rule.name}: ${rule.ok ? "ok" : "FAILED"}: ${rule.message}`);
-      for (const [key, d] of Object.entries(v.diff)) lines.push(`      ${key}: ${j(d.before)} -> ${j(d.after)}`);
+      for (const [key, d] of Object.entries(v.diff)) lines.push(`      wrote ${key}: ${j(d.before)} -> ${j(d.after)}`);
     }
   }
   if (r.intents.length) {
@@ -508,7 +512,7 @@ function detailSections(r: RunInspection): string[] {
 function proposalLines(proposal: Json, indent: string): string[] {
   if (proposal === null || typeof proposal !== "object" || Array.isArray(proposal)) return [`${indent}proposal: ${j(proposal)}`];
   const { action, reason, facts, ...rest } = proposal;
-  const lines = [`${indent}proposal: ${j(action)}`];
+  const lines = [`${indent}proposed ${j(action)}`];
   if (reason !== undefined) lines.push(`${indent}  reason: ${typeof reason === "string" ? reason : j(reason)}`);
   if (facts !== undefined) lines.push(`${indent}  cited facts: ${Array.isArray(facts) ? facts.map(String).join(", ") : j(facts)}`);
   for (const [k, v] of Object.entries(rest)) lines.push(`${indent}  ${k}: ${j(v)}`);
