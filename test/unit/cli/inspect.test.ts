@@ -46,7 +46,7 @@ describe("inspect: the invoice example, escalated then answered by a person", fu
   let dir: string;
   let erp: ErpServer;
   let file: string;
-  const env = () => ({ ...process.env, ERP_URL: erp.url, CASEFILE_PROVIDER: "" });
+  const env = () => ({ ...process.env, ERP_URL: erp.url });
 
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "casefile-inspect-"));
@@ -196,7 +196,7 @@ describe("inspect: effects of the supplier example, with the live record changed
     };
     await runSession(
       { kind: "run", workflowPath: supplierWorkflow, caseFile: file, input: { applicationId: app, erpUrl: erp.url } },
-      { env: { ...process.env, ERP_URL: erp.url, CASEFILE_PROVIDER: "" }, control, onEvent },
+      { env: { ...process.env, ERP_URL: erp.url }, control, onEvent },
     );
     assert.ok(changing, "the run paused before its first effect");
     await changing;
