@@ -37,7 +37,7 @@ export const InspectSuperstepSchema = z.object({
 
 /** A model call of an agent step, as recorded: what `replay --step` and `export-eval --step` take. */
 export const InspectAgentCallSchema = z.object({
-  /** The agent call id, `<run>:<superstep>:<executor>` (`#<n>` appended for the n-th message of one superstep). */
+  /** The agent call id, `<run>:<superstep>:<executor>` (`#1`, `#2`… when one executor gets several messages in one superstep). */
   id: z.string(),
   /** The short form `--step` also accepts with `--run <run>`: `<superstep>:<executor>`. */
   step: z.string(),
