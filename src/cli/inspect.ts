@@ -20,8 +20,14 @@ export type { RunInspection } from "../protocol/inspect";
  * src/protocol/inspect.ts and as text for a terminal. Called by main.ts's inspect command; the
  * object is parsed with the schema before it is printed, so the documented form is the printed one.
  */
-export function inspectCaseFile(store: CaseStore, caseFile: string, runId?: string): InspectOutput {
-  return InspectOutputSchema.parse({ v: INSPECT_FORMAT, caseFile, runs: inspectRuns(store, runId) });
+export function inspectCaseFile(
+  store: CaseStore,
+  caseFile: string,
+  runId?: string,
+  /** What the store knows beside the runs: uncompacted journal records, damaged rows (absent today). */
+  extra: Pick<InspectOutput, "journal" | "damaged"> = {},
+): InspectOutput {
+  return InspectOutputSchema.parse({ v: INSPECT_FORMAT, caseFile, ...extra, runs: inspectRuns(store, runId) });
 }
 
 export function inspectRuns(store: CaseStore, runId?: string): RunInspection[] {
@@ -390,8 +396,16 @@ function outcomeOf(r: Omit<RunInspection, "outcome">): InspectOutcome {
 const j = (v: unknown) => JSON.stringify(v ?? null);
 
 /** The human-readable form, one run after another, each with its sections. */
-export function formatInspection(file: string, runs: RunInspection[]): string {
+export function formatInspection(file: string, runs: RunInspection[], extra: Pick<InspectOutput, "journal" | "damaged"> = {}): string {
   const lines: string[] = [`case file ${file}: ${runs.length} run(s)`];
+  if (extra.journal?.uncompactedSupersteps)
+    lines.push(`${extra.journal.uncompactedSupersteps} supersteps are in the journal, not yet compacted (casefile compact folds them)`);
+  for (const d of extra.damaged ?? [])
+    lines.push(
+      `damaged record in ${d.table} (${Object.entries(d.row)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(", ")}): ${d.problem}`,
+    );
   for (const r of runs) {
     lines.push("");
     const branch = r.parent ? `  branch of ${r.parent.run} at ${r.parent.checkpoint}` : "";

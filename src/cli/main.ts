@@ -166,7 +166,7 @@ export const commands: Record<string, Command> = {
       const inspected = inspectCaseFile(store, path.resolve(caseFile), values.run);
       if (values.run && inspected.runs.length === 0)
         throw new CasefileError("UNKNOWN_RUN", `no run "${values.run}" in ${path.resolve(caseFile)}`);
-      io.out(values.json ? JSON.stringify(inspected, null, 2) : formatInspection(inspected.caseFile, inspected.runs));
+      io.out(values.json ? JSON.stringify(inspected, null, 2) : formatInspection(inspected.caseFile, inspected.runs, inspected));
       return 0;
     } finally {
       store.close();

@@ -160,6 +160,37 @@ describe("inspect: the invoice example, escalated then answered by a person", fu
   });
 });
 
+describe("inspect: room for what the store reports beside the runs", () => {
+  it("journal records not yet compacted and damaged rows pass the schema and are said first in the text", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "casefile-inspect-extra-"));
+    try {
+      const file = path.join(dir, "empty.casefile");
+      const created = await openCaseFile(file, { create: true });
+      created.close();
+      const store = await openCaseFile(file, { readOnly: true });
+      try {
+        const plain = inspectCaseFile(store, file);
+        assert.deepEqual([plain.journal, plain.damaged, plain.runs], [undefined, undefined, []]);
+        const extra = {
+          journal: { uncompactedSupersteps: 3 },
+          damaged: [{ table: "state_values", row: { run: "run-1", key: "decision", version: 2 }, problem: "data is not JSON" }],
+        };
+        const out = inspectCaseFile(store, file, undefined, extra);
+        assert.deepEqual([out.journal, out.damaged], [extra.journal, extra.damaged]);
+        const text = formatInspection(file, out.runs, out).split("\n");
+        assert.deepEqual(text.slice(1), [
+          "3 supersteps are in the journal, not yet compacted (casefile compact folds them)",
+          "damaged record in state_values (run run-1, key decision, version 2): data is not JSON",
+        ]);
+      } finally {
+        store.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("inspect: effects of the supplier example, with the live record changed before the first effect", function () {
   this.timeout(60_000);
   let dir: string;
