@@ -301,7 +301,7 @@ function inspectRequests(
   }
   for (const e of events) {
     if (e.type !== "request_answered") continue;
-    const d = e.data as { requestId: string; executor: string; answer: Json };
+    const d = e.data as { requestId: string; executor: string; answer: Json; by?: unknown };
     const r = byId.get(d.requestId) ?? {
       id: d.requestId,
       executor: d.executor,
@@ -309,7 +309,8 @@ function inspectRequests(
       prompt: { title: "(the prompt was recorded in another run)" },
       status: "waiting" as const,
     };
-    const by = (d.answer as { by?: unknown } | null)?.by;
+    // The event's `by` once respond records one; else the answer's own, when its schema has one.
+    const by = d.by ?? (d.answer as { by?: unknown } | null)?.by;
     byId.set(d.requestId, {
       ...r,
       status: "answered",
