@@ -27,8 +27,8 @@ import type { TaskOutcome } from "../engine/steps";
 import type { Workflow } from "../engine/workflow";
 import type { ProviderConfig } from "../protocol/runner";
 import { loadWorkflow } from "../runner/bundle";
-import { findAgentCall } from "../runner/session";
 import { jsonOption, parseOptions, providerOption, type Command, type Io } from "./args";
+import { resolveStep } from "./stepArg";
 
 /**
  * `casefile export-eval` and `casefile eval`: an agent step of a case file becomes an eval case,
@@ -46,6 +46,7 @@ type Format = keyof typeof FORMATS;
 export const exportEval: Command = async (args, io) => {
   const { values, positionals } = parseOptions(args, {
     step: { type: "string" },
+    run: { type: "string" },
     format: { type: "string" },
     out: { type: "string" },
     expect: { type: "string" },
@@ -61,7 +62,7 @@ export const exportEval: Command = async (args, io) => {
   let evalCase: EvalCase;
   let workflowPath: string;
   try {
-    const call = findAgentCall(store, caseFile, values.step);
+    const call = resolveStep(store, caseFile, values.step, values.run);
     const run = store.getRun(call.runId)!;
     workflowPath = workflowFileOf(run, caseFile, values.workflow);
     const { workflow } = await loadWorkflow(workflowPath);
@@ -196,7 +197,8 @@ export const runEval: Command = async (args, io) => {
   if (positionals.length === 0) throw new CasefileError("USAGE", "eval needs eval case files or a folder of them");
   const provider = providerOption(values.provider, io);
   const cases = positionals.flatMap((p) => caseFilesIn(p, io)).flatMap((file) => loadCases(file).map((c) => ({ file, c })));
-  if (cases.length === 0) throw new CasefileError("USAGE", `no eval cases (*.eval.json, *.json, *.yaml) in ${positionals.join(", ")}`);
+  if (cases.length === 0)
+    throw new CasefileError("USAGE", `no eval cases (*.json, *.yaml, *.yml in a folder) in ${positionals.join(", ")}`);
 
   const runner = new CaseRunner(io, provider, values.workflow);
   const results: CaseResult[] = [];
@@ -239,16 +241,53 @@ function caseFilesIn(arg: string, io: Io): string[] {
     .map((f) => path.join(abs, f));
 }
 
-function loadCases(file: string): EvalCase[] {
-  if (file.endsWith(".jsonl")) {
+/**
+ * Reads one eval file, whatever its name: the format is told from the content. A JSON object is
+ * our eval case; a JSON array, an object with `vars`, or any other YAML is a promptfoo test list;
+ * lines that are each a JSON object (or an object with `input` and `ideal`) are OpenAI evals
+ * JSONL, refused because it holds too little to evaluate.
+ */
+export function loadCases(file: string): EvalCase[] {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    throw new CasefileError("USAGE", `eval: cannot read ${file}: ${(e as Error).message}`, { file });
+  }
+  const format = sniffEvalFormat(text);
+  if (format === "openai-jsonl") {
     throw new CasefileError(
       "USAGE",
       `${file}: OpenAI evals JSONL holds only the messages and the ideal proposal, not the facts and verdict casefile eval checks; export with --format json or promptfoo`,
       { file },
     );
   }
-  const text = readFileSync(file, "utf8");
-  return /\.ya?ml$/.test(file) ? parsePromptfooYaml(text, file) : [parseOwnJson(text, file)];
+  return format === "promptfoo" ? parsePromptfooYaml(text, file) : [parseOwnJson(text, file)];
+}
+
+export function sniffEvalFormat(text: string): "json" | "promptfoo" | "openai-jsonl" {
+  const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+  const isJsonlLine = (v: unknown) => isObject(v) && "input" in v && "ideal" in v;
+  let whole: unknown;
+  try {
+    whole = JSON.parse(text);
+  } catch {
+    const lines = text.split("\n").filter((l) => l.trim() !== "");
+    const jsonLines =
+      lines.length > 0 &&
+      lines.every((l) => {
+        try {
+          return isObject(JSON.parse(l));
+        } catch {
+          return false;
+        }
+      });
+    // Not one JSON document: JSON lines, or YAML (a parse error there names the line).
+    return jsonLines ? "openai-jsonl" : "promptfoo";
+  }
+  if (Array.isArray(whole) || (isObject(whole) && "vars" in whole)) return "promptfoo";
+  if (isJsonlLine(whole)) return "openai-jsonl";
+  return "json";
 }
 
 /**

@@ -9,7 +9,7 @@ import { runSession, type SessionResult } from "../runner/session";
 import { tokenBudgetOption } from "./args";
 import { compact } from "./compactCommand";
 import { exportEval, runEval } from "./evalCommands";
-import { formatInspection, inspectRuns } from "./inspect";
+import { formatInspection, inspectCaseFile } from "./inspect";
 import { replay } from "./replayCommand";
 import { rules, RULES_USAGE } from "./ruleCommands";
 
@@ -26,8 +26,8 @@ const USAGE = `usage:
   casefile resume <case file> --checkpoint ID [--patch JSON] [--workflow F] [--provider JSON] [--token-budget N]
   casefile respond <case file> --request ID --answer JSON [--by NAME] [--workflow F] [--provider JSON] [--token-budget N]
   casefile inspect <case file> [--run ID] [--json]
-  casefile replay <case file> --step AGENT_CALL_ID [--mode recorded|live|edited] [--messages FILE.json] [--provider JSON] [--token-budget N] [--workflow F]
-  casefile export-eval <case file> --step AGENT_CALL_ID [--format json|openai-jsonl|promptfoo] [--out PATH] [--expect JSON] [--workflow F]
+  casefile replay <case file> --step AGENT_CALL_ID|SUPERSTEP:EXECUTOR [--run ID] [--mode recorded|live|edited] [--messages FILE.json] [--provider JSON] [--token-budget N] [--workflow F]
+  casefile export-eval <case file> --step AGENT_CALL_ID|SUPERSTEP:EXECUTOR [--run ID] [--format json|openai-jsonl|promptfoo] [--out PATH] [--expect JSON] [--workflow F]
   casefile eval <dir or files...> [--provider JSON] [--junit PATH] [--workflow F]
   casefile compact <case file>
 ${RULES_USAGE}`;
@@ -178,15 +178,12 @@ export const commands: Record<string, Command> = {
     if (!caseFile) throw new CasefileError("USAGE", "inspect needs a case file");
     const store = await openCaseFile(caseFile, { readOnly: true });
     try {
-      const runs = inspectRuns(store, values.run);
-      if (values.run && runs.length === 0) throw new CasefileError("UNKNOWN_RUN", `no run "${values.run}" in ${path.resolve(caseFile)}`);
       // What a killed writer left in the journal only (safe there; `casefile compact` folds it in).
       const journal = { uncompactedSupersteps: store.uncompactedSupersteps(), uncompactedRecords: store.uncompactedRecords() };
-      io.out(
-        values.json
-          ? JSON.stringify({ caseFile: path.resolve(caseFile), runs, journal }, null, 2)
-          : formatInspection(path.resolve(caseFile), runs) + journalNote(path.resolve(caseFile), journal),
-      );
+      const inspected = inspectCaseFile(store, path.resolve(caseFile), values.run, { journal });
+      if (values.run && inspected.runs.length === 0)
+        throw new CasefileError("UNKNOWN_RUN", `no run "${values.run}" in ${path.resolve(caseFile)}`);
+      io.out(values.json ? JSON.stringify(inspected, null, 2) : formatInspection(inspected.caseFile, inspected.runs, inspected));
       return 0;
     } finally {
       store.close();
@@ -202,12 +199,6 @@ commands.rules = rules;
 commands.compact = compact;
 
 /** The inspect text's last line when the journal holds commits the database file lacks, else nothing. */
-function journalNote(caseFile: string, j: { uncompactedSupersteps: number; uncompactedRecords: number }): string {
-  if (j.uncompactedRecords === 0) return "";
-  const n = j.uncompactedSupersteps;
-  const records = j.uncompactedRecords === n ? "" : ` (${j.uncompactedRecords} journal records)`;
-  return `\n${n} superstep${n === 1 ? " is" : "s are"} in the journal, not yet compacted${records}: \`casefile compact ${caseFile}\` folds them into the database (a run still writing the file does so when it ends)`;
-}
 
 /** Who answers a request from a terminal when --by is not given: the OS user. */
 function osUser(): string | undefined {

@@ -7,10 +7,11 @@ import type { ChatMessage } from "../engine/records";
 import { ChatMessageSchema, ReplayModeSchema } from "../protocol/runner";
 import { runSession } from "../runner/session";
 import { parseOptions, providerOption, tokenBudgetOption, type Command } from "./args";
+import { resolveStep } from "./stepArg";
 
 /**
- * `casefile replay <case file> --step <agent call id> [--mode recorded|live|edited]
- *  [--messages FILE.json] [--provider JSON] [--token-budget N] [--workflow F]`
+ * `casefile replay <case file> --step <agent call id | superstep:executor> [--run RUN]
+ *  [--mode recorded|live|edited] [--messages FILE.json] [--provider JSON] [--token-budget N] [--workflow F]`
  *
  * Replays one agent step as a branch run from the checkpoint just before it (the run that
  * recorded the step is never changed) and prints what the replayed step did beside what it did
@@ -20,6 +21,7 @@ import { parseOptions, providerOption, tokenBudgetOption, type Command } from ".
 export const replay: Command = async (args, io) => {
   const { values, positionals } = parseOptions(args, {
     step: { type: "string" },
+    run: { type: "string" },
     mode: { type: "string" },
     messages: { type: "string" },
     provider: { type: "string" },
@@ -31,12 +33,13 @@ export const replay: Command = async (args, io) => {
   const mode = ReplayModeSchema.safeParse(values.mode ?? "recorded");
   if (!mode.success) throw new CasefileError("USAGE", `--mode must be recorded, live or edited, not "${values.mode}"`);
   const messages = values.messages === undefined ? undefined : readMessages(values.messages);
+  const step = await stepOf(caseFile, values.step, values.run);
 
   const result = await runSession(
     {
       kind: "replay",
       caseFile,
-      agentCallId: values.step,
+      agentCallId: step,
       mode: mode.data,
       ...(messages ? { messages } : {}),
       ...(values.workflow ? { workflowPath: values.workflow } : {}),
@@ -52,14 +55,14 @@ export const replay: Command = async (args, io) => {
     },
   );
   io.out(
-    `replayed ${values.step} (${mode.data}) as run ${result.runId}: ${result.status} at superstep ${result.failedAt ?? result.superstep} (${result.failedAt !== undefined ? "last " : ""}checkpoint ${result.checkpointId})`,
+    `replayed ${step} (${mode.data}) as run ${result.runId}: ${result.status} at superstep ${result.failedAt ?? result.superstep} (${result.failedAt !== undefined ? "last " : ""}checkpoint ${result.checkpointId})`,
   );
   io.out(`case file: ${result.caseFile}`);
 
   // The session closed the case file; read back what the two calls recorded, side by side.
   const store = await openCaseFile(result.caseFile, { readOnly: true });
   try {
-    const original = store.getAgentCall(values.step)!;
+    const original = store.getAgentCall(step)!;
     const again = store.listAgentCalls(result.runId).find((c) => c.executor === original.executor);
     const verdictOf = (id: string | undefined) => (id ? store.listVerdicts().find((v) => v.agentCallId === id) : undefined);
     const describe = (label: string, c: typeof original | undefined) => {
@@ -78,6 +81,16 @@ export const replay: Command = async (args, io) => {
   if (result.error) io.err(`casefile: ${result.error.code}: ${result.error.message}`);
   return result.status === "completed" || result.status === "waiting" ? 0 : 1;
 };
+
+/** The agent call id `--step` (and `--run`) name, read from the case file opened read-only. */
+async function stepOf(caseFile: string, step: string, run: string | undefined): Promise<string> {
+  const store = await openCaseFile(caseFile, { readOnly: true });
+  try {
+    return resolveStep(store, path.resolve(caseFile), step, run).id;
+  } finally {
+    store.close();
+  }
+}
 
 /** The edited context: a JSON array of { role, content }, or { "messages": [...] }. */
 function readMessages(file: string): ChatMessage[] {
