@@ -188,7 +188,8 @@ function inspectVerdict(v: VerdictRecord): RunInspection["verdicts"][number] {
 
 function inspectIntent(i: IntentRecord, intentEvents: EventRecord[]): InspectIntent {
   return {
-    key: i.id,
+    key: i.key ?? i.id,
+    id: i.id,
     superstep: i.superstep,
     executor: i.executor,
     action: i.action,
@@ -209,6 +210,8 @@ function inspectIntent(i: IntentRecord, intentEvents: EventRecord[]): InspectInt
       }),
     createdAt: i.createdAt,
     updatedAt: i.updatedAt,
+    ...(i.reusedFrom ? { reusedFrom: i.reusedFrom } : {}),
+    ...(i.conflict ? { conflict: i.conflict } : {}),
   };
 }
 
@@ -500,11 +503,16 @@ function detailSections(r: RunInspection): string[] {
         for (const f of d.fields) lines.push(`        ${f.path}: ${j(f.before)} -> ${j(f.after)}${f.reliedOn ? "  (relied on)" : ""}`);
         if (!d.fields.length) lines.push("        no field changed");
       }
-      if (i.reusedFrom) lines.push(`      reused the done intent ${i.reusedFrom.intent} of run ${i.reusedFrom.run}`);
+      if (i.reusedFrom)
+        lines.push(`      reused the reference of run ${i.reusedFrom.run}'s identical intent ${i.reusedFrom.intent}; not acted again`);
       if (i.conflict) {
-        lines.push(`      differs from a done intent in its ancestry in: ${i.conflict.differs.join(", ")}`);
-        lines.push(`        existing: ${j(i.conflict.existing)}`);
-        lines.push(`        proposed: ${j(i.conflict.proposed)}`);
+        const c = i.conflict;
+        lines.push(
+          `      not acted, not adopted: key ${c.key} is held by run ${c.existing.run}'s ${c.existing.status} intent ${c.existing.intent}, which differs:`,
+        );
+        lines.push(`        ${"field".padEnd(24)} ${`existing (run ${c.existing.run})`.padEnd(32)} proposed (this run)`);
+        for (const d of c.differs) lines.push(`        ${d.path.padEnd(24)} ${j(d.existing).padEnd(32)} ${j(d.proposed)}`);
+        lines.push(`        existing reference: ${j(c.existing.reference)}`);
       }
       for (const h of i.history) lines.push(`      ${h.at}  superstep ${h.superstep}  ${h.status}: ${h.what}`);
     }

@@ -125,6 +125,8 @@ export const InspectDriftSchema = z.object({
 export const InspectIntentSchema = z.object({
   /** The idempotency key (`<case>:<executor>:<superstep>`), sent with every request of the act. */
   key: z.string(),
+  /** The intent record's id: the key on the case's root run, `<key>@<run>` on a branch. */
+  id: z.string(),
   superstep: z.number().int(),
   executor: z.string(),
   action: z.string(),
@@ -142,10 +144,30 @@ export const InspectIntentSchema = z.object({
   history: z.array(z.object({ at: z.string(), superstep: z.number().int(), status: z.string(), what: z.string() })),
   createdAt: z.string(),
   updatedAt: z.string(),
-  /** Set when a branch reused a done intent of its ancestry instead of acting. */
+  /** Set when a run reused the reference of another run's identical intent for the same key instead of acting. */
   reusedFrom: z.object({ run: z.string(), intent: z.string() }).optional(),
-  /** Set when a branch's effect differs from a done intent in its ancestry: both, and the fields that differ. */
-  conflict: z.object({ existing: z.unknown(), proposed: z.unknown(), differs: z.array(z.string()) }).optional(),
+  /**
+   * Set when a run's effect differs from the intent another run of the case holds its key with:
+   * not acted, not adopted (the run needs replanning). Both intents, and every field that differs.
+   */
+  conflict: z
+    .object({
+      key: z.string(),
+      existing: z.object({
+        run: z.string(),
+        intent: z.string(),
+        status: z.string(),
+        action: z.string(),
+        target: z.string(),
+        payload: json,
+        reliesOn: json,
+        reference: json,
+      }),
+      proposed: z.object({ action: z.string(), target: z.string(), payload: json, reliesOn: json }),
+      differs: z.array(z.object({ path: z.string(), existing: json, proposed: json })),
+      detectedAt: z.string(),
+    })
+    .optional(),
 });
 
 export const InspectWarningSchema = z.object({

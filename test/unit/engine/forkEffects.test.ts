@@ -11,6 +11,7 @@ import { agent, commit, edge, effect, fact, loader } from "../../../src/engine/e
 import type { ModelProvider } from "../../../src/engine/model";
 import type { EventRecord, IntentConflict, IntentRecord, Json } from "../../../src/engine/records";
 import { defineWorkflow } from "../../../src/engine/workflow";
+import { formatInspection, inspectCaseFile } from "../../../src/cli/inspect";
 
 /**
  * A branch reaching an effect whose idempotency key another run of the case holds. The workflow
@@ -177,6 +178,13 @@ describe("effects on branches: a fork never silently takes over a different effe
     assert.deepEqual(state.refund, parent.intent.reference, "the step's done() got the reused reference");
     assert.deepEqual(parentNow, [parent.intent], "the parent's record is untouched");
     assert.equal(refundsPosted().length, 1, "the ERP got no second refund");
+    // casefile inspect says so, in --json and in text
+    const shown = await read(file, (s) => inspectCaseFile(s, file, branch.runId));
+    assert.deepEqual(shown.runs[0]!.intents[0]!.reusedFrom, { run: parent.runId, intent: parent.intent.id });
+    assert.match(
+      formatInspection(file, shown.runs),
+      new RegExp(`reused the reference of run ${parent.runId}'s identical intent ${parent.intent.id}; not acted again`),
+    );
   }
 
   /** What a user checks after a different branch: stopped for replanning with both intents, no call, parent untouched. */
@@ -232,6 +240,12 @@ describe("effects on branches: a fork never silently takes over a different effe
     assert.deepEqual(parentNow, [parent.intent], "the parent's record is untouched");
     assert.equal(refundsPosted().length, 1, "the ERP got no call from the branch");
     assert.equal(erp.snapshot().collections.refunds!["REF-1001"]!.data.amount, 60);
+    // casefile inspect shows both intents side by side, in --json and in text
+    const shown = await read(file, (s) => inspectCaseFile(s, file, branch.runId));
+    assert.deepEqual(shown.runs[0]!.intents[0]!.conflict?.differs, conflict.differs);
+    const text = formatInspection(file, shown.runs);
+    assert.match(text, new RegExp(`not acted, not adopted: key ${key} is held by run ${parent.runId}'s ${parent.intent.status} intent`));
+    assert.match(text, new RegExp(`payload\\.amount +60 +${proposedAmount}\\n`));
   }
 
   describe("a branch from an older checkpoint (the model asked again)", () => {
