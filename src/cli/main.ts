@@ -3,6 +3,7 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { openCaseFile } from "../casefile/index";
 import { CasefileError, isCasefileError } from "../engine/errors";
 import type { Json } from "../engine/records";
+import { reporter } from "./report";
 import { ProviderConfigSchema, type ProviderConfig, type RunCommand } from "../protocol/runner";
 import { runSession, type SessionResult } from "../runner/session";
 import { tokenBudgetOption } from "./args";
@@ -73,29 +74,11 @@ async function session(
   io: Io,
   tokenBudget: string | undefined,
 ): Promise<number> {
-  // The engine logs a warning when it finds it and reports it again as a warning event once the
-  // superstep that carries it is durable; other warning events (a stale extract) are not logged.
-  // Each is printed once: an event whose warning was logged is not printed again.
-  const logged: string[] = [];
   const result: SessionResult = await runSession(command, {
     provider,
     defaultBudget: tokenBudgetOption(tokenBudget, io),
     env: io.env,
-    log: (m) => {
-      if (m.startsWith("warning: ")) logged.push(m.slice("warning: ".length));
-      io.err(m);
-    },
-    onEvent: (e) => {
-      if (e.type === "warning") {
-        const message = String((e.data as { message?: unknown }).message);
-        const i = logged.indexOf(message);
-        if (i >= 0) logged.splice(i, 1);
-        else io.err(`warning: ${message}`);
-      }
-      // CASEFILE_EVENTS=jsonl: every event the engine reports, as one JSON line; a checkpoint event
-      // is printed only once durable, which is what the kill test compares the file with.
-      if (io.env.CASEFILE_EVENTS === "jsonl") io.out(JSON.stringify(e));
-    },
+    ...reporter(io),
   });
   io.out(
     result.failedAt !== undefined
