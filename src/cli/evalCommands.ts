@@ -21,7 +21,8 @@ import {
 import type { AgentSpec, CommitSpec, LoaderContext } from "../engine/executors";
 import type { ModelProvider } from "../engine/model";
 import { rulesInForce } from "../engine/rules";
-import { createProvider, ScriptedProvider } from "../engine/providers/index";
+import { modelFor } from "../engine/modelChoice";
+import { createProvider, runModelOf, ScriptedProvider } from "../engine/providers/index";
 import type { AgentCallRecord, Fact, Json, RunRecord, Verdict } from "../engine/records";
 import type { TaskOutcome } from "../engine/steps";
 import type { Workflow } from "../engine/workflow";
@@ -347,16 +348,18 @@ class CaseRunner {
     if (workflow.version !== c.workflow.version) notes.push(`workflow v${c.workflow.version} -> v${workflow.version}`);
     const agentSpec = agentSpecOf(workflow, c.step, `eval case ${c.id}`);
 
-    // The case's exact messages, asked for the CURRENT proposal schema.
+    // The case's exact messages, asked for the CURRENT proposal schema, of the model the
+    // provider names if it names one (unless the step pins its model: MODEL_PINNED).
     const request = buildModelRequest({
       step: c.step,
       messages: c.request.messages,
-      model: c.request.model,
+      model: modelFor(c.step, { model: c.request.model, pin: agentSpec.model.pin }, runModelOf(this.provider)),
       params: c.request.params,
       responseSchema: agentSpec.proposal,
       callIndex: 0,
     });
-    if (request.hash !== c.request.hash) notes.push("proposal schema changed since export");
+    if (request.model !== c.request.model) notes.push(`model ${c.request.model} -> ${request.model}`);
+    else if (request.hash !== c.request.hash) notes.push("proposal schema changed since export");
     const response = await this.providerFor(c, workflowPath).complete(request);
 
     const checked = checkProposal(agentSpec, response.text, c.facts as Record<string, Json>);

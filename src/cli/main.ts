@@ -4,6 +4,7 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { openCaseFile } from "../casefile/index";
 import { CasefileError, isCasefileError } from "../engine/errors";
 import type { Json } from "../engine/records";
+import { reporter } from "./report";
 import { ProviderConfigSchema, type ProviderConfig, type RunCommand } from "../protocol/runner";
 import { runSession, type SessionResult } from "../runner/session";
 import { tokenBudgetOption } from "./args";
@@ -80,13 +81,7 @@ async function session(
     provider,
     defaultBudget: tokenBudgetOption(tokenBudget, io),
     env: io.env,
-    log: (m) => io.err(m),
-    onEvent: (e) => {
-      if (e.type === "warning") io.err(`warning: ${(e.data as { message?: string }).message}`);
-      // CASEFILE_EVENTS=jsonl: every event the engine reports, as one JSON line; a checkpoint event
-      // is printed only once durable, which is what the kill test compares the file with.
-      if (io.env.CASEFILE_EVENTS === "jsonl") io.out(JSON.stringify(e));
-    },
+    ...reporter(io),
   });
   io.out(
     result.failedAt !== undefined

@@ -6,6 +6,7 @@ import { CasefileError } from "../engine/errors";
 import type { ChatMessage } from "../engine/records";
 import { ChatMessageSchema, ReplayModeSchema } from "../protocol/runner";
 import { runSession } from "../runner/session";
+import { reporter } from "./report";
 import { parseOptions, providerOption, tokenBudgetOption, type Command } from "./args";
 import { resolveStep } from "./stepArg";
 
@@ -48,10 +49,7 @@ export const replay: Command = async (args, io) => {
       provider: providerOption(values.provider, io),
       defaultBudget: tokenBudgetOption(values["token-budget"], io),
       env: io.env,
-      log: (m) => io.err(m),
-      onEvent: (e) => {
-        if (e.type === "warning") io.err(`warning: ${(e.data as { message?: string }).message}`);
-      },
+      ...reporter(io),
     },
   );
   io.out(

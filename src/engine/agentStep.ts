@@ -120,13 +120,14 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
       );
     }
     record.provider = rec.provider;
-    response = { text: rec.raw };
+    response = { text: rec.raw, ...(rec.answeredBy !== undefined ? { meta: { model: rec.answeredBy } } : {}) };
   } else {
     if (!input.provider) throw new CasefileError("MODEL_CALL_FAILED", `agent step "${input.executor}" has no model provider configured`);
     response = await input.provider.complete(request, input.signal);
   }
   record.durationMs = Math.round(performance.now() - t0);
   record.raw = response.text;
+  if (typeof response.meta?.model === "string") record.answeredBy = response.meta.model;
   if (response.usage) record.usage = response.usage as Json;
 
   const checked = checkProposal(spec, response.text, state);

@@ -40,6 +40,8 @@ export type ErrorCode =
   | "MODEL_RESPONSE_MISSING"
   | "MODEL_CALL_FAILED"
   | "TOKEN_BUDGET_EXCEEDED"
+  /** A run names a model (--provider, casefile.model) other than the one an agent step pins. */
+  | "MODEL_PINNED"
   /** An extractor threw, or returned a value its schema rejects. */
   | "EXTRACT_FAILED"
   // effects and business rules

@@ -131,7 +131,12 @@ export interface AgentSpec<S = AnyState, P extends z.ZodType = z.ZodType> extend
   context(state: Readonly<S>, message: Json, rules: readonly RuleInForce[]): ChatMessage[];
   /** Schema of the proposal; must include `action`, `reason` and `facts` (cited fact keys). */
   proposal: P;
-  model: { model: string; params?: Record<string, Json> };
+  /**
+   * The model the step asks for. A model named for the run (the provider's `model`, Azure's
+   * `deployment`, the editor's `casefile.model`) replaces it, unless `pin` is set: then the step
+   * is called with this model only, and a run naming another one is refused (MODEL_PINNED).
+   */
+  model: { model: string; params?: Record<string, Json>; pin?: boolean };
   /** Token budget for the context; above soft warns (or summarises, with `summarise`), above hard refuses. */
   budget?: { soft?: number; hard?: number };
   /**

@@ -166,6 +166,12 @@ export interface AgentCallRecord {
   tokens?: { count: number; soft?: number; hard?: number; tokenizer: string };
   provider: string;
   mode: "recorded" | "live" | "edited" | "scripted";
+  /**
+   * The model the provider says answered (the server's `model`, which may be a dated version of
+   * `request.model`; the editor's model id for vscode-lm), when it says one. `request.model` is
+   * the model the step asked for: the step's own, or the one the run named.
+   */
+  answeredBy?: string;
   raw?: string;
   proposal?: Json;
   /** Why the answer was rejected before the commit step (bad JSON, schema, unknown action...). */

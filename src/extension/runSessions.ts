@@ -4,6 +4,7 @@ import type { GraphLive } from "../protocol/graph";
 import type { ControlAction, ProviderConfig, RunCommand, RunnerToHost, TokenBudget } from "../protocol/runner";
 import type { RunnerHandle } from "../runner/client";
 import { liveFromEvent } from "./graphLive";
+import { API_KEY_SECRETS, pickLanguageModel, providerFromSettingValues } from "./modelSettings";
 
 /**
  * Runs the runner child process for the editor: one run at a time. Called by the run, step,
@@ -19,7 +20,7 @@ export type RunResult =
   | { ok: false; reason: string; code?: string; details?: Record<string, unknown> };
 
 /** Names of the environment variables the runner reads keys from; the values come from SecretStorage. */
-export const API_KEY_SECRETS = { openai: "OPENAI_API_KEY", azure: "AZURE_OPENAI_API_KEY" } as const;
+export { API_KEY_SECRETS };
 
 export class RunSessions implements vscode.Disposable {
   private active:
@@ -233,25 +234,12 @@ export class RunSessions implements vscode.Disposable {
 /** The provider from the casefile.* settings; undefined means the runner's default (scripted). */
 export function providerFromSettings(): ProviderConfig | undefined {
   const config = vscode.workspace.getConfiguration("casefile");
-  const kind = config.get<string>("provider", "scripted");
-  const baseUrl = config.get<string>("baseUrl", "") || undefined;
-  const model = config.get<string>("model", "") || undefined;
-  switch (kind) {
-    case "openai":
-      return { kind, apiKeyEnv: API_KEY_SECRETS.openai, ...(baseUrl ? { baseUrl } : {}), ...(model ? { model } : {}) };
-    case "azure":
-      return {
-        kind,
-        endpoint: baseUrl ?? "",
-        deployment: model ?? "",
-        apiVersion: config.get<string>("azureApiVersion", "2024-10-21"),
-        apiKeyEnv: API_KEY_SECRETS.azure,
-      };
-    case "vscode-lm":
-      return { kind, ...(model ? { family: model } : {}) };
-    default:
-      return undefined;
-  }
+  return providerFromSettingValues({
+    provider: config.get<string>("provider", "scripted"),
+    baseUrl: config.get<string>("baseUrl", ""),
+    model: config.get<string>("model", ""),
+    azureApiVersion: config.get<string>("azureApiVersion", "2024-10-21"),
+  });
 }
 
 /**
@@ -275,9 +263,8 @@ async function answerWithLanguageModel(
   log: vscode.LogOutputChannel,
 ): Promise<void> {
   try {
-    const family = vscode.workspace.getConfiguration("casefile").get<string>("model", "") || undefined;
-    const [model] = await vscode.lm.selectChatModels(family ? { family } : {});
-    if (!model) throw new Error("no language model is available in this editor (vscode.lm)");
+    // The request names the model already: casefile.model (the run's model) or the step's own.
+    const model = pickLanguageModel(message.request.model, await vscode.lm.selectChatModels());
     // The LM API has no system role: system messages go first as user messages.
     const messages = message.request.messages.map((m) =>
       m.role === "assistant" ? vscode.LanguageModelChatMessage.Assistant(m.content) : vscode.LanguageModelChatMessage.User(m.content),
@@ -285,7 +272,7 @@ async function answerWithLanguageModel(
     const response = await model.sendRequest(messages, {});
     let text = "";
     for await (const part of response.text) text += part;
-    handle.send({ type: "modelResult", id: message.id, ok: true, text });
+    handle.send({ type: "modelResult", id: message.id, ok: true, text, model: model.id });
   } catch (e) {
     const error = e instanceof Error ? e.message : String(e);
     log.error(`model request for ${message.request.step} failed: ${error}`);

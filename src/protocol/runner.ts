@@ -96,6 +96,8 @@ export const HostToRunnerSchema = z.discriminatedUnion("type", [
     id: z.string(),
     ok: z.boolean(),
     text: z.string().optional(),
+    /** The editor's model that answered (its id), recorded as the call's `answeredBy`. */
+    model: z.string().optional(),
     error: z.string().optional(),
   }),
 ]);

@@ -31,7 +31,8 @@ class HostModelProvider implements ModelProvider {
     const pending = this.waiting.get(message.id);
     if (!pending) return;
     this.waiting.delete(message.id);
-    if (message.ok && message.text !== undefined) pending.resolve({ text: message.text });
+    if (message.ok && message.text !== undefined)
+      pending.resolve({ text: message.text, ...(message.model !== undefined ? { meta: { model: message.model } } : {}) });
     else pending.reject(new CasefileError("MODEL_CALL_FAILED", message.error ?? "the editor's language model call failed"));
   }
 }

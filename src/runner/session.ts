@@ -5,7 +5,8 @@ import { RunControl } from "../engine/control";
 import { Engine, type RunResult } from "../engine/engine";
 import { CasefileError } from "../engine/errors";
 import type { ModelProvider } from "../engine/model";
-import { createProvider } from "../engine/providers/index";
+import { withRunModel } from "../engine/modelChoice";
+import { createProvider, runModelOf } from "../engine/providers/index";
 import type { AgentCallRecord, EventRecord, Json } from "../engine/records";
 import type { ProviderConfig, RunCommand, TokenBudget } from "../protocol/runner";
 import { withDefaultBudget } from "./budget";
@@ -40,6 +41,12 @@ export interface SessionResult extends RunResult {
 export async function runSession(command: RunCommand, opts: SessionOptions = {}): Promise<SessionResult> {
   const caseFile = path.resolve(command.caseFile);
   const env = opts.env ?? process.env;
+  // The model the run names replaces each agent step's (a step that pins its own refuses it).
+  const runModel = runModelOf(opts.provider);
+  const prepare = async (workflowPath: string, overrides?: Record<string, string>) =>
+    withRunModel(withDefaultBudget((await loadWorkflow(workflowPath)).workflow, opts.defaultBudget), runModel, overrides);
+  // A new run's workflow is known before its case file: a refusal (a pinned model) creates none.
+  const prepared = command.kind === "run" ? await prepare(path.resolve(command.workflowPath)) : undefined;
   const store = await openCaseFile(caseFile, {
     create: command.kind === "run",
     tenant: opts.tenant,
@@ -50,11 +57,14 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
   for (const w of store.warnings) opts.log?.(`warning: ${w}`);
   try {
     const workflowPath = command.kind === "run" ? path.resolve(command.workflowPath) : resolveWorkflowPath(store, caseFile, command);
-    const workflow = withDefaultBudget((await loadWorkflow(workflowPath)).workflow, opts.defaultBudget);
+    const replayed = command.kind === "replay" ? replayOf(store, caseFile, command) : undefined;
+    // A recorded replay reuses the recorded answer: its step asks for the model that gave it,
+    // whatever the run names, so the hash compares like with like.
+    const recorded = replayed?.replay.mode === "recorded" ? replayed.replay.recorded : undefined;
+    const workflow = prepared ?? (await prepare(workflowPath, recorded ? { [recorded.executor]: recorded.request.model } : undefined));
     ruleBook = await openRuleBook(workflowPath, env);
     const provider =
       opts.providerInstance ?? createProvider(opts.provider ?? { kind: "scripted" }, { workflowPath, env: opts.env ?? process.env });
-    const replayed = command.kind === "replay" ? replayOf(store, caseFile, command) : undefined;
     const engine = new Engine(workflow, store, {
       provider,
       control: opts.control ?? new RunControl(),

@@ -15,8 +15,30 @@ export interface CreateProviderOptions {
   workflowPath: string;
   /** Where keys are read from: process.env in the CLI and the runner. */
   env: NodeJS.ProcessEnv;
-  /** Model for requests that name none (e.g. from settings or `--model`). */
-  defaultModel?: string;
+}
+
+/**
+ * The model a provider configuration names for the whole run: `model` for OpenAI-compatible
+ * servers, the deployment for Azure (which routes by deployment, whatever the request names), the
+ * family for the editor's Language Model API; none for the scripted provider. It replaces each
+ * agent step's model unless the step pins its own (src/engine/modelChoice.ts).
+ */
+export function runModelOf(config: ProviderConfig | undefined): string | undefined {
+  switch (config?.kind) {
+    case undefined:
+    case "scripted":
+      return undefined;
+    case "openai":
+      return config.model || undefined;
+    case "azure":
+      return config.deployment || undefined;
+    case "vscode-lm":
+      return config.family || undefined;
+    default: {
+      const never: never = config;
+      return never;
+    }
+  }
 }
 
 /**
@@ -34,7 +56,8 @@ export function createProvider(config: ProviderConfig, opts: CreateProviderOptio
     }
     case "openai": {
       const variable = config.apiKeyEnv ?? "OPENAI_API_KEY";
-      const defaultModel = config.model ?? opts.defaultModel;
+      // The request carries the run's model already (withRunModel); this is for a request naming none.
+      const defaultModel = config.model;
       return new OpenAICompatibleProvider({
         apiKey: readKey(opts.env, variable, config.baseUrl ? ` for ${config.baseUrl}` : ""),
         ...(config.baseUrl ? { baseUrl: config.baseUrl } : {}),
@@ -47,7 +70,7 @@ export function createProvider(config: ProviderConfig, opts: CreateProviderOptio
         apiKey: readKey(opts.env, variable, ` for Azure OpenAI deployment "${config.deployment}"`),
         azure: { endpoint: config.endpoint, deployment: config.deployment, apiVersion: config.apiVersion },
         // Azure routes by deployment; the model name is only what the request reports.
-        defaultModel: opts.defaultModel ?? config.deployment,
+        defaultModel: config.deployment,
       });
     }
     case "vscode-lm":

@@ -8,7 +8,7 @@ import path from "node:path";
 import { inspect } from "node:util";
 import { isCasefileError } from "../../../src/engine/errors";
 import type { ModelRequest } from "../../../src/engine/model";
-import { createProvider, defaultFixturePath, OpenAICompatibleProvider, ScriptedProvider } from "../../../src/engine/providers";
+import { createProvider, defaultFixturePath, OpenAICompatibleProvider, runModelOf, ScriptedProvider } from "../../../src/engine/providers";
 
 const hash = "sha256:" + "c".repeat(64);
 const request: ModelRequest = {
@@ -152,17 +152,16 @@ describe("createProvider", () => {
         assert.ok(!text.includes(key), text);
     });
 
-    it("uses the config's model, then the caller's default, for a request without one", async () => {
-      await createProvider(
-        { kind: "openai", baseUrl: `${url}/v1`, model: "from-config" },
-        { workflowPath: "/w/f.ts", env: { OPENAI_API_KEY: key }, defaultModel: "from-caller" },
-      ).complete({ ...request, model: "" });
+    it("uses the config's model for a request without one, and names it as the run's model", async () => {
+      const config = { kind: "openai", baseUrl: `${url}/v1`, model: "from-config" } as const;
+      await createProvider(config, { workflowPath: "/w/f.ts", env: { OPENAI_API_KEY: key } }).complete({ ...request, model: "" });
       assert.equal(seen.at(-1)!.model, "from-config");
-      await createProvider(
-        { kind: "openai", baseUrl: `${url}/v1` },
-        { workflowPath: "/w/f.ts", env: { OPENAI_API_KEY: key }, defaultModel: "from-caller" },
-      ).complete({ ...request, model: "" });
-      assert.equal(seen.at(-1)!.model, "from-caller");
+      assert.equal(runModelOf(config), "from-config");
+      assert.equal(runModelOf({ kind: "openai", baseUrl: `${url}/v1` }), undefined);
+      assert.equal(runModelOf({ kind: "azure", endpoint: url, deployment: "dep", apiVersion: "2024-10-21" }), "dep");
+      assert.equal(runModelOf({ kind: "vscode-lm", family: "gpt-4o" }), "gpt-4o");
+      assert.equal(runModelOf({ kind: "scripted" }), undefined);
+      assert.equal(runModelOf(undefined), undefined);
     });
 
     it("builds an Azure provider from endpoint, deployment and api-version with the key from AZURE_OPENAI_API_KEY", async () => {

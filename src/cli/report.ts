@@ -1,0 +1,31 @@
+import type { EventRecord } from "../engine/records";
+import type { Io } from "./args";
+
+/**
+ * How a CLI command that runs the engine reports while it runs: log lines and warnings to stderr,
+ * and with CASEFILE_EVENTS=jsonl every event as one JSON line on stdout. Used by run, resume,
+ * respond and replay.
+ *
+ * The engine logs a warning when it finds it and reports it again as a warning event once the
+ * superstep that carries it is durable; other warning events (a stale extract) are never logged.
+ * Each warning is printed once: an event whose warning was logged is not printed again.
+ */
+export function reporter(io: Io): { log: (message: string) => void; onEvent: (event: EventRecord) => void } {
+  const logged: string[] = [];
+  return {
+    log: (m) => {
+      if (m.startsWith("warning: ")) logged.push(m.slice("warning: ".length));
+      io.err(m);
+    },
+    onEvent: (e) => {
+      if (e.type === "warning") {
+        const message = String((e.data as { message?: unknown }).message);
+        const i = logged.indexOf(message);
+        if (i >= 0) logged.splice(i, 1);
+        else io.err(`warning: ${message}`);
+      }
+      // A checkpoint event is printed only once durable, which is what the kill test compares the file with.
+      if (io.env.CASEFILE_EVENTS === "jsonl") io.out(JSON.stringify(e));
+    },
+  };
+}
