@@ -87,7 +87,8 @@ const SUBCOMMANDS: Record<string, Sub> = {
     return withBook(book, false, (store) => {
       const rule = confirmRule(store, id, by, undefined, { selfConfirm: values["self-confirm"] === true });
       io.out(
-        `confirmed ${rule.id} by ${rule.confirmedBy} at ${rule.confirmedAt}` + (rule.proposedBy === by ? " (self-confirmed: recorded in its history)" : ""),
+        `confirmed ${rule.id} by ${rule.confirmedBy} at ${rule.confirmedAt}` +
+          (rule.proposedBy === by ? " (self-confirmed: recorded in its history)" : ""),
       );
     });
   },

@@ -75,9 +75,13 @@ export function checkNewRule(input: NewRule, now: string = new Date().toISOStrin
   if (input.expiresAt === undefined) return input;
   const expiresAt = parseExpiry(input.expiresAt);
   if (Date.parse(expiresAt) <= Date.parse(now))
-    throw new CasefileError("INVALID_INPUT", `expiry "${input.expiresAt}" is already past (now is ${now}): the rule could never be in force`, {
-      expires: input.expiresAt,
-    });
+    throw new CasefileError(
+      "INVALID_INPUT",
+      `expiry "${input.expiresAt}" is already past (now is ${now}): the rule could never be in force`,
+      {
+        expires: input.expiresAt,
+      },
+    );
   return { ...input, expiresAt };
 }
 

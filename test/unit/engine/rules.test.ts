@@ -89,7 +89,10 @@ describe("business rules: lifecycle", () => {
       () => editRule(book, r.id, { statement: "t" }, "maria"),
       (e: Error & { code?: string }) => e.code === "UNKNOWN_RULE" && e.message.includes(`rule "${r.id}" was deleted`),
     );
-    assert.throws(() => addRule(book, { statement: "s", value: null, proposedBy: "p", expiresAt: "next tuesday" }), /"next tuesday" is not an ISO 8601 date/);
+    assert.throws(
+      () => addRule(book, { statement: "s", value: null, proposedBy: "p", expiresAt: "next tuesday" }),
+      /"next tuesday" is not an ISO 8601 date/,
+    );
   });
 });
 
