@@ -91,21 +91,32 @@ function businessRulesFor(input: TaskInput, agentCallId: string | undefined): Om
 }
 
 /**
- * The rules as commit code sees them: frozen copies that note, in `read`, each rule whose
- * statement or value is read (looking a rule up by id is not using it), so the verdict can say
- * which business rules it used.
+ * The rules as commit code sees them: frozen copies whose `statement` and `value` are getters that
+ * note the rule in `read` (looking a rule up by id is not using it), so the verdict can say which
+ * business rules it used. Plain objects, not proxies, so spreading, JSON and structuredClone work.
  */
 function tracked(given: readonly RuleInForce[], read: Set<string>): readonly RuleInForce[] {
   return Object.freeze(
-    given.map(
-      (r) =>
-        new Proxy(deepFreeze(structuredClone(r)), {
-          get(target, prop, receiver) {
-            if (prop === "statement" || prop === "value") read.add(target.id);
-            return Reflect.get(target, prop, receiver) as unknown;
-          },
-        }),
-    ),
+    given.map((r) => {
+      const frozen = deepFreeze(structuredClone(r));
+      const copy = {} as RuleInForce;
+      // Same keys in the same order as the record; only statement and value note a read.
+      for (const [prop, v] of Object.entries(frozen)) {
+        const noted = prop === "statement" || prop === "value";
+        Object.defineProperty(copy, prop, {
+          enumerable: true,
+          ...(noted
+            ? {
+                get: () => {
+                  read.add(r.id);
+                  return v;
+                },
+              }
+            : { value: v }),
+        });
+      }
+      return Object.freeze(copy);
+    }),
   );
 }
 
