@@ -20,9 +20,9 @@ import {
 } from "../engine/evalCase";
 import type { AgentSpec, CommitSpec, LoaderContext } from "../engine/executors";
 import type { ModelProvider } from "../engine/model";
-import { rulesInForce } from "../engine/rules";
 import { modelFor } from "../engine/modelChoice";
 import { createProvider, runModelOf, ScriptedProvider } from "../engine/providers/index";
+import { rulesInForce, type RuleInForce } from "../engine/rules";
 import type { AgentCallRecord, Fact, Json, RunRecord, Verdict } from "../engine/records";
 import type { TaskOutcome } from "../engine/steps";
 import type { Workflow } from "../engine/workflow";
@@ -69,13 +69,18 @@ export const exportEval: Command = async (args, io) => {
     const { workflow } = await loadWorkflow(workflowPath);
     const agentSpec = agentSpecOf(workflow, call.executor, `agent step "${call.id}"`);
     const { spec: commitSpec } = commitStepAfter(workflow, call.executor, `agent step "${call.id}"`);
+    const seen = rulesSeen(store, call);
+    if (seen.rulesFrom === "rule table")
+      io.err(
+        `export-eval: agent call ${call.id} was recorded before its business rules were kept whole; its rules are rebuilt from ${caseFile}'s rule table as of ${call.at} (rulesFrom: "rule table")`,
+      );
     evalCase = evalCaseFromRecords({
       caseFile,
       workflow: { name: run.workflow.name, version: run.workflow.version },
       call,
       verdict: store.listVerdicts(call.runId).find((v) => v.agentCallId === call.id),
       facts: factsSeen(store, call, workflow, agentSpec),
-      rules: rulesSeen(store, call),
+      ...seen,
       commitState: commitStateOf(commitSpec, stateAt(store, call.runId, call.superstep)),
     });
   } finally {
@@ -166,12 +171,17 @@ function factsSeen(store: SqlJsStore, call: AgentCallRecord, workflow: Workflow,
 }
 
 /**
- * Business rules in force when the step ran, from the case file's rule table (the engine's own
- * filter: confirmed, unexpired, undeleted). A run given a separate rule book saw that book's rules,
- * which the case file does not record.
+ * The business rules the step's context was built with: recorded whole with the call, so a rule
+ * edited, added or deleted since changes nothing. A call recorded before that falls back to the
+ * case file's rule table as it is now, filtered as of the call's time (a run given a separate rule
+ * book saw that book's rules, which such a call does not record).
  */
-function rulesSeen(store: SqlJsStore, call: AgentCallRecord): EvalCase["rules"] {
-  return rulesInForce(store.listRules(), call.at).map((r) => ({ id: r.id, statement: r.statement, value: r.value }));
+function rulesSeen(store: SqlJsStore, call: AgentCallRecord): { rules: EvalCase["rules"]; rulesFrom: "agent call" | "rule table" } {
+  if (call.rulesInForce) return { rules: call.rulesInForce, rulesFrom: "agent call" };
+  return {
+    rules: rulesInForce(store.listRules(), call.at).map((r) => ({ id: r.id, statement: r.statement, value: r.value })),
+    rulesFrom: "rule table",
+  };
 }
 
 // ---- eval -------------------------------------------------------------------------------------
@@ -364,6 +374,14 @@ class CaseRunner {
 
     const checked = checkProposal(agentSpec, response.text, c.facts as Record<string, Json>);
     const message: AgentMessage = { agentCallId: c.provenance.agentCallId, ...checked };
+    // The commit rules get the business rules the step's context got; a case exported before they
+    // were recorded whole holds less of them, which the table says.
+    if (c.rules.length > 0 && c.rulesFrom !== "agent call")
+      notes.push(
+        c.rulesFrom === "rule table"
+          ? "business rules rebuilt from the case file's rule table at export, not recorded with the call"
+          : "business rules exported before they were recorded whole (id, statement, value only)",
+      );
     const { verdict, reason } = await commitWithoutWrites(workflow, c, message, (spec) =>
       c.commitState !== undefined ? Promise.resolve(c.commitState) : this.commitStateFromCaseFile(c, spec),
     );
@@ -521,6 +539,8 @@ async function commitWithoutWrites(
       store: new MemoryStore(),
       callIndex: 0,
       log: () => undefined,
+      // The rules the case holds are those its context got: the commit rules judge with the same.
+      rules: () => c.rules as RuleInForce[],
     },
     state,
     ctx,

@@ -3,7 +3,7 @@ import path from "node:path";
 import { z } from "zod";
 import { openCaseFile } from "../casefile/index";
 import { CasefileError } from "../engine/errors";
-import type { ChatMessage } from "../engine/records";
+import type { AgentCallRecord, ChatMessage } from "../engine/records";
 import { ChatMessageSchema, ReplayModeSchema } from "../protocol/runner";
 import { runSession } from "../runner/session";
 import { reporter } from "./report";
@@ -69,7 +69,7 @@ export const replay: Command = async (args, io) => {
         ? `rejected (${c.rejection.code})`
         : `proposed ${JSON.stringify((c.proposal as { action?: unknown } | undefined)?.action ?? null)}`;
       const v = verdictOf(c.id);
-      return `${label}: ${c.id}  ${c.mode}  ${c.hash}${c.originalHash ? ` (edited from ${c.originalHash})` : ""}  ${said}${v ? ` -> ${v.verdict.toUpperCase()}` : ""}`;
+      return `${label}: ${c.id}  ${c.mode}  ${c.hash}${c.originalHash ? ` (edited from ${c.originalHash})` : ""}  ${said}${v ? ` -> ${v.verdict.toUpperCase()}` : ""}  ${rulesNote(c)}`;
     };
     io.out(describe("original", original));
     io.out(describe("replay  ", again));
@@ -88,6 +88,18 @@ async function stepOf(caseFile: string, step: string, run: string | undefined): 
   } finally {
     store.close();
   }
+}
+
+/**
+ * Which business rules a call's context was built with: a recorded replay uses those recorded
+ * with the call it replays; a live or edited one (or a recorded replay of a call recorded before
+ * rules were kept whole) the rules in force now.
+ */
+function rulesNote(c: AgentCallRecord): string {
+  const n = c.rulesInForce?.length ?? c.rules?.length ?? 0;
+  const count = `${n} business rule${n === 1 ? "" : "s"}`;
+  if (!c.rulesInForce) return `${count} (recorded by id only)`;
+  return c.rulesFrom?.from === "recorded" ? `${count} recorded with ${c.rulesFrom.agentCallId}` : `${count} in force when it ran`;
 }
 
 /** The edited context: a JSON array of { role, content }, or { "messages": [...] }. */

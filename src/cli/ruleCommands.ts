@@ -1,8 +1,19 @@
+import { existsSync, rmSync } from "node:fs";
 import path from "node:path";
-import { openCaseFile } from "../casefile/index";
+import { journalPath, lockPath, openCaseFile } from "../casefile/index";
 import { CasefileError } from "../engine/errors";
 import type { Json, RuleRecord } from "../engine/records";
-import { addRule, confirmRule, deleteRule, editRule, ruleHistory, ruleState, type RuleChanges } from "../engine/rules";
+import {
+  addRule,
+  checkNewRule,
+  confirmRule,
+  deleteRule,
+  editRule,
+  parseExpiry,
+  ruleHistory,
+  ruleState,
+  type RuleChanges,
+} from "../engine/rules";
 import { jsonOption, parseOptions, type Command, type Io } from "./args";
 
 /**
@@ -14,9 +25,9 @@ import { jsonOption, parseOptions, type Command, type Io } from "./args";
  * event naming who made it (--by, else $USER) and the rule before and after.
  */
 export const RULES_USAGE = `  casefile rules <rule book> list [--all] [--json]
-  casefile rules <rule book> add --statement TEXT [--value JSON] [--source-case ID] [--expires ISO] [--by NAME]
-  casefile rules <rule book> confirm RULE_ID [--by NAME]
-  casefile rules <rule book> edit RULE_ID [--statement TEXT] [--value JSON] [--expires ISO|never] [--by NAME]
+  casefile rules <rule book> add --statement TEXT [--value JSON] [--source-case ID] [--expires DATE|DATETIME] [--by NAME]
+  casefile rules <rule book> confirm RULE_ID [--by NAME] [--self-confirm]
+  casefile rules <rule book> edit RULE_ID [--statement TEXT] [--value JSON] [--expires DATE|DATETIME|never] [--by NAME]
   casefile rules <rule book> delete RULE_ID [--by NAME]
   casefile rules <rule book> history [RULE_ID] [--json]`;
 
@@ -55,24 +66,30 @@ const SUBCOMMANDS: Record<string, Sub> = {
       by: { type: "string" },
     });
     if (!values.statement) throw new CasefileError("USAGE", "rules add needs --statement TEXT");
+    // Checked before the book is opened: a refused rule must not create (or touch) a book.
+    const input = checkNewRule({
+      statement: values.statement,
+      value: jsonOption(values.value, "value") ?? null,
+      proposedBy: who(values.by, io),
+      ...(values["source-case"] ? { sourceCase: values["source-case"] } : {}),
+      ...(values.expires !== undefined ? { expiresAt: values.expires } : {}),
+    });
     return withBook(book, true, (store) => {
-      const rule = addRule(store, {
-        statement: values.statement!,
-        value: jsonOption(values.value, "value") ?? null,
-        proposedBy: who(values.by, io),
-        ...(values["source-case"] ? { sourceCase: values["source-case"] } : {}),
-        ...(values.expires ? { expiresAt: values.expires } : {}),
-      });
+      const rule = addRule(store, input);
       io.out(`added ${rule.id} (proposed: it enters no context until confirmed)`);
     });
   },
 
   async confirm(book, args, io) {
-    const { values, positionals } = parseOptions(args, { by: { type: "string" } });
+    const { values, positionals } = parseOptions(args, { by: { type: "string" }, "self-confirm": { type: "boolean" } });
     const id = ruleId(positionals, "confirm");
+    const by = who(values.by, io);
     return withBook(book, false, (store) => {
-      const rule = confirmRule(store, id, who(values.by, io));
-      io.out(`confirmed ${rule.id} by ${rule.confirmedBy} at ${rule.confirmedAt}`);
+      const rule = confirmRule(store, id, by, undefined, { selfConfirm: values["self-confirm"] === true });
+      io.out(
+        `confirmed ${rule.id} by ${rule.confirmedBy} at ${rule.confirmedAt}` +
+          (rule.proposedBy === by ? " (self-confirmed: recorded in its history)" : ""),
+      );
     });
   },
 
@@ -87,10 +104,11 @@ const SUBCOMMANDS: Record<string, Sub> = {
     const changes: RuleChanges = {};
     if (values.statement !== undefined) changes.statement = values.statement;
     if (values.value !== undefined) changes.value = jsonOption(values.value, "value") as Json;
-    if (values.expires !== undefined) changes.expiresAt = values.expires === "never" ? null : values.expires;
+    if (values.expires !== undefined) changes.expiresAt = values.expires === "never" ? null : parseExpiry(values.expires);
     if (Object.keys(changes).length === 0) throw new CasefileError("USAGE", "rules edit needs --statement, --value or --expires");
+    const by = who(values.by, io);
     return withBook(book, false, (store) => {
-      const rule = editRule(store, id, changes, who(values.by, io));
+      const rule = editRule(store, id, changes, by);
       io.out(`edited ${rule.id}` + (rule.confirmedBy ? "" : " (its meaning changed: confirm it again before it enters a context)"));
     });
   },
@@ -98,8 +116,9 @@ const SUBCOMMANDS: Record<string, Sub> = {
   async delete(book, args, io) {
     const { values, positionals } = parseOptions(args, { by: { type: "string" } });
     const id = ruleId(positionals, "delete");
+    const by = who(values.by, io);
     return withBook(book, false, (store) => {
-      deleteRule(store, id, who(values.by, io));
+      deleteRule(store, id, by);
       io.out(`deleted ${id} (kept in the book's history)`);
     });
   },
@@ -112,8 +131,8 @@ const SUBCOMMANDS: Record<string, Sub> = {
       if (values.json) io.out(JSON.stringify({ ruleBook: book, events }, null, 2));
       else
         for (const e of events) {
-          const d = e.data as { op: string; rule: string; by: string };
-          io.out(`${e.at}  ${d.rule}  ${d.op} by ${d.by}`);
+          const d = e.data as { op: string; rule: string; by: string; selfConfirmed?: boolean };
+          io.out(`${e.at}  ${d.rule}  ${d.op} by ${d.by}${d.selfConfirmed ? " (self-confirmed)" : ""}`);
         }
       return 0;
     } finally {
@@ -122,15 +141,23 @@ const SUBCOMMANDS: Record<string, Sub> = {
   },
 };
 
-/** Opens the book as its writer (its lock keeps two editors from interleaving) and always closes it. */
+/**
+ * Opens the book as its writer (its lock keeps two editors from interleaving) and always closes
+ * it. A book this call created is removed again (with its journal) when the change is refused:
+ * a refusal leaves nothing behind.
+ */
 async function withBook(book: string, create: boolean, change: (store: Awaited<ReturnType<typeof openCaseFile>>) => void): Promise<number> {
+  const created = create && !existsSync(book);
   const store = await openCaseFile(book, { create });
   try {
     change(store);
-    return 0;
-  } finally {
+  } catch (e) {
     store.close();
+    if (created) for (const f of [book, journalPath(book), lockPath(book)]) rmSync(f, { force: true });
+    throw e;
   }
+  store.close();
+  return 0;
 }
 
 function ruleId(positionals: string[], sub: string): string {

@@ -3,7 +3,7 @@ import { CasefileError } from "./errors";
 import { isExtractValue } from "./extracts";
 import type { AgentSpec, AnyState } from "./executors";
 import type { ModelResponse } from "./model";
-import type { AgentCallRecord, ChatMessage, Extract, Json } from "./records";
+import type { AgentCallRecord, ChatMessage, Extract, Json, RuleInForce, RulesFrom } from "./records";
 import type { TaskInput, TaskOutcome } from "./steps";
 import { stepId } from "./steps";
 import { checkBudget, countTokens } from "./tokens";
@@ -35,9 +35,15 @@ export interface AgentMessage {
  * (or the reason it was rejected) goes to the commit step as a message.
  */
 export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonly<AnyState>, out: TaskOutcome): Promise<Json> {
-  const rules = input.rules?.() ?? [];
-  const built = spec.context(state, input.message.payload, rules);
   const replay = input.replay?.executor === input.executor ? input.replay : undefined;
+  // A recorded replay rebuilds the context with the rules recorded with the call it replays, so a
+  // rule changed since (even only its expiry) does not change the context; a call recorded before
+  // the rules were kept whole, and a live or edited replay, get the rules in force now.
+  const recordedRules = replay?.mode === "recorded" ? replay.recorded?.rulesInForce : undefined;
+  const rules: readonly RuleInForce[] = recordedRules ?? input.rules?.() ?? [];
+  const rulesFrom: RulesFrom =
+    recordedRules && replay?.recorded ? { from: "recorded", agentCallId: replay.recorded.id } : { from: "in force" };
+  const built = spec.context(state, input.message.payload, rules);
   // The step's request with the given messages: built from state, edited for a replay, or summarised.
   const requestOf = (messages: readonly ChatMessage[]) =>
     buildModelRequest({
@@ -101,8 +107,9 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
       const e = v as Extract;
       return { key, from: e.from, source: e.source, sourceVersion: e.sourceVersion };
     });
-  // Which rules, as confirmed when, the context was built with: rules change after the fact.
-  if (rules.length) record.rules = rules.map((r) => ({ id: r.id, confirmedAt: r.confirmedAt }));
+  // The rules the context was built with, whole: rules change after the fact, the record does not.
+  record.rulesInForce = rules.map((r) => structuredClone(r));
+  record.rulesFrom = rulesFrom;
   out.agentCall = record;
 
   const t0 = performance.now();

@@ -1,7 +1,7 @@
 import type { AgentMessage } from "./agentStep";
 import { CasefileError, errorMessage } from "./errors";
 import type { AnyState, CommitSpec, StepContext } from "./executors";
-import type { Json, RuleResult, Verdict } from "./records";
+import type { Json, RuleInForce, RuleResult, Verdict, VerdictBusinessRules } from "./records";
 import { stepId, type TaskInput, type TaskOutcome } from "./steps";
 
 /**
@@ -19,6 +19,8 @@ export async function runCommit(
 ): Promise<Json | void> {
   const msg = (input.message.payload ?? {}) as Partial<AgentMessage>;
   const proposal = isRecord(msg.proposal) ? msg.proposal : undefined;
+  const business = businessRulesFor(input, msg.agentCallId);
+  const used = new Set<string>();
   const rules: RuleResult[] = [];
   let verdict: Verdict = "accepted";
   let reason = "every rule passed";
@@ -31,13 +33,16 @@ export async function runCommit(
     for (const [name, rule] of Object.entries(spec.rules)) {
       let result: RuleResult;
       let onFail: "reject" | "escalate" = "escalate";
+      const read = new Set<string>();
       try {
-        const r = rule({ proposal, state, message: input.message.payload });
+        const r = rule({ proposal, state, message: input.message.payload, businessRules: tracked(business.given, read) });
         if (typeof r === "boolean") result = { name, ok: r, message: r ? "pass" : "fail" };
         else {
           result = { name, ok: r.ok, message: r.message };
           onFail = r.onFail ?? "escalate";
         }
+        if (read.size) result.businessRules = [...read];
+        for (const id of read) used.add(id);
       } catch (e) {
         // A rule that throws is a bug in the rule, not a judgement of the proposal: the step
         // fails on the record (resume after the fix), rather than escalating as if it had judged.
@@ -52,7 +57,7 @@ export async function runCommit(
     }
   }
 
-  const result = await spec.apply({ proposal, verdict, reason, rules, state }, ctx);
+  const result = await spec.apply({ proposal, verdict, reason, rules, state, businessRules: tracked(business.given, used) }, ctx);
 
   const diff: Record<string, { before: Json | undefined; after: Json }> = {};
   for (const w of out.writes) diff[w.key] = { before: state[w.key] as Json | undefined, after: w.value as Json };
@@ -67,9 +72,60 @@ export async function runCommit(
     verdict,
     reason,
     diff,
+    businessRules: { from: business.from, given: business.given, used: business.given.map((r) => r.id).filter((id) => used.has(id)) },
     at: input.now(),
   };
   return result === undefined ? { verdict, reason, action: proposal?.action ?? null } : result;
+}
+
+/**
+ * The business rules a commit step judges with: those recorded with the agent call whose proposal
+ * it judges (the very rules that call's context was built with, whatever changed in the book
+ * since), else the rules in force now (a message from no agent call, or a call recorded before its
+ * rules were kept whole).
+ */
+function businessRulesFor(input: TaskInput, agentCallId: string | undefined): Omit<VerdictBusinessRules, "used"> {
+  const recorded = agentCallId !== undefined ? input.store.getAgentCall(agentCallId)?.rulesInForce : undefined;
+  if (recorded) return { from: "agent call", given: recorded.map((r) => structuredClone(r)) };
+  return { from: "in force", given: (input.rules?.() ?? []).map((r) => structuredClone(r)) };
+}
+
+/**
+ * The rules as commit code sees them: frozen copies whose `statement` and `value` are getters that
+ * note the rule in `read` (looking a rule up by id is not using it), so the verdict can say which
+ * business rules it used. Plain objects, not proxies, so spreading, JSON and structuredClone work.
+ */
+function tracked(given: readonly RuleInForce[], read: Set<string>): readonly RuleInForce[] {
+  return Object.freeze(
+    given.map((r) => {
+      const frozen = deepFreeze(structuredClone(r));
+      const copy = {} as RuleInForce;
+      // Same keys in the same order as the record; only statement and value note a read.
+      for (const [prop, v] of Object.entries(frozen)) {
+        const noted = prop === "statement" || prop === "value";
+        Object.defineProperty(copy, prop, {
+          enumerable: true,
+          ...(noted
+            ? {
+                get: () => {
+                  read.add(r.id);
+                  return v;
+                },
+              }
+            : { value: v }),
+        });
+      }
+      return Object.freeze(copy);
+    }),
+  );
+}
+
+function deepFreeze<T>(v: T): T {
+  if (typeof v === "object" && v !== null) {
+    for (const x of Object.values(v)) deepFreeze(x);
+    Object.freeze(v);
+  }
+  return v;
 }
 
 function isRecord(v: unknown): v is Json & Record<string, Json> {

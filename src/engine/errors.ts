@@ -58,6 +58,10 @@ export type ErrorCode =
   /** An effect's check or act failed; its intent is recorded failed with the error. */
   | "EFFECT_FAILED"
   | "UNKNOWN_RULE"
+  /** Confirming a rule whose expiry has passed: it would put nothing in force. */
+  | "RULE_EXPIRED"
+  /** A rule's proposer confirming it without --self-confirm. */
+  | "SELF_CONFIRMATION"
   // case files
   | "NOT_A_CASE_FILE"
   | "CORRUPT_CASE_FILE"

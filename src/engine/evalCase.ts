@@ -36,6 +36,18 @@ export const ExpectedOutcomeSchema = z.object({
   note: z.string().optional(),
 });
 
+/** A business rule in force, as an eval case keeps it; the fields after `value` are absent only in cases exported before rules were recorded whole. */
+export const RuleInForceSchema = z.object({
+  id: z.string(),
+  statement: z.string(),
+  value: json.optional(),
+  sourceCase: z.string().optional(),
+  proposedBy: z.string().optional(),
+  confirmedBy: z.string().optional(),
+  confirmedAt: z.string().optional(),
+  expiresAt: z.string().optional(),
+});
+
 export const EvalCaseSchema = z.object({
   format: z.literal("casefile-eval"),
   v: z.literal(1),
@@ -56,7 +68,18 @@ export const EvalCaseSchema = z.object({
     hash: z.string(),
   }),
   facts: z.record(z.string(), FactSchema),
-  rules: z.array(z.object({ id: z.string(), statement: z.string(), value: json.optional() })),
+  /**
+   * The business rules the step's context was built with, whole, as recorded with its call (see
+   * RuleInForceSchema); `casefile eval` gives them to the commit rules. Cases exported before say
+   * less (id, statement, value) and carry no `rulesFrom`.
+   */
+  rules: z.array(RuleInForceSchema),
+  /**
+   * "agent call": the rules recorded with the call, exactly as its context got them. "rule table":
+   * the call was recorded before its rules were kept whole, so they were rebuilt from the case
+   * file's rule table at export time (a later edit or delete shows; a separate rule book does not).
+   */
+  rulesFrom: z.enum(["agent call", "rule table"]).optional(),
   /** The raw text the model answered when the step ran. */
   answer: z.string(),
   expected: ExpectedOutcomeSchema,
@@ -86,7 +109,8 @@ export interface EvalCaseSource {
   /** The commit step's verdict on this call; absent when the answer was rejected before it. */
   verdict?: VerdictRecord;
   facts: Record<string, Fact>;
-  rules: { id: string; statement: string; value?: Json }[];
+  rules: EvalCase["rules"];
+  rulesFrom: NonNullable<EvalCase["rulesFrom"]>;
   /** The state the commit step's rules read (see EvalCaseSchema.commitState). */
   commitState?: Record<string, Json>;
 }
@@ -120,6 +144,7 @@ export function evalCaseFromRecords(src: EvalCaseSource): EvalCase {
     request: { ...call.request, hash: call.hash },
     facts: src.facts as EvalCase["facts"],
     rules: src.rules,
+    rulesFrom: src.rulesFrom,
     answer: call.raw,
     expected: { action: actionOf(proposal), verdict: verdict?.verdict ?? "escalated", proposal },
     ...(src.commitState ? { commitState: src.commitState } : {}),

@@ -161,6 +161,12 @@ export interface RuleInput<S = AnyState> {
   proposal: Json & Record<string, Json>;
   state: Readonly<S>;
   message: Json;
+  /**
+   * The business rules in force the agent's context was built with (recorded with its call), so a
+   * rule's structured value reaches deterministic code without the model copying it. Frozen; the
+   * verdict records which of them a rule read the statement or value of.
+   */
+  businessRules: readonly RuleInForce[];
 }
 
 /** A rule returns pass/fail with a message; a failing rule escalates unless it says reject. */
@@ -172,6 +178,8 @@ export interface CommitOutcome<S = AnyState> {
   reason: string;
   rules: RuleResult[];
   state: Readonly<S>;
+  /** The same business rules the commit rules were given (see RuleInput.businessRules). */
+  businessRules: readonly RuleInForce[];
 }
 
 export interface CommitSpec<S = AnyState> extends BaseSpec {

@@ -179,7 +179,19 @@ export interface AgentCallRecord {
   usage?: Json;
   /** For edited replays: the hash of the original context this one replaced. */
   originalHash?: string;
-  /** The business rules in force handed to the context builder (id, and when that version was confirmed). */
+  /**
+   * The business rules handed to the context builder, whole, exactly as it got them: an eval case
+   * exported later, a recorded replay and the commit step read them from here, so a rule edited,
+   * added or deleted after the call changes none of them. Always set on calls recorded since it was
+   * kept (`[]` when no rule was in force).
+   */
+  rulesInForce?: RuleInForce[];
+  /** Where `rulesInForce` came from: the rules in force when the call ran, or those recorded with the call a recorded replay replays. */
+  rulesFrom?: RulesFrom;
+  /**
+   * Calls recorded before `rulesInForce` was kept: only which rules, as confirmed when, the
+   * context was given. Readers fall back to the rule table for the rest and say so.
+   */
   rules?: { id: string; confirmedAt: string }[];
   /** The extracts handed to the context builder, each with the document version it was taken from. */
   extracts?: { key: string; from: string; source: string; sourceVersion: string }[];
@@ -197,6 +209,17 @@ export interface RuleResult {
   name: string;
   ok: boolean;
   message: string;
+  /** The business rules (ids) this commit rule read the statement or value of; absent when none. */
+  businessRules?: string[];
+}
+
+/** How a commit step got its business rules: those recorded with the agent call it judges, or (no such record) the rules in force when it ran. */
+export interface VerdictBusinessRules {
+  from: "agent call" | "in force";
+  /** The rules the commit rules and `apply` were given, whole. */
+  given: RuleInForce[];
+  /** Ids of the given rules whose statement or value a commit rule or `apply` read. */
+  used: string[];
 }
 
 export type Verdict = "accepted" | "rejected" | "escalated";
@@ -213,6 +236,8 @@ export interface VerdictRecord {
   reason: string;
   /** The state changes the commit step actually applied: key -> { before, after }. */
   diff: Record<string, { before: Json | undefined; after: Json }>;
+  /** The business rules the commit step was given and which of them it used (absent on verdicts recorded before). */
+  businessRules?: VerdictBusinessRules;
   at: string;
 }
 
@@ -275,6 +300,24 @@ export interface IntentConflict {
   differs: { path: string; existing: Json | null; proposed: Json | null }[];
   detectedAt: string;
 }
+
+/**
+ * A rule as an agent step's context (and the commit step after it) receives it: only what a rule
+ * in force can have. Recorded whole with each agent call (AgentCallRecord.rulesInForce).
+ */
+export interface RuleInForce {
+  id: string;
+  statement: string;
+  value: Json;
+  sourceCase?: string;
+  proposedBy: string;
+  confirmedBy: string;
+  confirmedAt: string;
+  expiresAt?: string;
+}
+
+/** Where an agent call's rules came from (AgentCallRecord.rulesFrom). */
+export type RulesFrom = { from: "in force" } | { from: "recorded"; agentCallId: string };
 
 export interface RuleRecord {
   id: string;

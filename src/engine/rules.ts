@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { CasefileError } from "./errors";
-import type { EventRecord, Json, RuleRecord } from "./records";
+import type { EventRecord, Json, RuleInForce, RuleRecord } from "./records";
+
+export type { RuleInForce } from "./records";
 import type { CaseStore } from "./store";
 
 /**
@@ -15,18 +17,6 @@ import type { CaseStore } from "./store";
  * next cases, each of which has its own case file. Being a case file, the book gets the same
  * journal, fsync, lock and event log as any case.
  */
-
-/** A rule as an agent step's context receives it: only what a rule in force can have. */
-export interface RuleInForce {
-  id: string;
-  statement: string;
-  value: Json;
-  sourceCase?: string;
-  proposedBy: string;
-  confirmedBy: string;
-  confirmedAt: string;
-  expiresAt?: string;
-}
 
 /** Anything that lists rules: a CaseStore (the rule book or the case file itself). */
 export interface RuleSource {
@@ -75,11 +65,29 @@ export interface NewRule {
   expiresAt?: string;
 }
 
-/** Proposes a rule: stored, but outside every context until a person confirms it. */
-export function addRule(store: CaseStore, input: NewRule, now: string = new Date().toISOString()): RuleRecord {
+/**
+ * Checks a new rule before anything is written (the CLI calls it before it opens, or creates, the
+ * book, so a refused rule leaves nothing behind) and returns it with its expiry normalised.
+ */
+export function checkNewRule(input: NewRule, now: string = new Date().toISOString()): NewRule {
   if (!input.statement.trim()) throw new CasefileError("USAGE", "a rule needs a statement");
   if (!input.proposedBy.trim()) throw new CasefileError("USAGE", "a rule needs who proposed it");
-  checkExpiry(input.expiresAt);
+  if (input.expiresAt === undefined) return input;
+  const expiresAt = parseExpiry(input.expiresAt);
+  if (Date.parse(expiresAt) <= Date.parse(now))
+    throw new CasefileError(
+      "INVALID_INPUT",
+      `expiry "${input.expiresAt}" is already past (now is ${now}): the rule could never be in force`,
+      {
+        expires: input.expiresAt,
+      },
+    );
+  return { ...input, expiresAt };
+}
+
+/** Proposes a rule: stored, but outside every context until a person confirms it. */
+export function addRule(store: CaseStore, proposed: NewRule, now: string = new Date().toISOString()): RuleRecord {
+  const input = checkNewRule(proposed, now);
   const rule: RuleRecord = {
     id: `rule-${randomUUID().slice(0, 8)}`,
     statement: input.statement,
@@ -94,12 +102,45 @@ export function addRule(store: CaseStore, input: NewRule, now: string = new Date
   return rule;
 }
 
-/** A person confirms a rule: from now until it expires, it enters contexts. */
-export function confirmRule(store: CaseStore, id: string, by: string, now: string = new Date().toISOString()): RuleRecord {
+export interface ConfirmOptions {
+  /**
+   * Lets the person who proposed the rule confirm it too (a team of one). Refused without it: a
+   * second person is the check. The audit event records `selfConfirmed: true`.
+   */
+  selfConfirm?: boolean;
+}
+
+/**
+ * A person confirms a rule: from now until it expires, it enters contexts. Refused for a rule
+ * already expired (it would enter no context: extend its expiry first) and for the rule's own
+ * proposer unless `selfConfirm`.
+ */
+export function confirmRule(
+  store: CaseStore,
+  id: string,
+  by: string,
+  now: string = new Date().toISOString(),
+  options: ConfirmOptions = {},
+): RuleRecord {
   if (!by.trim()) throw new CasefileError("USAGE", `confirming rule "${id}" needs who confirms it`);
   const before = existing(store, id);
+  if (before.expiresAt !== undefined && Date.parse(before.expiresAt) <= Date.parse(now)) {
+    throw new CasefileError(
+      "RULE_EXPIRED",
+      `rule "${id}" expired at ${before.expiresAt}: confirming it would put nothing in force; give it a new expiry first (rules edit ${id} --expires DATE|never)`,
+      { rule: id, expiresAt: before.expiresAt },
+    );
+  }
+  const self = before.proposedBy === by;
+  if (self && !options.selfConfirm) {
+    throw new CasefileError(
+      "SELF_CONFIRMATION",
+      `rule "${id}" was proposed by ${by}, who cannot also confirm it; ask someone else, or pass --self-confirm (recorded in the audit trail)`,
+      { rule: id, by },
+    );
+  }
   const after: RuleRecord = { ...before, confirmedBy: by, confirmedAt: now, updatedAt: now };
-  save(store, "confirmed", by, before, after, now);
+  save(store, "confirmed", by, before, after, now, self ? { selfConfirmed: true } : {});
   return after;
 }
 
@@ -130,10 +171,7 @@ export function editRule(
   }
   if (changes.value !== undefined) after.value = changes.value;
   if (changes.expiresAt === null) delete after.expiresAt;
-  else if (changes.expiresAt !== undefined) {
-    checkExpiry(changes.expiresAt);
-    after.expiresAt = changes.expiresAt;
-  }
+  else if (changes.expiresAt !== undefined) after.expiresAt = parseExpiry(changes.expiresAt);
   const meaningChanged = after.statement !== before.statement || JSON.stringify(after.value) !== JSON.stringify(before.value);
   if (meaningChanged) {
     delete after.confirmedBy;
@@ -152,8 +190,9 @@ export function deleteRule(store: CaseStore, id: string, by: string, now: string
   return after;
 }
 
-/** The audit trail of one rule, or of every rule, oldest first. */
+/** The audit trail of one rule (deleted ones too; an id the book never held is UNKNOWN_RULE), or of every rule, oldest first. */
 export function ruleHistory(store: CaseStore, id?: string): EventRecord[] {
+  if (id !== undefined && !store.listRules(true).some((r) => r.id === id)) throw unknownRule(store, id);
   return store
     .listEvents({ runId: RULE_EVENTS_RUN })
     .filter((e) => e.type === "rule" && (id === undefined || (e.data as { rule?: string }).rule === id));
@@ -161,25 +200,63 @@ export function ruleHistory(store: CaseStore, id?: string): EventRecord[] {
 
 function existing(store: CaseStore, id: string): RuleRecord {
   const rule = store.listRules(true).find((r) => r.id === id);
-  if (!rule) {
-    const known = store.listRules().map((r) => r.id);
-    throw new CasefileError(
-      "UNKNOWN_RULE",
-      `no rule "${id}" in this rule book` + (known.length ? `; rules: ${known.join(", ")}` : "; it holds no rules"),
-      { rule: id },
-    );
-  }
+  if (!rule) throw unknownRule(store, id);
   if (rule.deleted) throw new CasefileError("UNKNOWN_RULE", `rule "${id}" was deleted on ${rule.updatedAt}`, { rule: id });
   return rule;
 }
 
-function checkExpiry(at: string | undefined): void {
-  if (at !== undefined && Number.isNaN(Date.parse(at)))
-    throw new CasefileError("USAGE", `expiry "${at}" is not a date (use ISO 8601, e.g. 2027-06-30T00:00:00Z)`);
+function unknownRule(store: CaseStore, id: string): CasefileError {
+  const known = store.listRules().map((r) => r.id);
+  return new CasefileError(
+    "UNKNOWN_RULE",
+    `no rule "${id}" in this rule book` + (known.length ? `; rules: ${known.join(", ")}` : "; it holds no rules"),
+    { rule: id },
+  );
+}
+
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-](\d{2}):(\d{2}))$/;
+
+/**
+ * An expiry is an ISO 8601 date (`2027-02-28`: the rule leaves contexts at 00:00 UTC that day)
+ * or date-time with a zone (`2027-02-28T12:00:00Z`, `...+01:00`); anything else (`7`,
+ * `tomorrow`, `2027-02-30`, a time without a zone) is refused naming the value, where
+ * `Date.parse` would store a guess. Returns the instant as a UTC ISO string, the form stored.
+ */
+export function parseExpiry(text: string): string {
+  const refuse = (why: string) =>
+    new CasefileError(
+      "INVALID_INPUT",
+      `expiry "${text}" ${why}; use an ISO 8601 date or date-time with a zone, e.g. 2027-02-28 or 2027-02-28T12:00:00Z`,
+      { expires: text },
+    );
+  const m = ISO_DATE.exec(text) ?? ISO_DATE_TIME.exec(text);
+  if (!m) {
+    if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(text)) throw refuse("has no time zone (add Z or an offset such as +01:00)");
+    throw refuse("is not an ISO 8601 date");
+  }
+  const [, y, mo, d, h = "00", mi = "00", sec = "00"] = m;
+  const year = Number(y);
+  const month = Number(mo);
+  const day = Number(d);
+  const daysIn = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (month < 1 || month > 12) throw refuse(`has no month ${mo}`);
+  if (day < 1 || day > daysIn) throw refuse(`names a day that does not exist (${y}-${mo} has ${daysIn} days)`);
+  if (Number(h) > 23 || Number(mi) > 59 || Number(sec) > 59) throw refuse(`names a time that does not exist (${h}:${mi}:${sec})`);
+  if (m[8] !== undefined && (Number(m[8]) > 23 || Number(m[9]) > 59)) throw refuse(`has an offset that does not exist (${m[7]})`);
+  return new Date(Date.parse(m[4] === undefined ? `${text}T00:00:00Z` : text)).toISOString();
 }
 
 /** The rule and its audit event go in one batch: there is no change without its trace. */
-function save(store: CaseStore, op: string, by: string, before: RuleRecord | undefined, after: RuleRecord, now: string): void {
+function save(
+  store: CaseStore,
+  op: string,
+  by: string,
+  before: RuleRecord | undefined,
+  after: RuleRecord,
+  now: string,
+  extra: Record<string, Json> = {},
+): void {
   store.commit({
     rules: [after],
     events: [
@@ -188,7 +265,7 @@ function save(store: CaseStore, op: string, by: string, before: RuleRecord | und
         superstep: 0,
         type: "rule",
         at: now,
-        data: { op, rule: after.id, by, before: (before ?? null) as unknown as Json, after: after as unknown as Json },
+        data: { op, rule: after.id, by, ...extra, before: (before ?? null) as unknown as Json, after: after as unknown as Json },
       },
     ],
   });

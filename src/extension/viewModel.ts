@@ -351,6 +351,29 @@ function decisionView(s: StepRecord, { verdict, callById }: StepInputs): Decisio
         const d = verdict.diff[key]!;
         return { key, before: d.before ?? null, hadBefore: d.before !== undefined, after: d.after };
       }),
+    businessRules: businessRulesView(verdict),
+  };
+}
+
+function businessRulesView(verdict: VerdictRecord): DecisionView["businessRules"] {
+  const b = verdict.businessRules;
+  if (!b) return { absent: "This verdict was recorded before commit steps were given business rules." };
+  return {
+    from: b.from,
+    given: b.given.map((r) => {
+      const byRules = verdict.rules.filter((x) => x.businessRules?.includes(r.id)).map((x) => x.name);
+      const used = b.used.includes(r.id);
+      return {
+        id: r.id,
+        statement: r.statement,
+        value: r.value,
+        confirmedBy: r.confirmedBy,
+        confirmedAt: r.confirmedAt,
+        expiresAt: r.expiresAt ?? null,
+        used,
+        usedBy: byRules.length ? byRules : used ? ["apply"] : [],
+      };
+    }),
   };
 }
 

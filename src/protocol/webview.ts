@@ -94,6 +94,20 @@ export const ContextSchema = z.object({
 
 export const RuleResultSchema = z.object({ name: z.string(), ok: z.boolean(), message: z.string() });
 
+/** A business rule a commit step was given, and which of its commit rules (or its apply) read it. */
+export const VerdictBusinessRuleSchema = z.object({
+  id: z.string(),
+  statement: z.string(),
+  value: json,
+  confirmedBy: z.string(),
+  confirmedAt: z.string(),
+  expiresAt: z.string().nullable(),
+  /** True when a commit rule or `apply` read its statement or value. */
+  used: z.boolean(),
+  /** The commit rules that read it ("apply" when only `apply` did). */
+  usedBy: z.array(z.string()),
+});
+
 export const DecisionSchema = z.object({
   verdictId: z.string(),
   /** The agent step whose proposal the commit step judged; null when the commit ran without one. */
@@ -106,6 +120,11 @@ export const DecisionSchema = z.object({
   verdict: VerdictSchema,
   reason: z.string(),
   diff: z.array(z.object({ key: z.string(), before: json.nullable(), hadBefore: z.boolean(), after: json })),
+  /** The business rules the commit step was given, or a sentence saying the verdict records none. */
+  businessRules: z.union([
+    z.object({ from: z.enum(["agent call", "in force"]), given: z.array(VerdictBusinessRuleSchema) }),
+    z.object({ absent: z.string() }),
+  ]),
 });
 
 /**

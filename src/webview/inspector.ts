@@ -817,6 +817,7 @@ function decisionTab(d: DecisionView | { absent: string }): HTMLElement {
         ]),
       ),
     ),
+    businessRulesSection(d.businessRules),
     el("h4", {}, "State diff"),
     d.diff.length === 0
       ? el("p", { className: "muted" }, "The commit changed no state.")
@@ -993,6 +994,35 @@ function showNotice(level: "info" | "warning" | "error", text: string): void {
   n.replaceChildren(icon(level === "info" ? "info" : level), ` ${text}`);
   if (noticeTimer) clearTimeout(noticeTimer);
   if (level === "info") noticeTimer = setTimeout(() => (n.className = "notice"), 8000);
+}
+
+/** The business rules the commit step was given, each marked with the commit rules that read it. */
+function businessRulesSection(b: DecisionView["businessRules"]): HTMLElement {
+  if ("absent" in b) return el("div", { className: "business-rules" }, [el("h4", {}, "Business rules"), absent(b.absent)]);
+  const source =
+    b.from === "agent call" ? "as recorded with the agent call it judged" : "in force when the commit ran (no agent call recorded them)";
+  return el("div", { className: "business-rules" }, [
+    el("h4", {}, `Business rules (${b.given.length}, ${source})`),
+    b.given.length === 0
+      ? el("p", { className: "muted" }, "No business rule was in force.")
+      : el(
+          "ul",
+          { className: "rules" },
+          b.given.map((r) =>
+            el("li", { className: `business-rule ${r.used ? "used" : "unused"}` }, [
+              icon(r.used ? "check" : "circle-outline"),
+              el("span", { className: "rule-name" }, ` ${r.id}`),
+              el("span", { className: "business-rule-statement" }, ` ${r.statement} `),
+              jsonInline(r.value),
+              el(
+                "span",
+                { className: "muted" },
+                ` ${r.used ? `used by ${r.usedBy.join(", ")}` : "given, not read"}; confirmed by ${r.confirmedBy} at ${r.confirmedAt}${r.expiresAt ? `; expires ${r.expiresAt}` : ""}`,
+              ),
+            ]),
+          ),
+        ),
+  ]);
 }
 
 function absent(text: string): HTMLElement {

@@ -79,7 +79,17 @@ const source: EvalCaseSource = {
     },
     "po.total": { value: 1180, provenance: { source: "erp", sourceVersion: "v3", readAt: "2026-12-01T06:59:00.000Z" } },
   },
-  rules: [{ id: "tolerance", statement: "Approve when the invoice is within 2 % of the PO", value: 0.02 }],
+  rules: [
+    {
+      id: "tolerance",
+      statement: "Approve when the invoice is within 2 % of the PO",
+      value: 0.02,
+      proposedBy: "agent:review",
+      confirmedBy: "maria",
+      confirmedAt: "2026-11-30T10:00:00.000Z",
+    },
+  ],
+  rulesFrom: "agent call",
 };
 
 const accepted = evalCaseFromRecords(source);

@@ -89,7 +89,10 @@ describe("business rules: lifecycle", () => {
       () => editRule(book, r.id, { statement: "t" }, "maria"),
       (e: Error & { code?: string }) => e.code === "UNKNOWN_RULE" && e.message.includes(`rule "${r.id}" was deleted`),
     );
-    assert.throws(() => addRule(book, { statement: "s", value: null, proposedBy: "p", expiresAt: "next tuesday" }), /is not a date/);
+    assert.throws(
+      () => addRule(book, { statement: "s", value: null, proposedBy: "p", expiresAt: "next tuesday" }),
+      /"next tuesday" is not an ISO 8601 date/,
+    );
   });
 });
 
@@ -136,7 +139,12 @@ describe("business rules: filtered into agent contexts", () => {
     assert.equal(result.status, "completed");
     const call = store.listAgentCalls(result.runId)[0]!;
     assert.equal(call.request.messages[0]!.content, `Rules in force:\n- [${ids.confirmed}] confirmed`);
-    assert.deepEqual(call.rules, [{ id: ids.confirmed, confirmedAt: at(1) }], "the call records which rule versions it was given");
+    assert.deepEqual(
+      call.rulesInForce,
+      [{ id: ids.confirmed, statement: "confirmed", value: 2, proposedBy: "agent", confirmedBy: "maria", confirmedAt: at(1) }],
+      "the call records the rules it was given, whole",
+    );
+    assert.deepEqual(call.rulesFrom, { from: "in force" });
   });
 
   it("reads the case file's own rules when no rule book is given, at the run's clock", async () => {
