@@ -103,6 +103,11 @@ export class SqlTables {
     return this.one<RunRecord>("runs", "WHERE id = ?", [id]);
   }
 
+  /** The ids of every run, from the indexed column: readable even when a run's record is damaged. */
+  runIds(): string[] {
+    return this.query("SELECT id FROM runs ORDER BY rowid", []).map((r) => String(r[0]));
+  }
+
   listRuns(): RunRecord[] {
     return this.records<RunRecord>("runs", "ORDER BY rowid", []);
   }

@@ -1,13 +1,14 @@
 import path from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { openCaseFile } from "../casefile/index";
+import { openCaseFile, type SqlJsStore } from "../casefile/index";
 import { CasefileError, isCasefileError } from "../engine/errors";
-import type { Json } from "../engine/records";
+import type { Json, RunRecord } from "../engine/records";
+import type { CaseStore } from "../engine/store";
 import { ProviderConfigSchema, type ProviderConfig, type RunCommand } from "../protocol/runner";
 import { runSession, type SessionResult } from "../runner/session";
 import { tokenBudgetOption } from "./args";
 import { exportEval, runEval } from "./evalCommands";
-import { formatInspection, inspectRuns } from "./inspect";
+import { formatInspection, inspectRuns, type RunInspection } from "./inspect";
 import { replay } from "./replayCommand";
 import { rules, RULES_USAGE } from "./ruleCommands";
 
@@ -163,11 +164,24 @@ export const commands: Record<string, Command> = {
     if (!caseFile) throw new CasefileError("USAGE", "inspect needs a case file");
     const store = await openCaseFile(caseFile, { readOnly: true });
     try {
-      const runs = inspectRuns(store, values.run);
-      if (values.run && runs.length === 0) throw new CasefileError("UNKNOWN_RUN", `no run "${values.run}" in ${path.resolve(caseFile)}`);
-      io.out(
-        values.json ? JSON.stringify({ caseFile: path.resolve(caseFile), runs }, null, 2) : formatInspection(path.resolve(caseFile), runs),
-      );
+      const file = path.resolve(caseFile);
+      const damaged = store.damagedRecords();
+      const { runs, unreadable } = inspectReadable(store, values.run);
+      if (values.run && runs.length === 0 && unreadable.length === 0)
+        throw new CasefileError("UNKNOWN_RUN", `no run "${values.run}" in ${file}`);
+      if (values.json) {
+        io.out(JSON.stringify({ caseFile: file, damaged, runs, unreadable }, null, 2));
+        return 0;
+      }
+      const lines: string[] = [];
+      if (damaged.length) {
+        lines.push(`damaged records (${damaged.length}): these rows cannot be read`);
+        for (const d of damaged) lines.push(`  ${d.table} ${describeRow(d.row)}: ${d.problem}`);
+        lines.push("");
+      }
+      lines.push(formatInspection(file, runs));
+      for (const u of unreadable) lines.push("", `run ${u.run}: cannot be shown whole: ${u.message}`);
+      io.out(lines.join("\n"));
       return 0;
     } finally {
       store.close();
@@ -180,6 +194,44 @@ commands.replay = replay;
 commands["export-eval"] = exportEval;
 commands.eval = runEval;
 commands.rules = rules;
+
+/**
+ * inspectRuns one run at a time, so that a run whose records are damaged (CORRUPT_CASE_FILE) is
+ * listed as unreadable instead of aborting the whole command. Each call sees a store whose
+ * listRuns holds only the runs whose own record reads, so the others' branches still show.
+ */
+function inspectReadable(store: SqlJsStore, runId?: string): { runs: RunInspection[]; unreadable: { run: string; message: string }[] } {
+  const unreadable: { run: string; message: string }[] = [];
+  const corrupt = (run: string, e: unknown): void => {
+    if (!isCasefileError(e) || e.code !== "CORRUPT_CASE_FILE") throw e;
+    unreadable.push({ run, message: e.message });
+  };
+  const records: RunRecord[] = [];
+  for (const id of store.runIds()) {
+    try {
+      records.push(store.getRun(id)!);
+    } catch (e) {
+      if (runId === undefined || runId === id) corrupt(id, e);
+    }
+  }
+  const view = Object.create(store, { listRuns: { value: () => records } }) as CaseStore;
+  const runs: RunInspection[] = [];
+  for (const r of records) {
+    if (runId !== undefined && r.id !== runId) continue;
+    try {
+      runs.push(...inspectRuns(view, r.id));
+    } catch (e) {
+      corrupt(r.id, e);
+    }
+  }
+  return { runs, unreadable };
+}
+
+function describeRow(row: Record<string, string | number>): string {
+  return Object.entries(row)
+    .map(([c, v]) => `${c}=${typeof v === "string" ? JSON.stringify(v) : v}`)
+    .join(" ");
+}
 
 /** `examples/invoice/workflow.ts` -> `examples/invoice/workflow.casefile`. */
 function defaultCaseFile(workflowPath: string): string {
