@@ -18,14 +18,18 @@ import { parseOptions, providerOption, tokenBudgetOption, type Command } from ".
  * context no longer matches (the message gives both hashes and what differs).
  */
 export const replay: Command = async (args, io) => {
-  const { values, positionals } = parseOptions(args, {
-    step: { type: "string" },
-    mode: { type: "string" },
-    messages: { type: "string" },
-    provider: { type: "string" },
-    "token-budget": { type: "string" },
-    workflow: { type: "string" },
-  });
+  const { values, positionals } = parseOptions(
+    args,
+    {
+      step: { type: "string" },
+      mode: { type: "string" },
+      messages: { type: "string" },
+      provider: { type: "string" },
+      "token-budget": { type: "string" },
+      workflow: { type: "string" },
+    },
+    1,
+  );
   const caseFile = positionals[0];
   if (!caseFile || !values.step) throw new CasefileError("USAGE", "replay needs a case file and --step <agent call id>");
   const mode = ReplayModeSchema.safeParse(values.mode ?? "recorded");
