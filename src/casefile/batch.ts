@@ -103,16 +103,12 @@ export function prepareBatch(batch: CommitBatch, ctx: PrepareContext): PreparedB
         throw invalid(`${where} must be an object, got ${describe(row)}`);
       }
       const r = row as Record<string, unknown>;
-      for (const f of spec.strings) {
-        if (typeof r[f] !== "string" || r[f] === "") throw invalid(`${where}.${f} must be a non-empty string, got ${describe(r[f])}`);
-      }
-      for (const f of spec.integers) {
-        if (!Number.isSafeInteger(r[f])) throw invalid(`${where}.${f} must be an integer, got ${describe(r[f])}`);
-      }
+      const fieldProblem = fieldsProblem(spec, r, where);
+      if (fieldProblem) throw invalid(fieldProblem);
       const key = spec.key?.(r);
       const label = key === undefined ? where : `${table} row ${key}`;
-      if (table === "checkpoints") checkCheckpoint(r, label);
-      if (table === "values" && r.value === undefined) throw invalid(`${label}: value is missing (undefined is not JSON)`);
+      const recordProblem = recordShapeProblem(table, r, label);
+      if (recordProblem) throw invalid(recordProblem);
       if (key !== undefined && !spec.upsert) {
         if (seenInBatch.has(key)) throw invalid(`${label} appears twice in the batch; ${table} are append-only`);
         if (ctx.exists(table, key)) throw invalid(`${label} already exists; ${table} are append-only and cannot be replaced`);
@@ -133,19 +129,49 @@ export function prepareBatch(batch: CommitBatch, ctx: PrepareContext): PreparedB
   return out as unknown as PreparedBatch;
 }
 
-function checkCheckpoint(r: Record<string, unknown>, label: string): void {
-  if (r.v !== CHECKPOINT_FORMAT) throw invalid(`${label}: checkpoint format v=${describe(r.v)}, this store writes v=${CHECKPOINT_FORMAT}`);
+function fieldsProblem(spec: TableSpec, r: Record<string, unknown>, where: string): string | undefined {
+  for (const f of spec.strings) {
+    if (typeof r[f] !== "string" || r[f] === "") return `${where}.${f} must be a non-empty string, got ${describe(r[f])}`;
+  }
+  for (const f of spec.integers) {
+    if (!Number.isSafeInteger(r[f])) return `${where}.${f} must be an integer, got ${describe(r[f])}`;
+  }
+  return undefined;
+}
+
+/** The checks beyond the indexed fields: a checkpoint's refs and lists, a state value's value. */
+function recordShapeProblem(table: TableName, r: Record<string, unknown>, label: string): string | undefined {
+  if (table === "checkpoints") return checkpointProblem(r, label);
+  if (table === "values" && r.value === undefined) return `${label}: value is missing (undefined is not JSON)`;
+  return undefined;
+}
+
+/**
+ * What is wrong with a row read back from a case file, by the same checks a commit makes (the
+ * fields the store keys on, a checkpoint's refs and lists, a state value's value); undefined when
+ * it has the shape of its table's record. The store calls it on every row it parses, so that a
+ * damaged row is refused where it is read instead of failing later as an odd TypeError.
+ */
+export function storedRowProblem(table: TableName, row: unknown): string | undefined {
+  if (row === null || typeof row !== "object" || Array.isArray(row)) return `the record must be a JSON object, got ${describe(row)}`;
+  const r = row as Record<string, unknown>;
+  return fieldsProblem(SPECS[table], r, "record") ?? recordShapeProblem(table, r, "record");
+}
+
+function checkpointProblem(r: Record<string, unknown>, label: string): string | undefined {
+  if (r.v !== CHECKPOINT_FORMAT) return `${label}: checkpoint format v=${describe(r.v)}, this store writes v=${CHECKPOINT_FORMAT}`;
   const keys = r.keys;
-  if (keys === null || typeof keys !== "object" || Array.isArray(keys)) throw invalid(`${label}.keys must be an object of key refs`);
+  if (keys === null || typeof keys !== "object" || Array.isArray(keys)) return `${label}.keys must be an object of key refs`;
   for (const [k, ref] of Object.entries(keys as Record<string, unknown>)) {
     const kr = ref as Partial<KeyRef> | null;
     if (kr === null || typeof kr !== "object" || !Number.isSafeInteger(kr.version) || typeof kr.run !== "string") {
-      throw invalid(`${label}.keys.${k} must be { version: integer, run: string }, got ${describe(ref)}`);
+      return `${label}.keys.${k} must be { version: integer, run: string }, got ${describe(ref)}`;
     }
   }
   for (const f of ["pending", "waiting"]) {
-    if (!Array.isArray(r[f])) throw invalid(`${label}.${f} must be an array, got ${describe(r[f])}`);
+    if (!Array.isArray(r[f])) return `${label}.${f} must be an array, got ${describe(r[f])}`;
   }
+  return undefined;
 }
 
 /**

@@ -8,6 +8,7 @@ import type { OpenOptions } from "./sqlJsStore";
 export { MemoryStore } from "./memoryStore";
 export { SqlJsStore } from "./sqlJsStore";
 export type { OpenOptions } from "./sqlJsStore";
+export type { DamagedRecord } from "./tables";
 export { SCHEMA_VERSION, MIGRATIONS } from "./schema";
 export type { Migration } from "./schema";
 export { journalPath } from "./journal";

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { CasefileError } from "../engine/errors";
 
 /**
@@ -124,9 +124,13 @@ export class JournalWriter {
   private size: number;
   private failed: Error | undefined;
 
+  /** Set once a record is appended: a journal this writer created and never used is removed on close. */
+  private used = false;
+
   private constructor(
     readonly file: string,
     private fd: number | undefined,
+    private readonly created: boolean,
   ) {
     this.size = fstatSync(fd!).size;
   }
@@ -148,7 +152,7 @@ export class JournalWriter {
       closeSync(fd);
       throw e;
     }
-    return { writer: new JournalWriter(file, fd), created };
+    return { writer: new JournalWriter(file, fd, created), created };
   }
 
   get bytes(): number {
@@ -168,6 +172,7 @@ export class JournalWriter {
         `journal ${this.file}: an earlier write failed (${this.failed.message}); reopen the case file`,
       );
     const fd = this.handle();
+    this.used = true;
     const record = encodeRecord(seq, payloadJson);
     const before = this.size;
     try {
@@ -203,9 +208,16 @@ export class JournalWriter {
     this.rollbackTo(0);
   }
 
+  /**
+   * Closes the handle. A journal this writer created and never appended to is removed, so that a
+   * writer refused before its first commit (a damaged record found on resume) leaves nothing
+   * beside the case file; a missing journal reads as an empty one.
+   */
   close(): void {
-    if (this.fd !== undefined) closeSync(this.fd);
+    if (this.fd === undefined) return;
+    closeSync(this.fd);
     this.fd = undefined;
+    if (this.created && !this.used) rmSync(this.file, { force: true });
   }
 
   private handle(): number {

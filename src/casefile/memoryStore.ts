@@ -16,6 +16,7 @@ import type { CaseFileMeta, CaseStore, CheckpointSummary, CommitBatch } from "..
 import { prepareBatch, missingValue, summarize, valueKey } from "./batch";
 import type { TableName } from "./batch";
 import { SCHEMA_VERSION } from "./schema";
+import type { DamagedRecord } from "./tables";
 
 /**
  * A CaseStore held in memory: the engine's tests, dry runs and previews use it. Rows are copied
@@ -41,6 +42,11 @@ export class MemoryStore implements CaseStore {
   constructor(opts: { tenant?: string; createdAt?: string } = {}) {
     this.info = { schemaVersion: SCHEMA_VERSION, createdAt: opts.createdAt ?? new Date().toISOString() };
     if (opts.tenant !== undefined) this.info.tenant = opts.tenant;
+  }
+
+  /** Always empty: every row came through prepareBatch and lives only in memory. (SqlJsStore scans its tables.) */
+  damagedRecords(): DamagedRecord[] {
+    return [];
   }
 
   meta(): CaseFileMeta {

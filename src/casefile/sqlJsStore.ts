@@ -2,7 +2,7 @@ import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, r
 import type { Stats } from "node:fs";
 import path from "node:path";
 import type { Database, SqlJsStatic } from "sql.js";
-import { CasefileError, isCasefileError } from "../engine/errors";
+import { CasefileError, isCasefileError, onFile } from "../engine/errors";
 import type { CaseFileMeta, CaseStore, CommitBatch } from "../engine/store";
 import { TABLES, prepareBatch } from "./batch";
 import type { PreparedBatch } from "./batch";
@@ -79,7 +79,9 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       if (!opts.create || readOnly) {
         throw new CasefileError("NOT_A_CASE_FILE", `no case file at ${file}${readOnly ? "" : " (open with create to make one)"}`, { file });
       }
-      return SqlJsStore.create(SQL, file, opts.tenant, compactAt);
+      const dir = path.dirname(file);
+      if (!existsSync(dir)) throw new CasefileError("FILE_ERROR", `cannot create ${file}: its folder ${dir} does not exist`, { file });
+      return onFile("create", file, () => SqlJsStore.create(SQL, file, opts.tenant, compactAt));
     }
     if (readOnly) {
       // The journal before the database: a compaction in between then only makes the database
@@ -384,8 +386,9 @@ interface Loaded {
  * structurally sound, with the casefile meta row, a schema this code knows, and the caller's tenant.
  */
 function loadDatabase(SQL: SqlJsStatic, file: string, tenant: string | undefined): Loaded {
-  const stat = statSync(file);
-  const bytes = readFileSync(file);
+  const stat = onFile("read", file, () => statSync(file));
+  if (stat.isDirectory()) throw new CasefileError("NOT_A_CASE_FILE", `${file} is not a case file: it is a directory`, { file });
+  const bytes = onFile("read", file, () => readFileSync(file));
   if (bytes.length < 100 || !bytes.subarray(0, 16).equals(SQLITE_HEADER)) {
     const what = bytes.length === 0 ? "it is empty" : "it is not a SQLite database";
     throw new CasefileError("NOT_A_CASE_FILE", `${file} is not a case file: ${what}`, { file });

@@ -14,7 +14,8 @@ import type {
   VerdictRecord,
 } from "../engine/records";
 import type { CheckpointSummary } from "../engine/store";
-import { TABLES, missingValue } from "./batch";
+import { CasefileError } from "../engine/errors";
+import { TABLES, missingValue, storedRowProblem } from "./batch";
 import type { PreparedBatch, TableName } from "./batch";
 import { WRITE_SQL, writeParams } from "./schema";
 import type { SqlParam } from "./schema";
@@ -22,7 +23,8 @@ import type { SqlParam } from "./schema";
 /**
  * The case-file tables over an in-memory sql.js database: applying a validated batch and every
  * read of the CaseStore port. SqlJsStore extends this with the file, journal and lock. Reads parse
- * the `data` column with JSON.parse and nothing else, so loading a record never runs code.
+ * the `data` column with JSON.parse and nothing else, so loading a record never runs code, and
+ * check it has its record's shape (see `records`).
  * Lists come back in rowid order, i.e. in the order rows were first committed.
  */
 export class SqlTables {
@@ -98,15 +100,20 @@ export class SqlTables {
   }
 
   getRun(id: string): RunRecord | undefined {
-    return this.one<RunRecord>("SELECT data FROM runs WHERE id = ?", [id]);
+    return this.one<RunRecord>("runs", "WHERE id = ?", [id]);
+  }
+
+  /** The ids of every run, from the indexed column: readable even when a run's record is damaged. */
+  runIds(): string[] {
+    return this.query("SELECT id FROM runs ORDER BY rowid", []).map((r) => String(r[0]));
   }
 
   listRuns(): RunRecord[] {
-    return this.data<RunRecord>("SELECT data FROM runs ORDER BY rowid", []);
+    return this.records<RunRecord>("runs", "ORDER BY rowid", []);
   }
 
   getCheckpoint(id: string): Checkpoint | undefined {
-    return this.one<Checkpoint>("SELECT data FROM checkpoints WHERE id = ?", [id]);
+    return this.one<Checkpoint>("checkpoints", "WHERE id = ?", [id]);
   }
 
   listCheckpoints(runId: string): CheckpointSummary[] {
@@ -130,17 +137,13 @@ export class SqlTables {
   }
 
   latestCheckpoint(runId: string): Checkpoint | undefined {
-    return this.one<Checkpoint>("SELECT data FROM checkpoints WHERE run_id = ? ORDER BY superstep DESC, rowid DESC LIMIT 1", [runId]);
+    return this.one<Checkpoint>("checkpoints", "WHERE run_id = ? ORDER BY superstep DESC, rowid DESC LIMIT 1", [runId]);
   }
 
   readValues(refs: Record<string, KeyRef>): Record<string, Json> {
     const out: Record<string, Json> = {};
     for (const [key, ref] of Object.entries(refs)) {
-      const row = this.one<StateValueRow>("SELECT data FROM state_values WHERE run = ? AND key = ? AND version = ?", [
-        ref.run,
-        key,
-        ref.version,
-      ]);
+      const row = this.one<StateValueRow>("values", "WHERE run = ? AND key = ? AND version = ?", [ref.run, key, ref.version]);
       if (!row) throw missingValue(this.file, key, ref);
       out[key] = row.value;
     }
@@ -149,49 +152,49 @@ export class SqlTables {
 
   listSteps(runId: string, superstep?: number): StepRecord[] {
     return superstep === undefined
-      ? this.data<StepRecord>("SELECT data FROM steps WHERE run_id = ? ORDER BY rowid", [runId])
-      : this.data<StepRecord>("SELECT data FROM steps WHERE run_id = ? AND superstep = ? ORDER BY rowid", [runId, superstep]);
+      ? this.records<StepRecord>("steps", "WHERE run_id = ? ORDER BY rowid", [runId])
+      : this.records<StepRecord>("steps", "WHERE run_id = ? AND superstep = ? ORDER BY rowid", [runId, superstep]);
   }
 
   listFacts(runId: string): FactRecord[] {
-    return this.data<FactRecord>("SELECT data FROM facts WHERE run_id = ? ORDER BY id", [runId]);
+    return this.records<FactRecord>("facts", "WHERE run_id = ? ORDER BY id", [runId]);
   }
 
   listAgentCalls(runId?: string): AgentCallRecord[] {
     return runId === undefined
-      ? this.data<AgentCallRecord>("SELECT data FROM agent_calls ORDER BY rowid", [])
-      : this.data<AgentCallRecord>("SELECT data FROM agent_calls WHERE run_id = ? ORDER BY rowid", [runId]);
+      ? this.records<AgentCallRecord>("agentCalls", "ORDER BY rowid", [])
+      : this.records<AgentCallRecord>("agentCalls", "WHERE run_id = ? ORDER BY rowid", [runId]);
   }
 
   getAgentCall(id: string): AgentCallRecord | undefined {
-    return this.one<AgentCallRecord>("SELECT data FROM agent_calls WHERE id = ?", [id]);
+    return this.one<AgentCallRecord>("agentCalls", "WHERE id = ?", [id]);
   }
 
   listVerdicts(runId?: string): VerdictRecord[] {
     return runId === undefined
-      ? this.data<VerdictRecord>("SELECT data FROM verdicts ORDER BY rowid", [])
-      : this.data<VerdictRecord>("SELECT data FROM verdicts WHERE run_id = ? ORDER BY rowid", [runId]);
+      ? this.records<VerdictRecord>("verdicts", "ORDER BY rowid", [])
+      : this.records<VerdictRecord>("verdicts", "WHERE run_id = ? ORDER BY rowid", [runId]);
   }
 
   listIntents(filter: { runId?: string; status?: IntentRecord["status"] } = {}): IntentRecord[] {
-    return this.data<IntentRecord>(
-      "SELECT data FROM intents WHERE (?1 IS NULL OR run_id = ?1) AND (?2 IS NULL OR status = ?2) ORDER BY rowid",
-      [filter.runId ?? null, filter.status ?? null],
-    );
+    return this.records<IntentRecord>("intents", "WHERE (?1 IS NULL OR run_id = ?1) AND (?2 IS NULL OR status = ?2) ORDER BY rowid", [
+      filter.runId ?? null,
+      filter.status ?? null,
+    ]);
   }
 
   getIntent(id: string): IntentRecord | undefined {
-    return this.one<IntentRecord>("SELECT data FROM intents WHERE id = ?", [id]);
+    return this.one<IntentRecord>("intents", "WHERE id = ?", [id]);
   }
 
   listRules(includeDeleted = false): RuleRecord[] {
     return includeDeleted
-      ? this.data<RuleRecord>("SELECT data FROM rules ORDER BY rowid", [])
-      : this.data<RuleRecord>("SELECT data FROM rules WHERE deleted = 0 ORDER BY rowid", []);
+      ? this.records<RuleRecord>("rules", "ORDER BY rowid", [])
+      : this.records<RuleRecord>("rules", "WHERE deleted = 0 ORDER BY rowid", []);
   }
 
   listEvents(filter: { runId?: string; afterSeq?: number } = {}): EventRecord[] {
-    return this.data<EventRecord>("SELECT data FROM events WHERE (?1 IS NULL OR run_id = ?1) AND seq > ?2 ORDER BY seq", [
+    return this.records<EventRecord>("events", "WHERE (?1 IS NULL OR run_id = ?1) AND seq > ?2 ORDER BY seq", [
       filter.runId ?? null,
       filter.afterSeq ?? 0,
     ]);
@@ -222,11 +225,105 @@ export class SqlTables {
     return this.query(sql, params).length > 0;
   }
 
-  private data<T>(sql: string, params: SqlParam[]): T[] {
-    return this.query(sql, params).map((r) => JSON.parse(r[0] as string) as T);
+  /**
+   * Every read of a stored record comes through here: `SELECT data, <identity columns> FROM
+   * <table> <rest>`, each row's `data` parsed with JSON.parse and checked against its table's
+   * record shape (storedRowProblem). A row that fails is refused with CORRUPT_CASE_FILE naming
+   * the file, the table, the row and what is wrong, never handed on half-formed.
+   */
+  private records<T>(table: TableName, rest: string, params: SqlParam[]): T[] {
+    return this.rows(table, rest, params).map((r) => {
+      const read = readRecord(table, r);
+      if ("problem" in read) throw this.damaged(table, read.row, read.problem);
+      return read.record as T;
+    });
   }
 
-  private one<T>(sql: string, params: SqlParam[]): T | undefined {
-    return this.data<T>(sql, params)[0];
+  private one<T>(table: TableName, rest: string, params: SqlParam[]): T | undefined {
+    return this.records<T>(table, rest, params)[0];
   }
+
+  private rows(table: TableName, rest: string, params: SqlParam[]): SqlParam[][] {
+    const { name, identity } = STORED[table];
+    return this.query(`SELECT data, ${identity.join(", ")} FROM ${name} ${rest}`, params);
+  }
+
+  private damaged(table: TableName, row: Record<string, string | number>, problem: string): CasefileError {
+    const { name } = STORED[table];
+    return new CasefileError("CORRUPT_CASE_FILE", `${this.file} is corrupted: ${name} row ${describeRow(row)}: ${problem}`, {
+      file: this.file,
+      table: name,
+      row,
+      problem,
+    });
+  }
+
+  /**
+   * Every row of every table whose data does not parse or has not its record's shape, without
+   * throwing: what `casefile inspect` lists before the runs it can still show.
+   */
+  damagedRecords(): DamagedRecord[] {
+    const out: DamagedRecord[] = [];
+    for (const table of TABLES) {
+      for (const r of this.rows(table, "ORDER BY rowid", [])) {
+        const read = readRecord(table, r);
+        if ("problem" in read) out.push({ table: STORED[table].name, row: read.row, problem: read.problem });
+      }
+    }
+    return out;
+  }
+}
+
+/** A stored row that cannot be read: the SQL table, the row's identity columns, what is wrong. */
+export interface DamagedRecord {
+  table: string;
+  row: Record<string, string | number>;
+  problem: string;
+}
+
+/** Each table's SQL name and the columns that identify a row to a person (run first). */
+const STORED: Record<TableName, { name: string; identity: string[] }> = {
+  runs: { name: "runs", identity: ["id"] },
+  checkpoints: { name: "checkpoints", identity: ["run_id", "superstep", "id"] },
+  values: { name: "state_values", identity: ["run", "key", "version"] },
+  steps: { name: "steps", identity: ["run_id", "superstep", "id"] },
+  facts: { name: "facts", identity: ["run_id", "key", "version", "superstep", "id"] },
+  agentCalls: { name: "agent_calls", identity: ["run_id", "superstep", "id"] },
+  verdicts: { name: "verdicts", identity: ["run_id", "superstep", "id"] },
+  intents: { name: "intents", identity: ["run_id", "id"] },
+  rules: { name: "rules", identity: ["id"] },
+  events: { name: "events", identity: ["run_id", "superstep", "seq"] },
+};
+
+/** Parses one `SELECT data, <identity>` row; only JSON.parse runs on the data. */
+function readRecord(table: TableName, r: SqlParam[]): { record: unknown } | { row: Record<string, string | number>; problem: string } {
+  const [data, ...ids] = r;
+  let problem: string | undefined;
+  let record: unknown;
+  if (typeof data !== "string") {
+    problem = `data is ${data === null ? "NULL" : `a ${typeof data === "number" ? "number" : "blob"}`}, not JSON text`;
+  } else {
+    try {
+      record = JSON.parse(data);
+    } catch (e) {
+      problem = `data is not JSON: ${(e as Error).message}`;
+    }
+    if (problem === undefined) {
+      const shape = storedRowProblem(table, record);
+      if (shape !== undefined) problem = `data is not a ${STORED[table].name} record: ${shape}`;
+    }
+  }
+  if (problem === undefined) return { record };
+  const row: Record<string, string | number> = {};
+  STORED[table].identity.forEach((c, i) => {
+    const v = ids[i];
+    row[c] = typeof v === "number" ? v : v === null || v === undefined ? "NULL" : String(v);
+  });
+  return { row, problem };
+}
+
+function describeRow(row: Record<string, string | number>): string {
+  return Object.entries(row)
+    .map(([c, v]) => `${c}=${typeof v === "string" ? JSON.stringify(v) : v}`)
+    .join(" ");
 }

@@ -19,12 +19,20 @@ export interface Io {
 
 export type Command = (args: string[], io: Io) => Promise<number>;
 
-export function parseOptions<T extends ParseArgsConfig["options"]>(args: string[], options: T) {
+/**
+ * Parses a command's options strictly. `maxPositionals` is how many bare arguments it takes (the
+ * case file, a rule id...); one more is refused naming it, rather than silently ignored.
+ */
+export function parseOptions<T extends ParseArgsConfig["options"]>(args: string[], options: T, maxPositionals = Infinity) {
+  let parsed;
   try {
-    return parseArgs({ args, options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (e) {
     throw new CasefileError("USAGE", (e as Error).message);
   }
+  const extra = parsed.positionals[maxPositionals];
+  if (extra !== undefined) throw new CasefileError("USAGE", `unexpected argument "${extra}"`);
+  return parsed;
 }
 
 export function jsonOption(value: string | undefined, name: string): Json | undefined {

@@ -5,7 +5,7 @@ import { MemoryStore, openCaseFile, type SqlJsStore } from "../casefile/index";
 import { checkProposal, type AgentMessage } from "../engine/agentStep";
 import { runCommit } from "../engine/commitStep";
 import { buildModelRequest } from "../engine/contextRequest";
-import { CasefileError, describeError } from "../engine/errors";
+import { CasefileError, describeError, onFile } from "../engine/errors";
 import { extractProvenance, isExtractValue } from "../engine/extracts";
 import {
   correctExpected,
@@ -45,14 +45,18 @@ const FORMATS = { json: ".eval.json", "openai-jsonl": ".jsonl", promptfoo: ".pro
 type Format = keyof typeof FORMATS;
 
 export const exportEval: Command = async (args, io) => {
-  const { values, positionals } = parseOptions(args, {
-    step: { type: "string" },
-    run: { type: "string" },
-    format: { type: "string" },
-    out: { type: "string" },
-    expect: { type: "string" },
-    workflow: { type: "string" },
-  });
+  const { values, positionals } = parseOptions(
+    args,
+    {
+      step: { type: "string" },
+      run: { type: "string" },
+      format: { type: "string" },
+      out: { type: "string" },
+      expect: { type: "string" },
+      workflow: { type: "string" },
+    },
+    1,
+  );
   const caseFile = positionals[0] ? path.resolve(positionals[0]) : undefined;
   if (!caseFile || !values.step) throw new CasefileError("USAGE", "export-eval needs a case file and --step <agent call id>");
   const format = (values.format ?? "json") as Format;
@@ -93,8 +97,7 @@ export const exportEval: Command = async (args, io) => {
   evalCase = { ...evalCase, workflow: { ...evalCase.workflow, file: path.relative(path.dirname(out), workflowPath) } };
   const text =
     format === "json" ? toOwnJson(evalCase) : format === "openai-jsonl" ? toOpenAIEvalsJsonl([evalCase]) : toPromptfooYaml([evalCase]);
-  mkdirSync(path.dirname(out), { recursive: true });
-  writeFileSync(out, text);
+  writeOut(out, text);
   const e = evalCase.expected;
   io.out(
     `eval case ${evalCase.id}: step "${evalCase.step}", expects ${e.action ?? "no valid proposal"} (${e.verdict})${e.corrected ? ", corrected" : ""}`,
@@ -224,12 +227,18 @@ export const runEval: Command = async (args, io) => {
   io.out(`${results.length - failed} passed, ${failed} failed`);
   if (values.junit) {
     const file = path.resolve(values.junit);
-    mkdirSync(path.dirname(file), { recursive: true });
-    writeFileSync(file, toJUnit(results));
+    writeOut(file, toJUnit(results));
     io.out(`JUnit: ${file}`);
   }
   return failed === 0 ? 0 : 1;
 };
+
+/** Writes a file the user named (--out, --junit), making its folder; a refusal is FILE_ERROR naming the path. */
+function writeOut(file: string, text: string): void {
+  const dir = path.dirname(file);
+  onFile("create the folder", dir, () => mkdirSync(dir, { recursive: true }));
+  onFile("write", file, () => writeFileSync(file, text));
+}
 
 /** A folder gives its eval files (not recursing); a file is taken as given. */
 function caseFilesIn(arg: string, io: Io): string[] {
@@ -241,7 +250,7 @@ function caseFilesIn(arg: string, io: Io): string[] {
     throw new CasefileError("USAGE", `eval: ${abs} does not exist`, { file: abs });
   }
   if (!isDir) return [abs];
-  const names = readdirSync(abs);
+  const names = onFile("list", abs, () => readdirSync(abs));
   const jsonl = names.filter((f) => f.endsWith(".jsonl"));
   // export-eval writes all three formats into one folder by default; the JSONL copies hold too
   // little to evaluate (see loadCases), so a folder's are skipped, said once.
@@ -259,12 +268,7 @@ function caseFilesIn(arg: string, io: Io): string[] {
  * JSONL, refused because it holds too little to evaluate.
  */
 export function loadCases(file: string): EvalCase[] {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (e) {
-    throw new CasefileError("USAGE", `eval: cannot read ${file}: ${(e as Error).message}`, { file });
-  }
+  const text = onFile("read", file, () => readFileSync(file, "utf8"));
   const format = sniffEvalFormat(text);
   if (format === "openai-jsonl") {
     throw new CasefileError(

@@ -1,5 +1,6 @@
 import { diffPaths, getPath } from "../engine/effectStep";
 import type { AgentCallRecord, EventRecord, IntentRecord, Json, RunRecord, VerdictRecord } from "../engine/records";
+import { isCasefileError } from "../engine/errors";
 import type { CaseStore } from "../engine/store";
 import {
   INSPECT_FORMAT,
@@ -27,7 +28,45 @@ export function inspectCaseFile(
   /** What the store knows beside the runs: uncompacted journal records, damaged rows (absent today). */
   extra: Pick<InspectOutput, "journal" | "damaged"> = {},
 ): InspectOutput {
-  return InspectOutputSchema.parse({ v: INSPECT_FORMAT, caseFile, ...extra, runs: inspectRuns(store, runId) });
+  const { runs, unreadable } = inspectReadable(store, runId);
+  return InspectOutputSchema.parse({ v: INSPECT_FORMAT, caseFile, ...extra, runs, unreadable });
+}
+
+/**
+ * inspectRuns one run at a time, so that a run whose records are damaged (CORRUPT_CASE_FILE) is
+ * listed as unreadable instead of aborting the whole command. Each call sees a store whose
+ * listRuns holds only the runs whose own record reads, so the others' branches still show. A
+ * store that can list its run ids without reading the records (the case file) names even a run
+ * whose own record is damaged.
+ */
+function inspectReadable(
+  store: CaseStore & { runIds?(): string[] },
+  runId?: string,
+): { runs: RunInspection[]; unreadable: { run: string; message: string }[] } {
+  const unreadable: { run: string; message: string }[] = [];
+  const corrupt = (run: string, e: unknown): void => {
+    if (!isCasefileError(e) || e.code !== "CORRUPT_CASE_FILE") throw e;
+    unreadable.push({ run, message: e.message });
+  };
+  const records: RunRecord[] = [];
+  for (const id of store.runIds?.() ?? store.listRuns().map((r) => r.id)) {
+    try {
+      records.push(store.getRun(id)!);
+    } catch (e) {
+      if (runId === undefined || runId === id) corrupt(id, e);
+    }
+  }
+  const view = Object.create(store, { listRuns: { value: () => records } }) as CaseStore;
+  const runs: RunInspection[] = [];
+  for (const r of records) {
+    if (runId !== undefined && r.id !== runId) continue;
+    try {
+      runs.push(...inspectRuns(view, r.id));
+    } catch (e) {
+      corrupt(r.id, e);
+    }
+  }
+  return { runs, unreadable };
 }
 
 export function inspectRuns(store: CaseStore, runId?: string): RunInspection[] {
@@ -400,8 +439,18 @@ function outcomeOf(r: Omit<RunInspection, "outcome">): InspectOutcome {
 const j = (v: unknown) => JSON.stringify(v ?? null);
 
 /** The human-readable form, one run after another, each with its sections. */
-export function formatInspection(file: string, runs: RunInspection[], extra: Pick<InspectOutput, "journal" | "damaged"> = {}): string {
-  const lines: string[] = [`case file ${file}: ${runs.length} run(s)`];
+export function formatInspection(
+  file: string,
+  runs: RunInspection[],
+  extra: Partial<Pick<InspectOutput, "journal" | "damaged" | "unreadable">> = {},
+): string {
+  const lines: string[] = [];
+  if (extra.damaged?.length) {
+    lines.push(`damaged records (${extra.damaged.length}): these rows cannot be read`);
+    for (const d of extra.damaged) lines.push(`  ${d.table} ${describeRow(d.row)}: ${d.problem}`);
+    lines.push("");
+  }
+  lines.push(`case file ${file}: ${runs.length} run(s)`);
   if (extra.journal?.uncompactedRecords) {
     const { uncompactedSupersteps: n, uncompactedRecords: records } = extra.journal;
     lines.push(
@@ -409,12 +458,6 @@ export function formatInspection(file: string, runs: RunInspection[], extra: Pic
         `\`casefile compact ${file}\` folds them into the database (a run still writing the file does so when it ends)`,
     );
   }
-  for (const d of extra.damaged ?? [])
-    lines.push(
-      `damaged record in ${d.table} (${Object.entries(d.row)
-        .map(([k, v]) => `${k} ${v}`)
-        .join(", ")}): ${d.problem}`,
-    );
   for (const r of runs) {
     lines.push("");
     const branch = r.parent ? `  branch of ${r.parent.run} at ${r.parent.checkpoint}` : "";
@@ -443,6 +486,7 @@ export function formatInspection(file: string, runs: RunInspection[], extra: Pic
     lines.push(`  outcome: ${r.outcome.summary}`);
     lines.push(...detailSections(r));
   }
+  for (const u of extra.unreadable ?? []) lines.push("", `run ${u.run}: cannot be shown whole: ${u.message}`);
   return lines.join("\n");
 }
 
@@ -545,4 +589,10 @@ function proposalLines(proposal: Json, indent: string): string[] {
   if (facts !== undefined) lines.push(`${indent}  cited facts: ${Array.isArray(facts) ? facts.map(String).join(", ") : j(facts)}`);
   for (const [k, v] of Object.entries(rest)) lines.push(`${indent}  ${k}: ${j(v)}`);
   return lines;
+}
+
+function describeRow(row: Record<string, string | number>): string {
+  return Object.entries(row)
+    .map(([c, v]) => `${c}=${typeof v === "string" ? JSON.stringify(v) : v}`)
+    .join(" ");
 }

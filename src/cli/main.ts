@@ -1,16 +1,15 @@
 import os from "node:os";
 import path from "node:path";
-import { parseArgs, type ParseArgsConfig } from "node:util";
 import { openCaseFile } from "../casefile/index";
-import { CasefileError, isCasefileError } from "../engine/errors";
+import { CasefileError, fileError, isCasefileError, isErrnoError } from "../engine/errors";
 import type { Json } from "../engine/records";
-import { reporter } from "./report";
 import { ProviderConfigSchema, type ProviderConfig, type RunCommand } from "../protocol/runner";
 import { runSession, type SessionResult } from "../runner/session";
-import { tokenBudgetOption } from "./args";
+import { parseOptions as parse, tokenBudgetOption } from "./args";
 import { compact } from "./compactCommand";
 import { exportEval, runEval } from "./evalCommands";
 import { formatInspection, inspectCaseFile } from "./inspect";
+import { reporter } from "./report";
 import { replay } from "./replayCommand";
 import { rules, RULES_USAGE } from "./ruleCommands";
 
@@ -39,14 +38,6 @@ export interface Io {
   out: (line: string) => void;
   err: (line: string) => void;
   env: NodeJS.ProcessEnv;
-}
-
-function parse<T extends ParseArgsConfig["options"]>(args: string[], options: T) {
-  try {
-    return parseArgs({ args, options, allowPositionals: true, strict: true });
-  } catch (e) {
-    throw new CasefileError("USAGE", (e as Error).message);
-  }
 }
 
 function jsonArg(value: string | undefined, name: string): Json | undefined {
@@ -95,12 +86,16 @@ async function session(
 
 export const commands: Record<string, Command> = {
   async run(args, io) {
-    const { values, positionals } = parse(args, {
-      "case-file": { type: "string" },
-      input: { type: "string" },
-      provider: { type: "string" },
-      "token-budget": { type: "string" },
-    });
+    const { values, positionals } = parse(
+      args,
+      {
+        "case-file": { type: "string" },
+        input: { type: "string" },
+        provider: { type: "string" },
+        "token-budget": { type: "string" },
+      },
+      1,
+    );
     const workflowPath = positionals[0];
     if (!workflowPath) throw new CasefileError("USAGE", "run needs a workflow file");
     const caseFile = values["case-file"] ?? defaultCaseFile(workflowPath);
@@ -113,13 +108,17 @@ export const commands: Record<string, Command> = {
   },
 
   async resume(args, io) {
-    const { values, positionals } = parse(args, {
-      checkpoint: { type: "string" },
-      patch: { type: "string" },
-      workflow: { type: "string" },
-      provider: { type: "string" },
-      "token-budget": { type: "string" },
-    });
+    const { values, positionals } = parse(
+      args,
+      {
+        checkpoint: { type: "string" },
+        patch: { type: "string" },
+        workflow: { type: "string" },
+        provider: { type: "string" },
+        "token-budget": { type: "string" },
+      },
+      1,
+    );
     const caseFile = positionals[0];
     if (!caseFile || !values.checkpoint) throw new CasefileError("USAGE", "resume needs a case file and --checkpoint ID");
     const patch = jsonArg(values.patch, "patch");
@@ -141,14 +140,18 @@ export const commands: Record<string, Command> = {
   },
 
   async respond(args, io) {
-    const { values, positionals } = parse(args, {
-      request: { type: "string" },
-      answer: { type: "string" },
-      by: { type: "string" },
-      workflow: { type: "string" },
-      provider: { type: "string" },
-      "token-budget": { type: "string" },
-    });
+    const { values, positionals } = parse(
+      args,
+      {
+        request: { type: "string" },
+        answer: { type: "string" },
+        by: { type: "string" },
+        workflow: { type: "string" },
+        provider: { type: "string" },
+        "token-budget": { type: "string" },
+      },
+      1,
+    );
     const caseFile = positionals[0];
     if (!caseFile || !values.request || values.answer === undefined)
       throw new CasefileError("USAGE", "respond needs a case file, --request ID and --answer JSON");
@@ -168,17 +171,19 @@ export const commands: Record<string, Command> = {
   },
 
   async inspect(args, io) {
-    const { values, positionals } = parse(args, { run: { type: "string" }, json: { type: "boolean" } });
+    const { values, positionals } = parse(args, { run: { type: "string" }, json: { type: "boolean" } }, 1);
     const caseFile = positionals[0];
     if (!caseFile) throw new CasefileError("USAGE", "inspect needs a case file");
     const store = await openCaseFile(caseFile, { readOnly: true });
     try {
-      // What a killed writer left in the journal only (safe there; `casefile compact` folds it in).
+      const file = path.resolve(caseFile);
+      // What a killed writer left in the journal only (safe there; `casefile compact` folds it in),
+      // and the rows whose stored JSON no longer reads: inspect names them and shows what it can.
       const journal = { uncompactedSupersteps: store.uncompactedSupersteps(), uncompactedRecords: store.uncompactedRecords() };
-      const inspected = inspectCaseFile(store, path.resolve(caseFile), values.run, { journal });
-      if (values.run && inspected.runs.length === 0)
-        throw new CasefileError("UNKNOWN_RUN", `no run "${values.run}" in ${path.resolve(caseFile)}`);
-      io.out(values.json ? JSON.stringify(inspected, null, 2) : formatInspection(inspected.caseFile, inspected.runs, inspected));
+      const inspected = inspectCaseFile(store, file, values.run, { journal, damaged: store.damagedRecords() });
+      if (values.run && inspected.runs.length === 0 && inspected.unreadable.length === 0)
+        throw new CasefileError("UNKNOWN_RUN", `no run "${values.run}" in ${file}`);
+      io.out(values.json ? JSON.stringify(inspected, null, 2) : formatInspection(file, inspected.runs, inspected));
       return 0;
     } finally {
       store.close();
@@ -211,13 +216,14 @@ function defaultCaseFile(workflowPath: string): string {
 
 export async function main(argv: string[], io: Io): Promise<number> {
   const [name, ...rest] = argv;
-  if (!name || name === "--help" || name === "-h") {
+  if (name === "--help" || name === "-h") {
     io.out(USAGE);
-    return name ? 0 : 2;
+    return 0;
   }
-  const command = commands[name];
+  const command = name === undefined ? undefined : commands[name];
   if (!command) {
-    io.err(`casefile: USAGE: unknown command "${name}"\n${USAGE}`);
+    const what = name === undefined ? "no command given" : `unknown command "${name}"`;
+    io.err(`casefile: USAGE: ${what} (one of ${Object.keys(commands).join(", ")}); casefile --help for usage`);
     return 2;
   }
   try {
@@ -226,6 +232,11 @@ export async function main(argv: string[], io: Io): Promise<number> {
     if (isCasefileError(e)) {
       io.err(`casefile: ${e.code}: ${e.message.split("\n").join(" ")}`);
       return e.code === "USAGE" ? 2 : 3;
+    }
+    // A file-system error a command did not name itself is still the user's to fix, not a bug.
+    if (isErrnoError(e)) {
+      io.err(`casefile: FILE_ERROR: ${fileError(e, e.syscall ?? "use").message}`);
+      return 3;
     }
     io.err(`casefile: INTERNAL: ${(e as Error).stack ?? String(e)}`);
     return 3;

@@ -20,15 +20,19 @@ import { resolveStep } from "./stepArg";
  * context no longer matches (the message gives both hashes and what differs).
  */
 export const replay: Command = async (args, io) => {
-  const { values, positionals } = parseOptions(args, {
-    step: { type: "string" },
-    run: { type: "string" },
-    mode: { type: "string" },
-    messages: { type: "string" },
-    provider: { type: "string" },
-    "token-budget": { type: "string" },
-    workflow: { type: "string" },
-  });
+  const { values, positionals } = parseOptions(
+    args,
+    {
+      step: { type: "string" },
+      run: { type: "string" },
+      mode: { type: "string" },
+      messages: { type: "string" },
+      provider: { type: "string" },
+      "token-budget": { type: "string" },
+      workflow: { type: "string" },
+    },
+    1,
+  );
   const caseFile = positionals[0];
   if (!caseFile || !values.step) throw new CasefileError("USAGE", "replay needs a case file and --step <agent call id>");
   const mode = ReplayModeSchema.safeParse(values.mode ?? "recorded");

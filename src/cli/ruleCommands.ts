@@ -43,7 +43,7 @@ type Sub = (book: string, args: string[], io: Io) => Promise<number>;
 
 const SUBCOMMANDS: Record<string, Sub> = {
   async list(book, args, io) {
-    const { values } = parseOptions(args, { all: { type: "boolean" }, json: { type: "boolean" } });
+    const { values } = parseOptions(args, { all: { type: "boolean" }, json: { type: "boolean" } }, 0);
     const store = await openCaseFile(book, { readOnly: true });
     try {
       const now = new Date().toISOString();
@@ -58,13 +58,17 @@ const SUBCOMMANDS: Record<string, Sub> = {
   },
 
   async add(book, args, io) {
-    const { values } = parseOptions(args, {
-      statement: { type: "string" },
-      value: { type: "string" },
-      "source-case": { type: "string" },
-      expires: { type: "string" },
-      by: { type: "string" },
-    });
+    const { values } = parseOptions(
+      args,
+      {
+        statement: { type: "string" },
+        value: { type: "string" },
+        "source-case": { type: "string" },
+        expires: { type: "string" },
+        by: { type: "string" },
+      },
+      0,
+    );
     if (!values.statement) throw new CasefileError("USAGE", "rules add needs --statement TEXT");
     // Checked before the book is opened: a refused rule must not create (or touch) a book.
     const input = checkNewRule({
@@ -81,7 +85,7 @@ const SUBCOMMANDS: Record<string, Sub> = {
   },
 
   async confirm(book, args, io) {
-    const { values, positionals } = parseOptions(args, { by: { type: "string" }, "self-confirm": { type: "boolean" } });
+    const { values, positionals } = parseOptions(args, { by: { type: "string" }, "self-confirm": { type: "boolean" } }, 1);
     const id = ruleId(positionals, "confirm");
     const by = who(values.by, io);
     return withBook(book, false, (store) => {
@@ -94,12 +98,16 @@ const SUBCOMMANDS: Record<string, Sub> = {
   },
 
   async edit(book, args, io) {
-    const { values, positionals } = parseOptions(args, {
-      statement: { type: "string" },
-      value: { type: "string" },
-      expires: { type: "string" },
-      by: { type: "string" },
-    });
+    const { values, positionals } = parseOptions(
+      args,
+      {
+        statement: { type: "string" },
+        value: { type: "string" },
+        expires: { type: "string" },
+        by: { type: "string" },
+      },
+      1,
+    );
     const id = ruleId(positionals, "edit");
     const changes: RuleChanges = {};
     if (values.statement !== undefined) changes.statement = values.statement;
@@ -114,7 +122,7 @@ const SUBCOMMANDS: Record<string, Sub> = {
   },
 
   async delete(book, args, io) {
-    const { values, positionals } = parseOptions(args, { by: { type: "string" } });
+    const { values, positionals } = parseOptions(args, { by: { type: "string" } }, 1);
     const id = ruleId(positionals, "delete");
     const by = who(values.by, io);
     return withBook(book, false, (store) => {
@@ -124,10 +132,14 @@ const SUBCOMMANDS: Record<string, Sub> = {
   },
 
   async history(book, args, io) {
-    const { values, positionals } = parseOptions(args, { json: { type: "boolean" } });
+    const { values, positionals } = parseOptions(args, { json: { type: "boolean" } }, 1);
     const store = await openCaseFile(book, { readOnly: true });
     try {
-      const events = ruleHistory(store, positionals[0]);
+      const id = positionals[0];
+      const events = ruleHistory(store, id);
+      if (id !== undefined && events.length === 0 && !store.listRules(true).some((r) => r.id === id)) {
+        throw new CasefileError("UNKNOWN_RULE", `no rule "${id}" in ${book}`, { rule: id });
+      }
       if (values.json) io.out(JSON.stringify({ ruleBook: book, events }, null, 2));
       else
         for (const e of events) {

@@ -141,6 +141,7 @@ export class Engine {
         emit: (e) => this.emit(e),
       });
     } catch (e) {
+      if (isCasefileError(e) && e.code === "CORRUPT_CASE_FILE") throw e;
       unresolved = failureOf(e);
     }
     if (unresolved) return this.fail(run, cp, cp.superstep + 1, [], unresolved);
@@ -584,7 +585,9 @@ export class Engine {
         // Anything that throws while the superstep is staged, built or committed (an edge's
         // `when`, a payload that is not JSON, an extract, the store refusing the batch) ends
         // the run failed on the record, like a failing executor: nothing of the superstep is
-        // committed to state, and resume from the last checkpoint tries it again.
+        // committed to state, and resume from the last checkpoint tries it again. A damaged
+        // record read from the case file is the exception: nothing more is written into it.
+        if (isCasefileError(e) && e.code === "CORRUPT_CASE_FILE") throw e;
         return this.fail(run, cp, superstep, outcomes, failureOf(e));
       }
     }

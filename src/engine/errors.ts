@@ -71,6 +71,8 @@ export type ErrorCode =
   | "READ_ONLY"
   /** A CommitBatch the store refused before writing anything (not JSON, missing id, duplicate row). */
   | "INVALID_BATCH"
+  /** The file system refused a read or write the command needed (a directory where a file was meant, no permission, no folder). */
+  | "FILE_ERROR"
   // process boundaries
   | "INVALID_MESSAGE"
   | "BUNDLE_FAILED"
@@ -124,4 +126,49 @@ export function describeError(e: unknown): { code: string; message: string } {
 /** The message of any thrown value: an Error's message, else the value as text. */
 export function errorMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
+}
+
+/** A Node file-system error: an errno code and usually the path it was about. */
+export function isErrnoError(e: unknown): e is NodeJS.ErrnoException & { code: string } {
+  return (
+    e instanceof Error && typeof (e as NodeJS.ErrnoException).code === "string" && /^E[A-Z]+$/.test((e as NodeJS.ErrnoException).code!)
+  );
+}
+
+const ERRNO_TEXT: Record<string, string> = {
+  EISDIR: "it is a directory",
+  ENOTDIR: "a part of the path is not a directory",
+  ENOENT: "no such file or folder",
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  EROFS: "the file system is read-only",
+  ENOSPC: "no space left on the device",
+  EEXIST: "it already exists",
+  EMFILE: "too many open files",
+  ENAMETOOLONG: "the name is too long",
+  ELOOP: "too many symbolic links",
+};
+
+/**
+ * FILE_ERROR for what the file system refused: `cannot write /x/y: it is a directory`. `verb` is
+ * what the caller was doing (read, write, create, list...); `file` the path it meant, else the
+ * error's own.
+ */
+export function fileError(e: NodeJS.ErrnoException, verb: string, file?: string): CasefileError {
+  const where = file ?? e.path ?? "(unknown path)";
+  const why = (e.code && ERRNO_TEXT[e.code]) ?? e.message;
+  return new CasefileError("FILE_ERROR", `cannot ${verb} ${where}: ${why}${e.code ? ` (${e.code})` : ""}`, {
+    file: where,
+    errno: e.code ?? null,
+  });
+}
+
+/** Runs `fn`, turning a file-system error it throws into fileError(verb, file). */
+export function onFile<T>(verb: string, file: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (isErrnoError(e)) throw fileError(e, verb, file);
+    throw e;
+  }
 }

@@ -246,6 +246,8 @@ export const InspectOutputSchema = z.object({
   damaged: z
     .array(z.object({ table: z.string(), row: z.record(z.string(), z.union([z.string(), z.number()])), problem: z.string() }))
     .optional(),
+  /** Runs whose records cannot be read whole (CORRUPT_CASE_FILE): the others are shown in `runs`. */
+  unreadable: z.array(z.object({ run: z.string(), message: z.string() })),
 });
 
 export type InspectOutput = z.infer<typeof InspectOutputSchema>;

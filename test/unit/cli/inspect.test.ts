@@ -178,9 +178,12 @@ describe("inspect: room for what the store reports beside the runs", () => {
         const out = inspectCaseFile(store, file, undefined, extra);
         assert.deepEqual([out.journal, out.damaged], [extra.journal, extra.damaged]);
         const text = formatInspection(file, out.runs, out).split("\n");
-        assert.deepEqual(text.slice(1), [
+        assert.deepEqual(text, [
+          "damaged records (1): these rows cannot be read",
+          '  state_values run="run-1" key="decision" version=2: data is not JSON',
+          "",
+          `case file ${file}: 0 run(s)`,
           `3 supersteps are in the journal, not yet compacted: \`casefile compact ${file}\` folds them into the database (a run still writing the file does so when it ends)`,
-          "damaged record in state_values (run run-1, key decision, version 2): data is not JSON",
         ]);
       } finally {
         store.close();
