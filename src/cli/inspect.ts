@@ -196,7 +196,7 @@ function inspectAgentCall(c: AgentCallRecord, callIndex: number): InspectAgentCa
     messages: c.request.messages.length,
     ...(tokens ? { tokens } : {}),
     ...(c.summarised ? { summarised: c.summarised } : {}),
-    ...(c.rules ? { rules: c.rules } : {}),
+    ...(c.rulesInForce ? { rulesInForce: c.rulesInForce } : c.rules ? { rules: c.rules } : {}),
     ...(c.extracts ? { extracts: c.extracts } : {}),
     ...(c.raw !== undefined ? { raw: c.raw } : {}),
     ...(c.proposal !== undefined ? { proposal: c.proposal } : {}),
@@ -508,7 +508,14 @@ function detailSections(r: RunInspection): string[] {
           `      summarised from ${c.summarised.tokensBefore} tokens in ${c.summarised.messagesBefore} message(s) (context ${c.summarised.hashBefore})`,
         );
       if (Object.keys(c.params).length) lines.push(`      params: ${j(c.params)}`);
-      if (c.rules?.length) lines.push(`      rules in force: ${c.rules.map((x) => `${x.id} (confirmed ${x.confirmedAt})`).join(", ")}`);
+      if (c.rulesInForce?.length) {
+        lines.push("      business rules in force:");
+        for (const x of c.rulesInForce)
+          lines.push(
+            `        ${x.id}: ${JSON.stringify(x.statement)} = ${j(x.value)} (proposed by ${x.proposedBy}${x.sourceCase ? ` from case ${x.sourceCase}` : ""}, confirmed by ${x.confirmedBy} at ${x.confirmedAt}${x.expiresAt ? `, expires ${x.expiresAt}` : ""})`,
+          );
+      } else if (c.rules?.length)
+        lines.push(`      rules in force: ${c.rules.map((x) => `${x.id} (confirmed ${x.confirmedAt})`).join(", ")}`);
       if (c.extracts?.length)
         lines.push(`      extracts: ${c.extracts.map((x) => `${x.key} of ${x.source}@${x.sourceVersion}`).join(", ")}`);
       if (c.proposal !== undefined) lines.push(...proposalLines(c.proposal, "      "));

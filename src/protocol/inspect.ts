@@ -64,7 +64,23 @@ export const InspectAgentCallSchema = z.object({
     .optional(),
   /** Set when the step's summarise hook shortened the context: the figures before. */
   summarised: z.object({ tokensBefore: z.number(), messagesBefore: z.number(), hashBefore: z.string() }).optional(),
+  /** Calls recorded before rules were kept whole: which rules, as confirmed when. */
   rules: z.array(z.object({ id: z.string(), confirmedAt: z.string() })).optional(),
+  /** The business rules the context was built with, exactly as it got them. */
+  rulesInForce: z
+    .array(
+      z.object({
+        id: z.string(),
+        statement: z.string(),
+        value: json,
+        sourceCase: z.string().optional(),
+        proposedBy: z.string(),
+        confirmedBy: z.string(),
+        confirmedAt: z.string(),
+        expiresAt: z.string().optional(),
+      }),
+    )
+    .optional(),
   extracts: z.array(z.object({ key: z.string(), from: z.string(), source: z.string(), sourceVersion: z.string() })).optional(),
   /** The model's answer text, as received. */
   raw: z.string().optional(),

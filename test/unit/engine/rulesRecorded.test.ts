@@ -141,6 +141,14 @@ describe("business rules recorded with the step", function () {
 
     assert.equal((await cli(["export-eval", caseFile, "--step", call.id, "--out", out])).code, 0);
     assert.ok(readFileSync(out).equals(bytes), "the second export is byte for byte the first");
+    // inspect shows the rule as the context got it, not as the book holds it now
+    const shown = await cli(["inspect", caseFile]);
+    assert.match(
+      shown.out,
+      new RegExp(
+        `${id}: "Supplier 3 invoices per pallet of 40 cartons" = \\{"cartonsPerPallet":40\\} \\(proposed by agent:review from case run-42, confirmed by maria at `,
+      ),
+    );
 
     // eval gives the commit rules the case's rules: with today's book (the rule deleted) the
     // commit would escalate; with the recorded one it accepts, as when the step ran.
