@@ -1,5 +1,74 @@
-// ESLint flat config: typescript-eslint's recommended rules over the sources, tests and examples.
+// ESLint flat config: typescript-eslint's recommended rules over the sources, tests and examples,
+// and the layering of src/ (DESIGN.md, Layers), checked per folder.
 import tseslint from "typescript-eslint";
+
+/**
+ * The layering rules. Each folder gets a list of forbidden import specifiers (regular
+ * expressions, matched against the text in the quotes) with the reason a reader sees. Relative
+ * imports are matched by the layer folder they reach: `^(\.\./)+casefile(/|$)` is
+ * `../casefile/...` from `src/engine/` and `../../casefile/...` from `src/engine/providers/`.
+ * The same lists feed two rules: `no-restricted-imports` (import and export declarations,
+ * `import type` included) and `no-restricted-syntax` (`import()`, `require()`,
+ * `import x = require()` and `typeof import()` types, which the first rule does not see).
+ * test/unit/lint/layering.test.ts breaks each rule on purpose and sees it fail.
+ */
+const pkg = (...names) => `^(${names.map((n) => n.replace(/[.]/g, "\\.")).join("|")})(/|$)`;
+const layer = (...names) => `^(\\.\\./)+(${names.join("|")})(/|$)`;
+
+const VSCODE = { regex: pkg("vscode"), message: "only src/extension/ imports vscode, types included (DESIGN.md, Layers)" };
+
+/** The packages webview code may import: they run in the panel's browser. */
+const BROWSER_PACKAGES = ["zod", "diff", "@dagrejs/dagre"];
+
+const LAYERS = {
+  "src/engine/**": [
+    VSCODE,
+    { regex: pkg("sql.js", "pg"), message: "engine holds no storage: sql.js and pg belong to the stores (src/casefile/ and beside it)" },
+    {
+      regex: layer("casefile", "runner", "cli", "debug", "extension", "webview", "authoring"),
+      message: "engine is the bottom layer: it imports no store, runner, cli, debug, extension or webview code (DESIGN.md, Layers)",
+    },
+  ],
+  "src/casefile/**": [
+    VSCODE,
+    {
+      regex: layer("runner", "cli", "debug", "extension", "webview", "authoring"),
+      message: "casefile (the stores) imports only engine and protocol: no runner, cli, debug, extension or webview code (DESIGN.md, Layers)",
+    },
+  ],
+  "src/{runner,cli,debug}/**": [
+    VSCODE,
+    { regex: layer("extension", "webview"), message: "runner, cli and debug are glue below the editor: no extension or webview code (DESIGN.md, Layers)" },
+  ],
+  "src/webview/**": [
+    {
+      // Anything but ./, ../protocol/ (or ../webview/) and the browser packages: Node builtins
+      // (node:fs, fs, path...), vscode, sql.js and every other layer included.
+      regex: `^(?!\\./|(\\.\\./)+(?!\\.\\./)(protocol|webview)/|${BROWSER_PACKAGES.map((p) => `${p}(/|$)`).join("|")})`,
+      message: `webview code runs in the panel's browser: it imports only its own modules, ../protocol/ and the browser packages ${BROWSER_PACKAGES.join(", ")} (eslint.config.mjs), no Node builtins`,
+    },
+  ],
+  "src/protocol/**": [
+    { regex: "^(?!\\./|zod(/|$))", message: "protocol holds only zod schemas: it imports zod and its own modules, nothing else (DESIGN.md, Layers)" },
+  ],
+};
+
+/** `no-restricted-imports` and `no-restricted-syntax` settings for one folder's list. */
+function restrict(rules) {
+  const selector = (re) => {
+    const lit = `/${re.replace(/\//g, "\\/")}/`;
+    return [
+      `ImportExpression[source.value=${lit}]`,
+      `CallExpression[callee.name="require"][arguments.0.value=${lit}]`,
+      `TSExternalModuleReference[expression.value=${lit}]`,
+      `TSImportType[source.value=${lit}]`,
+    ];
+  };
+  return {
+    "no-restricted-imports": ["error", { patterns: rules.map(({ regex, message }) => ({ regex, message, caseSensitive: true })) }],
+    "no-restricted-syntax": ["error", ...rules.flatMap(({ regex, message }) => selector(regex).map((s) => ({ selector: s, message })))],
+  };
+}
 
 export default tseslint.config(
   { ignores: ["dist/**", "media/**", "node_modules/**", ".vscode-test/**", "test-output/**", "examples/**/cases/**"] },
@@ -7,13 +76,15 @@ export default tseslint.config(
   {
     rules: {
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
-      // The engine's layering rule: only src/extension/ may import vscode.
-      "no-restricted-imports": ["error", { paths: [{ name: "vscode", message: "only src/extension/ imports vscode (DESIGN.md, Layers)" }] }],
+      // Everywhere (tests, examples, src/authoring...): only src/extension/ may import vscode.
+      ...restrict([VSCODE]),
     },
   },
+  // Per layer: a later block replaces a rule's options, so each list carries VSCODE itself.
+  ...Object.entries(LAYERS).map(([files, rules]) => ({ files: [files], rules: restrict(rules) })),
   {
     files: ["src/extension/**", "test/e2e/**"],
-    rules: { "no-restricted-imports": "off" },
+    rules: { "no-restricted-imports": "off", "no-restricted-syntax": "off" },
   },
   {
     // Lazy loading in a CommonJS bundle: these modules require heavy parts only when first used.
