@@ -3,9 +3,16 @@ import path from "node:path";
 import { openCaseFile } from "../casefile/index";
 import { CasefileError, fileError, isCasefileError, isErrnoError } from "../engine/errors";
 import type { Json } from "../engine/records";
-import { ProviderConfigSchema, type ProviderConfig, type RunCommand } from "../protocol/runner";
+import type { ProviderConfig, RunCommand } from "../protocol/runner";
 import { runSession, type SessionResult } from "../runner/session";
-import { parseOptions as parse, tokenBudgetOption } from "./args";
+import {
+  jsonOption as jsonArg,
+  parseOptions as parse,
+  providerOption as providerArg,
+  tokenBudgetOption,
+  type Command,
+  type Io,
+} from "./args";
 import { compact } from "./compactCommand";
 import { exportEval, runEval } from "./evalCommands";
 import { formatInspection, inspectCaseFile } from "./inspect";
@@ -21,42 +28,7 @@ import { rules, RULES_USAGE } from "./ruleCommands";
  * workflow error...). Errors are one line on stderr: `casefile: CODE: message`.
  */
 
-const USAGE = `usage:
-  casefile run <workflow.ts> [--case-file F] [--input JSON] [--provider JSON] [--token-budget N]
-  casefile resume <case file> --checkpoint ID [--patch JSON] [--workflow F] [--provider JSON] [--token-budget N]
-  casefile respond <case file> --request ID --answer JSON [--by NAME] [--workflow F] [--provider JSON] [--token-budget N]
-  casefile inspect <case file> [--run ID] [--json]
-  casefile replay <case file> --step AGENT_CALL_ID|SUPERSTEP:EXECUTOR [--run ID] [--mode recorded|live|edited] [--messages FILE.json] [--provider JSON] [--token-budget N] [--workflow F]
-  casefile export-eval <case file> --step AGENT_CALL_ID|SUPERSTEP:EXECUTOR [--run ID] [--format json|openai-jsonl|promptfoo] [--out PATH] [--expect JSON] [--workflow F]
-  casefile eval <dir or files...> [--provider JSON] [--junit PATH] [--workflow F]
-  casefile compact <case file>
-${RULES_USAGE}`;
-
-export type Command = (args: string[], io: Io) => Promise<number>;
-
-export interface Io {
-  out: (line: string) => void;
-  err: (line: string) => void;
-  env: NodeJS.ProcessEnv;
-}
-
-function jsonArg(value: string | undefined, name: string): Json | undefined {
-  if (value === undefined) return undefined;
-  try {
-    return JSON.parse(value) as Json;
-  } catch (e) {
-    throw new CasefileError("USAGE", `--${name} is not valid JSON: ${(e as Error).message}`);
-  }
-}
-
-function providerArg(value: string | undefined, io: Io): ProviderConfig | undefined {
-  const raw = jsonArg(value, "provider") ?? jsonArg(io.env.CASEFILE_PROVIDER, "provider (CASEFILE_PROVIDER)");
-  if (raw === undefined) return undefined;
-  const parsed = ProviderConfigSchema.safeParse(raw);
-  if (!parsed.success)
-    throw new CasefileError("USAGE", `--provider: ${parsed.error.issues[0]!.message} at "${parsed.error.issues[0]!.path.join(".")}"`);
-  return parsed.data;
-}
+export type { Command, Io };
 
 /**
  * Runs one command in-process. `tokenBudget` is the --token-budget option's text (else
@@ -84,7 +56,8 @@ async function session(
   return result.status === "completed" || result.status === "waiting" ? 0 : 1;
 }
 
-export const commands: Record<string, Command> = {
+/** The handlers of the commands main.ts itself holds; COMMANDS below names them. */
+const handlers = {
   async run(args, io) {
     const { values, positionals } = parse(
       args,
@@ -189,16 +162,54 @@ export const commands: Record<string, Command> = {
       store.close();
     }
   },
-};
+} satisfies Record<string, Command>;
 
-// Replay and evaluation commands live in their own modules.
-commands.replay = replay;
-commands["export-eval"] = exportEval;
-commands.eval = runEval;
-commands.rules = rules;
-commands.compact = compact;
+/**
+ * Every command: its name, its synopsis (one line per form, as `--help` and README's CLI block
+ * print it) and its handler. `--help`, the unknown-command error and `commands` are made from
+ * this one table; test/unit/cli/usage.test.ts checks README's CLI block against it.
+ */
+export const COMMANDS: readonly { name: string; synopsis: readonly string[]; handler: Command }[] = [
+  {
+    name: "run",
+    synopsis: ["casefile run <workflow.ts> [--case-file F] [--input JSON] [--provider JSON] [--token-budget N]"],
+    handler: handlers.run,
+  },
+  {
+    name: "resume",
+    synopsis: ["casefile resume <case file> --checkpoint ID [--patch JSON] [--workflow F] [--provider JSON] [--token-budget N]"],
+    handler: handlers.resume,
+  },
+  {
+    name: "respond",
+    synopsis: ["casefile respond <case file> --request ID --answer JSON [--by NAME] [--workflow F] [--provider JSON] [--token-budget N]"],
+    handler: handlers.respond,
+  },
+  { name: "inspect", synopsis: ["casefile inspect <case file> [--run ID] [--json]"], handler: handlers.inspect },
+  {
+    name: "replay",
+    synopsis: [
+      "casefile replay <case file> --step AGENT_CALL_ID|SUPERSTEP:EXECUTOR [--run ID] [--mode recorded|live|edited] [--messages FILE.json] [--provider JSON] [--token-budget N] [--workflow F]",
+    ],
+    handler: replay,
+  },
+  {
+    name: "export-eval",
+    synopsis: [
+      "casefile export-eval <case file> --step AGENT_CALL_ID|SUPERSTEP:EXECUTOR [--run ID] [--format json|openai-jsonl|promptfoo] [--out PATH] [--expect JSON] [--workflow F]",
+    ],
+    handler: exportEval,
+  },
+  { name: "eval", synopsis: ["casefile eval <dir or files...> [--provider JSON] [--junit PATH] [--workflow F]"], handler: runEval },
+  { name: "compact", synopsis: ["casefile compact <case file>"], handler: compact },
+  { name: "rules", synopsis: RULES_USAGE.split("\n").map((l) => l.trim()), handler: rules },
+];
 
-/** The inspect text's last line when the journal holds commits the database file lacks, else nothing. */
+/** The handlers by name, for main(). */
+export const commands: Record<string, Command> = Object.fromEntries(COMMANDS.map((c) => [c.name, c.handler]));
+
+/** What `casefile --help` prints. */
+export const USAGE = ["usage:", ...COMMANDS.flatMap((c) => c.synopsis.map((l) => `  ${l}`))].join("\n");
 
 /** Who answers a request from a terminal when --by is not given: the OS user. */
 function osUser(): string | undefined {
@@ -220,7 +231,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
     io.out(USAGE);
     return 0;
   }
-  const command = name === undefined ? undefined : commands[name];
+  const command = name === undefined ? undefined : Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!command) {
     const what = name === undefined ? "no command given" : `unknown command "${name}"`;
     io.err(`casefile: USAGE: ${what} (one of ${Object.keys(commands).join(", ")}); casefile --help for usage`);
