@@ -5,9 +5,9 @@ import { ProviderConfigSchema, type ProviderConfig, type TokenBudget } from "../
 import { defaultBudgetOf } from "../runner/budget";
 
 /**
- * Argument helpers for the commands in replayCommand.ts and evalCommands.ts. They behave like the
- * ones main.ts keeps for run/resume/respond (a parse error is a USAGE error naming the option), and
- * live here so those modules need no runtime import of main.ts, which imports them.
+ * The argument helpers of every command (main.ts's and those in their own modules): a parse
+ * error is a USAGE error naming the option. They live here, not in main.ts, so the command
+ * modules need no runtime import of main.ts, which imports them.
  */
 
 /** The streams and environment a command runs with; main.ts passes the process's. */
