@@ -7,6 +7,7 @@ import type { OpenOptions } from "./sqlJsStore";
 
 export { MemoryStore } from "./memoryStore";
 export { SqlJsStore } from "./sqlJsStore";
+export { CaseFileReaders } from "./readers";
 export type { OpenOptions } from "./sqlJsStore";
 export type { DamagedRecord } from "./tables";
 export { SCHEMA_VERSION, MIGRATIONS } from "./schema";

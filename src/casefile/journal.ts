@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, rmSync, writeSync } from "node:fs";
 import { CasefileError } from "../engine/errors";
 
 /**
@@ -71,23 +71,28 @@ function recordAt(buf: Buffer, offset: number): { seq: number; end: number; payl
 }
 
 /**
- * Reads every good record. A bad record with nothing good after it is the tail a crash tore
- * mid-append: it is reported (tornTailAt) and left out. A bad record followed by a good one cannot
- * come from a crash, since appends are sequential, so it is corruption and refused.
+ * Reads every good record from byte `from` on (0: the whole journal; a reader's refresh passes
+ * where its last read ended, which is a record boundary). A bad record with nothing good after
+ * it is the tail a crash tore mid-append, or a record a writer is appending right now: it is
+ * reported (tornTailAt) and left out. A bad record followed by a good one cannot come from a
+ * crash, since appends are sequential, so it is corruption and refused. Offsets are from the
+ * start of the file whatever `from` is.
  */
-export function readJournal(file: string): JournalScan {
+export function readJournal(file: string, from = 0): JournalScan {
   if (!existsSync(file)) return { records: [], validLength: 0, fileLength: 0 };
-  const buf = readFileSync(file);
+  const buf = readFrom(file, from);
   const records: JournalRecord[] = [];
-  let offset = 0;
-  while (offset < buf.length) {
-    const rec = recordAt(buf, offset);
+  const fileLength = from + buf.length;
+  let at = 0;
+  while (at < buf.length) {
+    const offset = from + at;
+    const rec = recordAt(buf, at);
     if (!rec) {
-      const later = nextGoodRecord(buf, offset + 1);
+      const later = nextGoodRecord(buf, at + 1);
       if (later !== undefined) {
-        throw corrupt(file, offset, `damaged record at byte ${offset} is followed by a good record at byte ${later}`);
+        throw corrupt(file, offset, `damaged record at byte ${offset} is followed by a good record at byte ${from + later}`);
       }
-      return { records, validLength: offset, fileLength: buf.length, tornTailAt: offset };
+      return { records, validLength: offset, fileLength, tornTailAt: offset };
     }
     const prev = records[records.length - 1];
     if (prev && rec.seq <= prev.seq) {
@@ -100,9 +105,27 @@ export function readJournal(file: string): JournalScan {
       throw corrupt(file, offset, `record at byte ${offset} (sequence ${rec.seq}) is not JSON: ${(e as Error).message}`);
     }
     records.push({ seq: rec.seq, offset, payload });
-    offset = rec.end;
+    at = rec.end;
   }
-  return { records, validLength: offset, fileLength: buf.length };
+  return { records, validLength: fileLength, fileLength };
+}
+
+/** The file's bytes from `from` to its end as it is now (nothing when it is shorter). */
+function readFrom(file: string, from: number): Buffer {
+  const fd = openSync(file, "r");
+  try {
+    const size = fstatSync(fd).size;
+    const buf = Buffer.alloc(Math.max(0, size - from));
+    let got = 0;
+    while (got < buf.length) {
+      const n = readSync(fd, buf, got, buf.length - got, from + got);
+      if (n === 0) break; // cut shorter while we read (a compaction's truncate): what was read is all there is
+      got += n;
+    }
+    return got === buf.length ? buf : buf.subarray(0, got);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function nextGoodRecord(buf: Buffer, from: number): number | undefined {

@@ -45,6 +45,8 @@ export class SqlJsStore extends SqlTables implements CaseStore {
   private closed = false;
   /** Journal records (and the checkpoints among their rows) the database file does not hold yet. */
   private uncompacted = { records: 0, checkpoints: 0 };
+  /** A reader's view of the files it read, for `refresh`: the database as loaded, the journal up to where it was read. */
+  private seen: { db?: Stats; tenant?: string; journal: { offset: number; ino?: number } } = { journal: { offset: 0 } };
 
   private constructor(
     db: Database,
@@ -86,10 +88,17 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     if (readOnly) {
       // The journal before the database: a compaction in between then only makes the database
       // newer than the journal (whose records it skips), never older (which would lose commits).
+      const jstat = statIfExists(journalPath(file));
       const scan = readJournal(journalPath(file));
       const loaded = loadDatabase(SQL, file, opts.tenant);
       try {
-        return SqlJsStore.finish(loaded, file, true, compactAt, scan);
+        const store = SqlJsStore.finish(loaded, file, true, compactAt, scan);
+        store.seen = {
+          db: loaded.stat,
+          ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
+          journal: { offset: scan.validLength, ...(jstat ? { ino: jstat.ino } : {}) },
+        };
+        return store;
       } catch (e) {
         loaded.db.close();
         throw e;
@@ -201,8 +210,71 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     }
   }
 
+  /**
+   * Brings a read-only store up to date with the case file on disk, as cheaply as it can: when
+   * only the journal grew, it applies just the records appended since the last read (checked and
+   * torn-tail-tolerant as at open); when the database file was replaced (a compaction's rename,
+   * seen as another inode, size or mtime) or the journal was cut or replaced, it opens the case
+   * file again and takes that store's place. Either way, what it reads afterwards is what an open
+   * now would read. Called by the extension's reader cache before each read of an open case file.
+   * Throws what open throws (CORRUPT_CASE_FILE...); the store is then not to be used again.
+   */
+  async refresh(): Promise<"unchanged" | "appended" | "reopened"> {
+    if (!this.readOnly) throw new Error(`refresh is for read-only stores; ${this.file} is open for writing`);
+    if (this.closed) throw new Error(`case file ${this.file} is closed`);
+    const jfile = journalPath(this.file);
+    const read = this.seen.journal;
+    if (this.dbReplaced()) return this.reopen();
+    const jstat = statIfExists(jfile);
+    const size = jstat?.size ?? 0;
+    if (size < read.offset || (read.offset > 0 && jstat?.ino !== read.ino)) return this.reopen();
+    if (size === read.offset) return "unchanged";
+    let scan: JournalScan;
+    try {
+      scan = readJournal(jfile, read.offset);
+    } catch {
+      return this.reopen(); // what follows our offset is not a record: the journal was rewritten under us
+    }
+    // A compaction between the stats and the read (rename, truncate, new appends) shows here.
+    if (this.dbReplaced()) return this.reopen();
+    const first = scan.records[0];
+    if (first && first.seq !== this.info.journalSeq + 1) return this.reopen();
+    try {
+      this.replay(scan, true);
+    } catch {
+      return this.reopen(); // open decides whether the file is damaged, and says so
+    }
+    this.seen.journal = { offset: scan.validLength, ...(jstat ? { ino: jstat.ino } : {}) };
+    return scan.records.length > 0 ? "appended" : "unchanged";
+  }
+
+  private dbReplaced(): boolean {
+    const now = statIfExists(this.file);
+    return !now || !this.seen.db || changed(now, this.seen.db);
+  }
+
+  /** Opens the case file again and takes over the new store's database and bookkeeping. */
+  private async reopen(): Promise<"reopened"> {
+    const fresh = await SqlJsStore.open(this.file, {
+      readOnly: true,
+      ...(this.seen.tenant !== undefined ? { tenant: this.seen.tenant } : {}),
+    });
+    fresh.freeStatements(); // prepared on its database, which this store now holds
+    this.freeStatements();
+    this.db.close();
+    this.db = fresh.db;
+    this.info = fresh.info;
+    this.nextJournalSeq = fresh.nextJournalSeq;
+    this.nextEventSeq = fresh.nextEventSeq;
+    this.dbFileBytes = fresh.dbFileBytes;
+    this.uncompacted = fresh.uncompacted;
+    this.seen = fresh.seen;
+    this.warnings.splice(0, this.warnings.length, ...fresh.warnings);
+    return "reopened";
+  }
+
   /** Applies the journal records the database does not hold yet, checking they follow on. */
-  private replay(scan: JournalScan): void {
+  private replay(scan: JournalScan, refreshing = false): void {
     const jfile = journalPath(this.file);
     for (const rec of scan.records) {
       if (rec.seq <= this.info.journalSeq) continue; // already folded in by a compaction
@@ -230,7 +302,8 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       const lastEvent = batch.events[batch.events.length - 1];
       if (lastEvent) this.nextEventSeq = lastEvent.seq! + 1;
     }
-    if (scan.tornTailAt !== undefined) {
+    // A reader refreshing meets the record a writer is appending right now: not worth a warning.
+    if (scan.tornTailAt !== undefined && !refreshing) {
       const action = this.readOnly ? "ignored" : "truncated";
       this.warnings.push(
         `journal ${jfile}: ${scan.fileLength - scan.tornTailAt} bytes of an incomplete last record at byte ${scan.tornTailAt} ${action}`,
@@ -460,6 +533,15 @@ function removeStaleTemp(file: string): string | undefined {
 
 function corruptDb(file: string, detail: string): CasefileError {
   return new CasefileError("CORRUPT_CASE_FILE", `${file} is corrupted: ${detail}`, { file });
+}
+
+function statIfExists(file: string): Stats | undefined {
+  try {
+    return statSync(file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw e;
+  }
 }
 
 function changed(now: Stats, before: Stats): boolean {

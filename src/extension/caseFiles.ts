@@ -1,7 +1,9 @@
 import * as path from "node:path";
 import type * as vscode from "vscode";
 import type { ChatMessage } from "../engine/records";
-import type { InspectorViewModel, SuperstepDetailView } from "../protocol/webview";
+import type { CaseStore } from "../engine/store";
+import type { ContextView, InspectorViewModel, SuperstepDetailView } from "../protocol/webview";
+import type { DetailOptions } from "./viewModel";
 import { canRunWorkflowCode } from "./trust";
 
 /**
@@ -11,36 +13,69 @@ import { canRunWorkflowCode } from "./trust";
 
 export const CASE_FILE_GLOB = "**/*.casefile";
 
-/** Opens the case file read-only (no lock: a running workflow may hold it), builds the view model, closes it. */
+type Readers = import("../casefile/readers.js").CaseFileReaders;
+let readers: Promise<Readers> | undefined;
+
+/** The host's read-only stores of open case files (see casefile/readers.ts), made on first use. */
+function caseFileReaders(): Promise<Readers> {
+  readers ??= import("../casefile/index.js").then(({ CaseFileReaders }) => new CaseFileReaders());
+  return readers;
+}
+
+/**
+ * Reads a case file as it is on disk now, read-only (no lock: a running workflow may hold it):
+ * through the store kept for an open inspector when there is one, else one opened for this read.
+ */
+export async function readCaseFile<T>(caseFile: vscode.Uri, read: (store: CaseStore) => T): Promise<T> {
+  return (await caseFileReaders()).read(caseFile.fsPath, read);
+}
+
+/**
+ * Builds the inspector's view model. The inspector's first load keeps the case file's store open
+ * for its later reads (a superstep's click, a context), until `releaseCaseFile`.
+ */
 export async function loadInspectorViewModel(caseFile: vscode.Uri, runId: string | undefined): Promise<InspectorViewModel> {
-  const [{ openCaseFile }, { buildInspectorViewModel }] = await Promise.all([import("../casefile/index.js"), import("./viewModel.js")]);
-  const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
-  try {
-    return buildInspectorViewModel(store, {
+  const [r, { buildInspectorViewModel }] = await Promise.all([caseFileReaders(), import("./viewModel.js")]);
+  r.keep(caseFile.fsPath);
+  return r.read(caseFile.fsPath, (store) =>
+    buildInspectorViewModel(store, {
       caseFile: { path: caseFile.fsPath, name: path.basename(caseFile.fsPath) },
       ...(runId !== undefined ? { runId } : {}),
       canRun: canRunWorkflowCode(),
-    });
-  } finally {
-    store.close();
-  }
+    }),
+  );
 }
 
-/** Opens the case file read-only, reads one superstep's details, closes it. */
+/** Called when the case file's inspector closes: its kept store is closed. */
+export function releaseCaseFile(caseFile: vscode.Uri): void {
+  void readers?.then((r) => r.drop(caseFile.fsPath));
+}
+
+/** One superstep's details, read when the person selects it. */
 export async function loadSuperstepDetail(caseFile: vscode.Uri, runId: string, superstep: number): Promise<SuperstepDetailView> {
-  const [{ openCaseFile }, { buildSuperstepDetail }] = await Promise.all([import("../casefile/index.js"), import("./viewModel.js")]);
+  const [r, { buildSuperstepDetail }] = await Promise.all([caseFileReaders(), import("./viewModel.js")]);
+  const opts = detailOptions();
+  return r.read(caseFile.fsPath, (store) => buildSuperstepDetail(store, runId, superstep, opts));
+}
+
+/** One agent step's context, for the Context tab's diff: only that context is built. */
+export async function loadContext(
+  caseFile: vscode.Uri,
+  runId: string,
+  superstep: number,
+  agentCallId: string,
+): Promise<ContextView | { absent: string }> {
+  const [r, { buildContextView }] = await Promise.all([caseFileReaders(), import("./viewModel.js")]);
+  const opts = detailOptions();
+  return r.read(caseFile.fsPath, (store) => buildContextView(store, runId, superstep, agentCallId, opts));
+}
+
+function detailOptions(): DetailOptions {
   const countTokens = loadTokenCounter();
-  const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
-  try {
-    return buildSuperstepDetail(store, runId, superstep, {
-      // A message's share of the request: the count with it minus the count of an empty request.
-      ...(countTokens
-        ? { countMessageTokens: (m: ChatMessage, model: string) => countTokens([m], model).count - countTokens([], model).count }
-        : {}),
-    });
-  } finally {
-    store.close();
-  }
+  return countTokens
+    ? // A message's share of the request: the count with it minus the count of an empty request.
+      { countMessageTokens: (m: ChatMessage, model: string) => countTokens([m], model).count - countTokens([], model).count }
+    : {};
 }
 
 type CountTokens = (typeof import("../engine/tokens.js"))["countTokens"];

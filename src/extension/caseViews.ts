@@ -1,11 +1,11 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { CaseStore } from "../engine/store";
-import { CASE_FILE_GLOB } from "./caseFiles";
+import { CASE_FILE_GLOB, readCaseFile } from "./caseFiles";
 
 /**
  * The Runs, Requests, Intents and Rules views: what the workspace's case files hold, read-only
- * (each read opens a case file without a lock and closes it). views.ts registers them and
+ * (each read opens a case file without a lock and closes it, or reads the store an open inspector keeps). views.ts registers them and
  * refreshes them when case files change and while a run goes.
  */
 
@@ -24,15 +24,10 @@ async function listCaseFiles(): Promise<vscode.Uri[]> {
   return files.sort((a, b) => a.fsPath.localeCompare(b.fsPath));
 }
 
+/** Reads through the store an open inspector keeps for the case file, if any (caseFiles.ts), else opens one for the read. */
 async function withStore<T>(caseFile: vscode.Uri, read: (store: CaseStore) => T): Promise<T | undefined> {
-  const { openCaseFile } = await import("../casefile/index.js");
   try {
-    const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
-    try {
-      return read(store);
-    } finally {
-      store.close();
-    }
+    return await readCaseFile(caseFile, read);
   } catch {
     // A case file being compacted or not a case file: skipped this time, shown on the next refresh.
     return undefined;

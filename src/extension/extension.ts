@@ -2,7 +2,7 @@ import * as vscode from "vscode";
 import type { Ctx } from "./commands";
 import { commands } from "./commands";
 import { registerAuthoring } from "./authoring";
-import { loadInspectorViewModel, loadSuperstepDetail } from "./caseFiles";
+import { loadContext, loadInspectorViewModel, loadSuperstepDetail, releaseCaseFile } from "./caseFiles";
 import type { GraphPanel } from "./graphPanel";
 import type { InspectorActions, InspectorPanel } from "./inspectorPanel";
 import { ForkEditor } from "./forkEditor";
@@ -80,6 +80,8 @@ function inspectorActions(
   return {
     load: loadInspectorViewModel,
     loadSuperstep: loadSuperstepDetail,
+    loadContext,
+    release: releaseCaseFile,
     // Every action loads workflow code, so each is refused in Restricted Mode (runCommands.ts).
     perform: (caseFile, action) =>
       performInspectorAction(

@@ -21,6 +21,10 @@ export interface InspectorActions {
   load(caseFile: vscode.Uri, runId: string | undefined): Promise<InspectorViewModel>;
   /** A superstep's details (steps' context, decision, intents; the state), when it is selected. */
   loadSuperstep(caseFile: vscode.Uri, runId: string, superstep: number): Promise<SuperstepDetailView>;
+  /** One agent step's context (another step's, for the Context tab's diff). */
+  loadContext(caseFile: vscode.Uri, runId: string, superstep: number, agentCallId: string): Promise<ContextView | { absent: string }>;
+  /** Called once the panel is closed: what was kept open to answer its reads can go. */
+  release(caseFile: vscode.Uri): void;
   /** Carries out an action the person asked for; the returned sentence is shown in the panel. */
   perform(caseFile: vscode.Uri, action: InspectorAction): Promise<string>;
   /** Continue, Step or Stop for the running workflow; false when none runs. */
@@ -216,15 +220,10 @@ export class InspectorPanel implements vscode.Disposable {
     }
   }
 
-  /**
-   * Another agent step's context, for the Context tab's diff: read through the superstep's
-   * details, so it comes with the same per-message token counts as the step shown.
-   */
+  /** Another agent step's context, for the Context tab's diff. */
   private async otherContext(runId: string, superstep: number, agentCallId: string): Promise<ContextView | { absent: string }> {
     try {
-      const detail = await this.actions.loadSuperstep(this.caseFile, runId, superstep);
-      for (const step of detail.steps) if (!("absent" in step.context) && step.context.agentCallId === agentCallId) return step.context;
-      return { absent: `No model call ${agentCallId} was recorded in superstep ${superstep} of ${runId}.` };
+      return await this.actions.loadContext(this.caseFile, runId, superstep, agentCallId);
     } catch (err) {
       const text = err instanceof Error ? err.message : String(err);
       this.log.error(`Run Inspector: cannot read the context of ${agentCallId} in ${runId}: ${text}`);
@@ -238,6 +237,7 @@ export class InspectorPanel implements vscode.Disposable {
     InspectorPanel.open.delete(this.caseFile.toString());
     for (const d of this.disposables.splice(0)) d.dispose();
     this.panel.dispose();
+    this.actions.release(this.caseFile);
   }
 }
 

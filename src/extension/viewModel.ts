@@ -215,6 +215,28 @@ export function buildSuperstepDetail(store: CaseStore, runId: string, superstep:
   return { runId, superstep, steps, state: buildStateView(store, runId, superstep) };
 }
 
+/**
+ * One agent step's context, alone: what the Context tab diffs the shown step against when the
+ * person picks another step (`loadContext`). Reads that one model call and its superstep's steps,
+ * nothing else of the run. Its own `compareWith` is left empty (nothing reads it: the picker is
+ * the shown step's); its messages carry token counts like the shown step's.
+ */
+export function buildContextView(
+  store: CaseStore,
+  runId: string,
+  superstep: number,
+  agentCallId: string,
+  opts: DetailOptions = {},
+): ContextView | { absent: string } {
+  const call = store.getAgentCall(agentCallId);
+  const step =
+    call?.runId === runId && call.superstep === superstep
+      ? store.listSteps(runId, superstep).find((s) => s.executor === call.executor)
+      : undefined;
+  if (!call || !step) return { absent: `No model call ${agentCallId} was recorded in superstep ${superstep} of ${runId}.` };
+  return contextView(step, { call, countMessageTokens: opts.countMessageTokens });
+}
+
 interface StepInputs {
   call: AgentCallRecord | undefined;
   verdict: VerdictRecord | undefined;
@@ -224,7 +246,15 @@ interface StepInputs {
   others: OtherRuns;
 }
 
-function contextView(s: StepRecord, { call, countMessageTokens, records, others }: StepInputs): ContextView | { absent: string } {
+function contextView(
+  s: StepRecord,
+  {
+    call,
+    countMessageTokens,
+    records,
+    others,
+  }: Pick<StepInputs, "call" | "countMessageTokens"> & Partial<Pick<StepInputs, "records" | "others">>,
+): ContextView | { absent: string } {
   if (s.kind !== "agent") return { absent: `Only agent steps give a model a context; this is a ${s.kind} step.` };
   if (!call) return { absent: "No model call was recorded for this step." };
   const model = call.request.model;
@@ -246,7 +276,7 @@ function contextView(s: StepRecord, { call, countMessageTokens, records, others 
     raw: call.raw ?? null,
     extracts: call.extracts ?? [],
     summarised: call.summarised ?? null,
-    ...comparableContexts(call, records, others),
+    ...(records && others ? comparableContexts(call, records, others) : { compareWith: [], compareMore: 0 }),
   };
 }
 

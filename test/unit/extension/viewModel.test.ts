@@ -10,6 +10,7 @@ import { defineWorkflow } from "../../../src/engine/workflow";
 import type { CaseStore } from "../../../src/engine/store";
 import {
   buildInspectorViewModel,
+  buildContextView,
   buildStateView,
   buildSuperstepDetail,
   NoRunsError,
@@ -135,6 +136,20 @@ for (const { name, open } of stores) {
         counted.messages.map((m) => m.tokens),
         counted.messages.map((m) => m.content.length),
       );
+    });
+
+    it("gives another step's context alone, as the Context tab diffs it, the same as in its superstep's details", () => {
+      const opts: DetailOptions = { countMessageTokens: (m) => m.content.length };
+      const shown = detail(store, INVOICE_RUN, 1, "triage", opts).context;
+      assert.ok(!("absent" in shown));
+      const alone = buildContextView(store, INVOICE_RUN, 1, shown.agentCallId, opts);
+      assert.ok(!("absent" in alone));
+      assert.deepEqual({ ...alone, compareWith: shown.compareWith, compareMore: shown.compareMore }, shown);
+      assert.match(
+        (buildContextView(store, INVOICE_RUN, 2, shown.agentCallId) as { absent: string }).absent,
+        /No model call .* was recorded in superstep 2 of /,
+      );
+      assert.ok("absent" in buildContextView(store, INVOICE_RUN, 1, "no-such-call"));
     });
 
     it("says why a section is empty instead of filling it", () => {
