@@ -1,9 +1,8 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { MemoryStore, openCaseFile, type SqlJsStore } from "../casefile/index";
+import { openCaseFile, type SqlJsStore } from "../casefile/index";
 import { checkProposal, type AgentMessage } from "../engine/agentStep";
-import { runCommit } from "../engine/commitStep";
+import { judge } from "../engine/commitStep";
 import { buildModelRequest } from "../engine/contextRequest";
 import { CasefileError, describeError, onFile } from "../engine/errors";
 import { extractProvenance, isExtractValue } from "../engine/extracts";
@@ -18,13 +17,12 @@ import {
   toPromptfooYaml,
   type EvalCase,
 } from "../engine/evalCase";
-import type { AgentSpec, CommitSpec, LoaderContext } from "../engine/executors";
+import type { AgentSpec, CommitSpec } from "../engine/executors";
 import type { ModelProvider } from "../engine/model";
 import { modelFor } from "../engine/modelChoice";
-import { createProvider, runModelOf, ScriptedProvider } from "../engine/providers/index";
+import { createProvider, FixedProvider, runModelOf } from "../engine/providers/index";
 import { rulesInForce, type RuleInForce } from "../engine/rules";
 import type { AgentCallRecord, Fact, Json, RunRecord, Verdict } from "../engine/records";
-import type { TaskOutcome } from "../engine/steps";
 import type { Workflow } from "../engine/workflow";
 import type { ProviderConfig } from "../protocol/runner";
 import { loadWorkflow } from "../runner/bundle";
@@ -307,12 +305,11 @@ export function sniffEvalFormat(text: string): "json" | "promptfoo" | "openai-js
 
 /**
  * Runs cases one by one, keeping the workflows it bundled and the case files it opened (read-only)
- * for the cases after, and a temp folder for the recorded-answer fixtures.
+ * for the cases after.
  */
 class CaseRunner {
   private readonly workflows = new Map<string, Workflow>();
   private readonly stores = new Map<string, SqlJsStore>();
-  private tmp: string | undefined;
 
   constructor(
     private readonly io: Io,
@@ -377,7 +374,6 @@ class CaseRunner {
     const response = await this.providerFor(c, workflowPath).complete(request);
 
     const checked = checkProposal(agentSpec, response.text, c.facts as Record<string, Json>);
-    const message: AgentMessage = { agentCallId: c.provenance.agentCallId, ...checked };
     // The commit rules get the business rules the step's context got; a case exported before they
     // were recorded whole holds less of them, which the table says.
     if (c.rules.length > 0 && c.rulesFrom !== "agent call")
@@ -386,10 +382,18 @@ class CaseRunner {
           ? "business rules rebuilt from the case file's rule table at export, not recorded with the call"
           : "business rules exported before they were recorded whole (id, statement, value only)",
       );
-    const { verdict, reason } = await commitWithoutWrites(workflow, c, message, (spec) =>
-      c.commitState !== undefined ? Promise.resolve(c.commitState) : this.commitStateFromCaseFile(c, spec),
-    );
-    const proposal = "proposal" in checked ? (checked.proposal as { action?: unknown }) : undefined;
+    // The workflow's current commit rules judge the proposal as the commit step would, with the
+    // state that step saw when the case was recorded; nothing is applied or written.
+    const { target, spec } = commitStepAfter(workflow, c.step, `eval case ${c.id}`);
+    const state = commitStateOf(spec, c.commitState !== undefined ? c.commitState : await this.commitStateFromCaseFile(c, spec));
+    const proposal = "proposal" in checked && isRecord(checked.proposal) ? checked.proposal : undefined;
+    const message: AgentMessage = { agentCallId: c.provenance.agentCallId, ...checked };
+    const { verdict, reason } = judge(spec.rules, proposal, state, {
+      ...("rejection" in checked ? { rejection: checked.rejection } : {}),
+      message: message as unknown as Json,
+      businessRules: c.rules as RuleInForce[],
+      executor: target,
+    });
     return { action: typeof proposal?.action === "string" ? proposal.action : null, verdict, reason };
   }
 
@@ -409,13 +413,10 @@ class CaseRunner {
     return commitStateOf(spec, stateAt(store, c.provenance.runId, c.provenance.superstep));
   }
 
-  /** Default: a scripted provider whose only answer is the one recorded in the case. */
+  /** Default: a provider whose only answer is the one recorded in the case. */
   private providerFor(c: EvalCase, workflowPath: string): ModelProvider {
     if (this.provider) return createProvider(this.provider, { workflowPath, env: this.io.env });
-    this.tmp ??= mkdtempSync(path.join(os.tmpdir(), "casefile-eval-"));
-    const fixture = path.join(this.tmp, `${c.id.replace(/[^A-Za-z0-9_.-]/g, "_")}.responses.json`);
-    writeFileSync(fixture, JSON.stringify({ responses: [{ step: c.step, response: c.answer }] }));
-    return new ScriptedProvider(fixture);
+    return new FixedProvider(c.step, c.answer);
   }
 
   private async workflow(file: string): Promise<Workflow> {
@@ -444,15 +445,9 @@ class CaseRunner {
 
   close(): void {
     for (const s of this.stores.values()) s.close();
-    if (this.tmp) rmSync(this.tmp, { recursive: true, force: true });
   }
 }
 
-/**
- * Runs the workflow's current commit rules on the proposal through the engine's own commit step,
- * with the step's `apply` left out: the verdict is computed exactly as in a run, and nothing is
- * written. The rules see the state the commit step saw when the case was recorded.
- */
 /** The commit step an agent step sends its proposal to. */
 function commitStepAfter(workflow: Workflow, step: string, what: string): { target: string; spec: CommitSpec & { kind: "commit" } } {
   const target = workflow.edges
@@ -473,84 +468,6 @@ function commitStateOf(spec: CommitSpec, all: Record<string, Json>): Record<stri
   const state: Record<string, Json> = {};
   for (const k of new Set([...(spec.reads ?? []), ...(spec.owns ?? [])])) if (all[k] !== undefined) state[k] = all[k]!;
   return state;
-}
-
-async function commitWithoutWrites(
-  workflow: Workflow,
-  c: EvalCase,
-  message: AgentMessage,
-  stateFor: (spec: CommitSpec) => Promise<Record<string, Json>>,
-): Promise<{ verdict: Verdict; reason: string }> {
-  const { target, spec } = commitStepAfter(workflow, c.step, `eval case ${c.id}`);
-  const state = commitStateOf(spec, await stateFor(spec));
-
-  const now = () => new Date().toISOString();
-  const out: TaskOutcome = {
-    step: {
-      id: "eval",
-      runId: "eval",
-      superstep: 0,
-      executor: target,
-      kind: "commit",
-      status: "ok",
-      startedAt: now(),
-      endedAt: now(),
-      durationMs: 0,
-      writes: [],
-      sent: 0,
-    },
-    writes: [],
-    facts: [],
-    sends: [],
-    outputs: [],
-    warnings: [],
-  };
-  const refuse = (what: string) => () => {
-    throw new CasefileError("USAGE", `eval does not ${what}`);
-  };
-  const ctx: LoaderContext = {
-    runId: "eval",
-    superstep: 0,
-    executor: target,
-    state,
-    message: message as unknown as Json,
-    from: c.step,
-    local: undefined,
-    signal: new AbortController().signal,
-    write: refuse("write state"),
-    send: refuse("send messages"),
-    yield: refuse("yield outputs"),
-    setLocal: refuse("keep executor state"),
-    fact: refuse("write facts"),
-    log: () => undefined,
-  };
-  await runCommit(
-    { ...spec, apply: () => undefined },
-    {
-      workflow,
-      executor: target,
-      spec: { ...spec, apply: () => undefined },
-      runId: "eval",
-      caseId: "eval",
-      superstep: 0,
-      index: 0,
-      message: { to: target, from: c.step, payload: message as unknown as Json },
-      state,
-      local: undefined,
-      signal: ctx.signal,
-      now,
-      // The commit step reads no records: an empty store stands for the case file it never touches.
-      store: new MemoryStore(),
-      callIndex: 0,
-      log: () => undefined,
-      // The rules the case holds are those its context got: the commit rules judge with the same.
-      rules: () => c.rules as RuleInForce[],
-    },
-    state,
-    ctx,
-    out,
-  );
-  return { verdict: out.verdict!.verdict, reason: out.verdict!.reason };
 }
 
 function formatTable(results: CaseResult[]): string {
@@ -606,4 +523,8 @@ function toJUnit(results: CaseResult[]): string {
   }
   lines.push("  </testsuite>", "</testsuites>", "");
   return lines.join("\n");
+}
+
+function isRecord(v: unknown): v is Json & Record<string, Json> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
