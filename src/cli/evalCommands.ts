@@ -5,7 +5,6 @@ import { checkProposal, type AgentMessage } from "../engine/agentStep";
 import { judge } from "../engine/commitStep";
 import { buildModelRequest } from "../engine/contextRequest";
 import { CasefileError, describeError, onFile } from "../engine/errors";
-import { extractProvenance, isExtractValue } from "../engine/extracts";
 import {
   correctExpected,
   evalCaseFromRecords,
@@ -17,12 +16,13 @@ import {
   toPromptfooYaml,
   type EvalCase,
 } from "../engine/evalCase";
-import type { AgentSpec, CommitSpec } from "../engine/executors";
+import type { CommitSpec } from "../engine/executors";
+import { agentSpecOf, commitStateOf, commitStepAfter, evalSourceOf, stateAt } from "../engine/evalSource";
 import type { ModelProvider } from "../engine/model";
 import { modelFor } from "../engine/modelChoice";
 import { createProvider, FixedProvider, runModelOf } from "../engine/providers/index";
-import { rulesInForce, type RuleInForce } from "../engine/rules";
-import type { AgentCallRecord, Fact, Json, RunRecord, Verdict } from "../engine/records";
+import type { RuleInForce } from "../engine/rules";
+import type { Json, RunRecord, Verdict } from "../engine/records";
 import type { Workflow } from "../engine/workflow";
 import type { ProviderConfig } from "../protocol/runner";
 import { loadWorkflow } from "../runner/bundle";
@@ -69,22 +69,12 @@ export const exportEval: Command = async (args, io) => {
     const run = store.getRun(call.runId)!;
     workflowPath = workflowFileOf(run, caseFile, values.workflow);
     const { workflow } = await loadWorkflow(workflowPath);
-    const agentSpec = agentSpecOf(workflow, call.executor, `agent step "${call.id}"`);
-    const { spec: commitSpec } = commitStepAfter(workflow, call.executor, `agent step "${call.id}"`);
-    const seen = rulesSeen(store, call);
-    if (seen.rulesFrom === "rule table")
+    const source = evalSourceOf(store, caseFile, call, workflow);
+    if (source.rulesFrom === "rule table")
       io.err(
         `export-eval: agent call ${call.id} was recorded before its business rules were kept whole; its rules are rebuilt from ${caseFile}'s rule table as of ${call.at} (rulesFrom: "rule table")`,
       );
-    evalCase = evalCaseFromRecords({
-      caseFile,
-      workflow: { name: run.workflow.name, version: run.workflow.version },
-      call,
-      verdict: store.listVerdicts(call.runId).find((v) => v.agentCallId === call.id),
-      facts: factsSeen(store, call, workflow, agentSpec),
-      ...seen,
-      commitState: commitStateOf(commitSpec, stateAt(store, call.runId, call.superstep)),
-    });
+    evalCase = evalCaseFromRecords(source);
   } finally {
     store.close();
   }
@@ -126,63 +116,6 @@ function workflowFileOf(run: RunRecord, caseFile: string, override: string | und
       file: caseFile,
     });
   return run.workflow.path;
-}
-
-function agentSpecOf(workflow: Workflow, executor: string, what: string): AgentSpec {
-  const spec = workflow.executors[executor];
-  if (!spec || spec.kind !== "agent") {
-    throw new CasefileError(
-      "WORKFLOW_MISMATCH",
-      `${what} names executor "${executor}", which is ${spec ? `a ${spec.kind} step` : "not defined"} in workflow "${workflow.name}" now`,
-      {
-        executor,
-      },
-    );
-  }
-  return spec;
-}
-
-/** The last checkpoint of the call's run at or before `superstep`. */
-function stateAt(store: SqlJsStore, runId: string, superstep: number): Record<string, Json> {
-  const cp = store
-    .listCheckpoints(runId)
-    .filter((c) => c.superstep <= superstep)
-    .at(-1);
-  if (!cp) throw new CasefileError("UNKNOWN_CHECKPOINT", `run "${runId}" has no checkpoint at or before superstep ${superstep}`);
-  return store.readValues(store.getCheckpoint(cp.id)!.keys);
-}
-
-/**
- * The facts the agent step could see (the fact keys it reads), as they were when it ran, and the
- * extracts it read, cited as "extract of <source>@<version>". An extract made for the step is
- * committed with the step's own superstep, so extracts are read from that checkpoint.
- */
-function factsSeen(store: SqlJsStore, call: AgentCallRecord, workflow: Workflow, spec: AgentSpec): Record<string, Fact> {
-  const values = stateAt(store, call.runId, call.superstep - 1);
-  const after = stateAt(store, call.runId, call.superstep);
-  const facts: Record<string, Fact> = {};
-  for (const key of new Set([...(spec.reads ?? []), ...(spec.owns ?? [])])) {
-    if (workflow.factKeys.has(key) && values[key] !== undefined) facts[key] = values[key] as unknown as Fact;
-    const e = after[key];
-    if (workflow.extracts[key] && isExtractValue(e) && call.extracts?.some((x) => x.key === key && x.sourceVersion === e.sourceVersion)) {
-      facts[key] = { value: e.value, provenance: extractProvenance(e) };
-    }
-  }
-  return facts;
-}
-
-/**
- * The business rules the step's context was built with: recorded whole with the call, so a rule
- * edited, added or deleted since changes nothing. A call recorded before that falls back to the
- * case file's rule table as it is now, filtered as of the call's time (a run given a separate rule
- * book saw that book's rules, which such a call does not record).
- */
-function rulesSeen(store: SqlJsStore, call: AgentCallRecord): { rules: EvalCase["rules"]; rulesFrom: "agent call" | "rule table" } {
-  if (call.rulesInForce) return { rules: call.rulesInForce, rulesFrom: "agent call" };
-  return {
-    rules: rulesInForce(store.listRules(), call.at).map((r) => ({ id: r.id, statement: r.statement, value: r.value })),
-    rulesFrom: "rule table",
-  };
 }
 
 // ---- eval -------------------------------------------------------------------------------------
@@ -446,28 +379,6 @@ class CaseRunner {
   close(): void {
     for (const s of this.stores.values()) s.close();
   }
-}
-
-/** The commit step an agent step sends its proposal to. */
-function commitStepAfter(workflow: Workflow, step: string, what: string): { target: string; spec: CommitSpec & { kind: "commit" } } {
-  const target = workflow.edges
-    .filter((e) => e.from.includes(step))
-    .flatMap((e) => e.to)
-    .find((t) => workflow.executors[t]?.kind === "commit");
-  if (!target)
-    throw new CasefileError(
-      "WORKFLOW_MISMATCH",
-      `${what}: agent step "${step}" has no edge to a commit step in workflow "${workflow.name}"`,
-      { executor: step },
-    );
-  return { target, spec: workflow.executors[target] as CommitSpec & { kind: "commit" } };
-}
-
-/** What of the state a commit step sees: its read and owned keys. */
-function commitStateOf(spec: CommitSpec, all: Record<string, Json>): Record<string, Json> {
-  const state: Record<string, Json> = {};
-  for (const k of new Set([...(spec.reads ?? []), ...(spec.owns ?? [])])) if (all[k] !== undefined) state[k] = all[k]!;
-  return state;
 }
 
 function formatTable(results: CaseResult[]): string {
