@@ -22,11 +22,12 @@ import type { ModelProvider } from "../engine/model";
 import { modelFor } from "../engine/modelChoice";
 import { createProvider, FixedProvider, runModelOf } from "../engine/providers/index";
 import type { RuleInForce } from "../engine/rules";
-import type { Json, RunRecord, Verdict } from "../engine/records";
+import type { Json, RunRecord } from "../engine/records";
 import type { Workflow } from "../engine/workflow";
 import type { ProviderConfig } from "../protocol/runner";
 import { loadWorkflow } from "../runner/bundle";
 import { jsonOption, parseOptions, providerOption, type Command, type Io } from "./args";
+import { formatTable, toJUnit, type CaseResult } from "./evalReport";
 import { resolveStep } from "./stepArg";
 
 /**
@@ -119,19 +120,6 @@ function workflowFileOf(run: RunRecord, caseFile: string, override: string | und
 }
 
 // ---- eval -------------------------------------------------------------------------------------
-
-interface CaseResult {
-  file: string;
-  id: string;
-  step: string;
-  expected: { action: string | null; verdict: Verdict };
-  got?: { action: string | null; verdict: Verdict; reason: string };
-  /** Set when the case could not be run at all (workflow, provider or case file fault). */
-  error?: string;
-  notes: string[];
-  passed: boolean;
-  durationMs: number;
-}
 
 export const runEval: Command = async (args, io) => {
   const { values, positionals } = parseOptions(args, {
@@ -379,61 +367,6 @@ class CaseRunner {
   close(): void {
     for (const s of this.stores.values()) s.close();
   }
-}
-
-function formatTable(results: CaseResult[]): string {
-  const fmt = (o: { action: string | null; verdict: string } | undefined) => (o ? `${o.action ?? "(none)"} / ${o.verdict}` : "-");
-  const rows = [
-    ["result", "case", "step", "expected", "got", "notes"],
-    ...results.map((r) => [
-      r.passed ? "PASS" : "FAIL",
-      r.id,
-      r.step,
-      fmt(r.expected),
-      r.error ? "error" : fmt(r.got),
-      [...r.notes, r.error ?? ""].filter(Boolean).join("; "),
-    ]),
-  ];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  return rows
-    .map((row) =>
-      row
-        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
-        .join("  ")
-        .trimEnd(),
-    )
-    .join("\n");
-}
-
-function xml(s: string): string {
-  return s
-    .replace(/[<>&"']/g, (ch) => ({ "<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;", "'": "&apos;" })[ch]!)
-    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, "");
-}
-
-/** One testsuite, one testcase per eval case: a wrong action or verdict is a failure, a case that could not run an error. */
-function toJUnit(results: CaseResult[]): string {
-  const failures = results.filter((r) => !r.passed && !r.error).length;
-  const errors = results.filter((r) => r.error).length;
-  const time = (ms: number) => (ms / 1000).toFixed(3);
-  const lines = [
-    '<?xml version="1.0" encoding="UTF-8"?>',
-    `<testsuites name="casefile eval" tests="${results.length}" failures="${failures}" errors="${errors}" time="${time(results.reduce((t, r) => t + r.durationMs, 0))}">`,
-    `  <testsuite name="casefile eval" tests="${results.length}" failures="${failures}" errors="${errors}">`,
-  ];
-  for (const r of results) {
-    lines.push(`    <testcase classname="${xml(r.step)}" name="${xml(r.id)}" file="${xml(r.file)}" time="${time(r.durationMs)}">`);
-    const expected = `${r.expected.action ?? "(none)"} / ${r.expected.verdict}`;
-    if (r.error) lines.push(`      <error message="${xml(r.error)}"/>`);
-    else if (!r.passed) {
-      const got = `${r.got!.action ?? "(none)"} / ${r.got!.verdict}`;
-      lines.push(`      <failure message="${xml(`expected ${expected}, got ${got}`)}">${xml(`reason: ${r.got!.reason}`)}</failure>`);
-    }
-    if (r.notes.length) lines.push(`      <system-out>${xml(r.notes.join("; "))}</system-out>`);
-    lines.push("    </testcase>");
-  }
-  lines.push("  </testsuite>", "</testsuites>", "");
-  return lines.join("\n");
 }
 
 function isRecord(v: unknown): v is Json & Record<string, Json> {
