@@ -1,8 +1,15 @@
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { openCaseFile } from "../../../src/casefile/index";
+import { main } from "../../../src/cli/main";
 import { judge } from "../../../src/engine/commitStep";
+import { commitStepAfter, evalSourceOf } from "../../../src/engine/evalSource";
 import { CasefileError } from "../../../src/engine/errors";
 import type { RuleFn } from "../../../src/engine/executors";
-import type { RuleInForce } from "../../../src/engine/records";
+import type { Json, RuleInForce } from "../../../src/engine/records";
+import { loadWorkflow } from "../../../src/runner/bundle";
 
 /**
  * `judge` is the commit step's decision without its effects: the rule results, the verdict and
@@ -155,5 +162,60 @@ describe("judge: the commit rules' decision, computed and not applied", () => {
       { message, businessRules: book },
     );
     assert.deepEqual(seen, [{ proposal, state, message, rules: 2 }]);
+  });
+});
+
+describe("judge gives the verdict a run records", function () {
+  this.timeout(60_000);
+  let dir: string;
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("the commit step's recorded rule results, verdict, reason and business rules read are judge's on what the step saw", async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "casefile-judge-"));
+    const env = { USER: "tester", CASEFILE_RULES: path.join(dir, "book.casefile") };
+    const out: string[] = [];
+    const cli = async (args: string[]) => {
+      const err: string[] = [];
+      const code = await main(args, { out: (l) => out.push(l), err: (l) => err.push(l), env });
+      assert.equal(code, 0, `casefile ${args.join(" ")}: ${err.join("\n")}`);
+    };
+    const workflowFile = path.resolve(__dirname, "../../fixtures/rules/pallets.ts");
+    await cli([
+      "rules",
+      env.CASEFILE_RULES,
+      "add",
+      "--statement",
+      "40 cartons per pallet",
+      "--value",
+      '{"cartonsPerPallet":40}',
+      "--by",
+      "agent:review",
+    ]);
+    const id = /added (rule-[0-9a-f]+)/.exec(out.join("\n"))![1]!;
+    await cli(["rules", env.CASEFILE_RULES, "confirm", id, "--by", "maria"]);
+    const caseFile = path.join(dir, "case.casefile");
+    await cli(["run", workflowFile, "--case-file", caseFile]);
+
+    const store = await openCaseFile(caseFile, { readOnly: true });
+    try {
+      const call = store.listAgentCalls()[0]!;
+      const recorded = store.listVerdicts()[0]!;
+      const { workflow } = await loadWorkflow(workflowFile);
+      const seen = evalSourceOf(store, caseFile, call, workflow);
+      const { target, spec } = commitStepAfter(workflow, call.executor, "the test");
+      const proposal = recorded.proposal as Json & Record<string, Json>;
+      const j = judge(spec.rules, proposal, seen.commitState!, {
+        message: { agentCallId: call.id, proposal },
+        businessRules: call.rulesInForce!,
+        executor: target,
+      });
+      assert.deepEqual(j.results, recorded.rules);
+      assert.equal(j.verdict, "accepted");
+      assert.deepEqual([j.verdict, j.reason], [recorded.verdict, recorded.reason]);
+      assert.deepEqual(j.businessRulesRead, [id]);
+      assert.deepEqual(recorded.businessRules!.used, [id]);
+    } finally {
+      store.close();
+    }
   });
 });
