@@ -1,12 +1,10 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { MemoryStore, openCaseFile, type SqlJsStore } from "../casefile/index";
+import { openCaseFile, type SqlJsStore } from "../casefile/index";
 import { checkProposal, type AgentMessage } from "../engine/agentStep";
-import { runCommit } from "../engine/commitStep";
+import { judge } from "../engine/commitStep";
 import { buildModelRequest } from "../engine/contextRequest";
 import { CasefileError, describeError, onFile } from "../engine/errors";
-import { extractProvenance, isExtractValue } from "../engine/extracts";
 import {
   correctExpected,
   evalCaseFromRecords,
@@ -18,17 +16,18 @@ import {
   toPromptfooYaml,
   type EvalCase,
 } from "../engine/evalCase";
-import type { AgentSpec, CommitSpec, LoaderContext } from "../engine/executors";
+import type { CommitSpec } from "../engine/executors";
+import { agentSpecOf, commitStateOf, commitStepAfter, evalSourceOf, stateAt } from "../engine/evalSource";
 import type { ModelProvider } from "../engine/model";
 import { modelFor } from "../engine/modelChoice";
-import { createProvider, runModelOf, ScriptedProvider } from "../engine/providers/index";
-import { rulesInForce, type RuleInForce } from "../engine/rules";
-import type { AgentCallRecord, Fact, Json, RunRecord, Verdict } from "../engine/records";
-import type { TaskOutcome } from "../engine/steps";
+import { createProvider, FixedProvider, runModelOf } from "../engine/providers/index";
+import type { RuleInForce } from "../engine/rules";
+import type { Json, RunRecord } from "../engine/records";
 import type { Workflow } from "../engine/workflow";
 import type { ProviderConfig } from "../protocol/runner";
 import { loadWorkflow } from "../runner/bundle";
 import { jsonOption, parseOptions, providerOption, type Command, type Io } from "./args";
+import { formatTable, toJUnit, type CaseResult } from "./evalReport";
 import { resolveStep } from "./stepArg";
 
 /**
@@ -71,22 +70,12 @@ export const exportEval: Command = async (args, io) => {
     const run = store.getRun(call.runId)!;
     workflowPath = workflowFileOf(run, caseFile, values.workflow);
     const { workflow } = await loadWorkflow(workflowPath);
-    const agentSpec = agentSpecOf(workflow, call.executor, `agent step "${call.id}"`);
-    const { spec: commitSpec } = commitStepAfter(workflow, call.executor, `agent step "${call.id}"`);
-    const seen = rulesSeen(store, call);
-    if (seen.rulesFrom === "rule table")
+    const source = evalSourceOf(store, caseFile, call, workflow);
+    if (source.rulesFrom === "rule table")
       io.err(
         `export-eval: agent call ${call.id} was recorded before its business rules were kept whole; its rules are rebuilt from ${caseFile}'s rule table as of ${call.at} (rulesFrom: "rule table")`,
       );
-    evalCase = evalCaseFromRecords({
-      caseFile,
-      workflow: { name: run.workflow.name, version: run.workflow.version },
-      call,
-      verdict: store.listVerdicts(call.runId).find((v) => v.agentCallId === call.id),
-      facts: factsSeen(store, call, workflow, agentSpec),
-      ...seen,
-      commitState: commitStateOf(commitSpec, stateAt(store, call.runId, call.superstep)),
-    });
+    evalCase = evalCaseFromRecords(source);
   } finally {
     store.close();
   }
@@ -130,77 +119,7 @@ function workflowFileOf(run: RunRecord, caseFile: string, override: string | und
   return run.workflow.path;
 }
 
-function agentSpecOf(workflow: Workflow, executor: string, what: string): AgentSpec {
-  const spec = workflow.executors[executor];
-  if (!spec || spec.kind !== "agent") {
-    throw new CasefileError(
-      "WORKFLOW_MISMATCH",
-      `${what} names executor "${executor}", which is ${spec ? `a ${spec.kind} step` : "not defined"} in workflow "${workflow.name}" now`,
-      {
-        executor,
-      },
-    );
-  }
-  return spec;
-}
-
-/** The last checkpoint of the call's run at or before `superstep`. */
-function stateAt(store: SqlJsStore, runId: string, superstep: number): Record<string, Json> {
-  const cp = store
-    .listCheckpoints(runId)
-    .filter((c) => c.superstep <= superstep)
-    .at(-1);
-  if (!cp) throw new CasefileError("UNKNOWN_CHECKPOINT", `run "${runId}" has no checkpoint at or before superstep ${superstep}`);
-  return store.readValues(store.getCheckpoint(cp.id)!.keys);
-}
-
-/**
- * The facts the agent step could see (the fact keys it reads), as they were when it ran, and the
- * extracts it read, cited as "extract of <source>@<version>". An extract made for the step is
- * committed with the step's own superstep, so extracts are read from that checkpoint.
- */
-function factsSeen(store: SqlJsStore, call: AgentCallRecord, workflow: Workflow, spec: AgentSpec): Record<string, Fact> {
-  const values = stateAt(store, call.runId, call.superstep - 1);
-  const after = stateAt(store, call.runId, call.superstep);
-  const facts: Record<string, Fact> = {};
-  for (const key of new Set([...(spec.reads ?? []), ...(spec.owns ?? [])])) {
-    if (workflow.factKeys.has(key) && values[key] !== undefined) facts[key] = values[key] as unknown as Fact;
-    const e = after[key];
-    if (workflow.extracts[key] && isExtractValue(e) && call.extracts?.some((x) => x.key === key && x.sourceVersion === e.sourceVersion)) {
-      facts[key] = { value: e.value, provenance: extractProvenance(e) };
-    }
-  }
-  return facts;
-}
-
-/**
- * The business rules the step's context was built with: recorded whole with the call, so a rule
- * edited, added or deleted since changes nothing. A call recorded before that falls back to the
- * case file's rule table as it is now, filtered as of the call's time (a run given a separate rule
- * book saw that book's rules, which such a call does not record).
- */
-function rulesSeen(store: SqlJsStore, call: AgentCallRecord): { rules: EvalCase["rules"]; rulesFrom: "agent call" | "rule table" } {
-  if (call.rulesInForce) return { rules: call.rulesInForce, rulesFrom: "agent call" };
-  return {
-    rules: rulesInForce(store.listRules(), call.at).map((r) => ({ id: r.id, statement: r.statement, value: r.value })),
-    rulesFrom: "rule table",
-  };
-}
-
 // ---- eval -------------------------------------------------------------------------------------
-
-interface CaseResult {
-  file: string;
-  id: string;
-  step: string;
-  expected: { action: string | null; verdict: Verdict };
-  got?: { action: string | null; verdict: Verdict; reason: string };
-  /** Set when the case could not be run at all (workflow, provider or case file fault). */
-  error?: string;
-  notes: string[];
-  passed: boolean;
-  durationMs: number;
-}
 
 export const runEval: Command = async (args, io) => {
   const { values, positionals } = parseOptions(args, {
@@ -307,12 +226,11 @@ export function sniffEvalFormat(text: string): "json" | "promptfoo" | "openai-js
 
 /**
  * Runs cases one by one, keeping the workflows it bundled and the case files it opened (read-only)
- * for the cases after, and a temp folder for the recorded-answer fixtures.
+ * for the cases after.
  */
 class CaseRunner {
   private readonly workflows = new Map<string, Workflow>();
   private readonly stores = new Map<string, SqlJsStore>();
-  private tmp: string | undefined;
 
   constructor(
     private readonly io: Io,
@@ -377,7 +295,6 @@ class CaseRunner {
     const response = await this.providerFor(c, workflowPath).complete(request);
 
     const checked = checkProposal(agentSpec, response.text, c.facts as Record<string, Json>);
-    const message: AgentMessage = { agentCallId: c.provenance.agentCallId, ...checked };
     // The commit rules get the business rules the step's context got; a case exported before they
     // were recorded whole holds less of them, which the table says.
     if (c.rules.length > 0 && c.rulesFrom !== "agent call")
@@ -386,10 +303,18 @@ class CaseRunner {
           ? "business rules rebuilt from the case file's rule table at export, not recorded with the call"
           : "business rules exported before they were recorded whole (id, statement, value only)",
       );
-    const { verdict, reason } = await commitWithoutWrites(workflow, c, message, (spec) =>
-      c.commitState !== undefined ? Promise.resolve(c.commitState) : this.commitStateFromCaseFile(c, spec),
-    );
-    const proposal = "proposal" in checked ? (checked.proposal as { action?: unknown }) : undefined;
+    // The workflow's current commit rules judge the proposal as the commit step would, with the
+    // state that step saw when the case was recorded; nothing is applied or written.
+    const { target, spec } = commitStepAfter(workflow, c.step, `eval case ${c.id}`);
+    const state = commitStateOf(spec, c.commitState !== undefined ? c.commitState : await this.commitStateFromCaseFile(c, spec));
+    const proposal = "proposal" in checked && isRecord(checked.proposal) ? checked.proposal : undefined;
+    const message: AgentMessage = { agentCallId: c.provenance.agentCallId, ...checked };
+    const { verdict, reason } = judge(spec.rules, proposal, state, {
+      ...("rejection" in checked ? { rejection: checked.rejection } : {}),
+      message: message as unknown as Json,
+      businessRules: c.rules as RuleInForce[],
+      executor: target,
+    });
     return { action: typeof proposal?.action === "string" ? proposal.action : null, verdict, reason };
   }
 
@@ -409,13 +334,10 @@ class CaseRunner {
     return commitStateOf(spec, stateAt(store, c.provenance.runId, c.provenance.superstep));
   }
 
-  /** Default: a scripted provider whose only answer is the one recorded in the case. */
+  /** Default: a provider whose only answer is the one recorded in the case. */
   private providerFor(c: EvalCase, workflowPath: string): ModelProvider {
     if (this.provider) return createProvider(this.provider, { workflowPath, env: this.io.env });
-    this.tmp ??= mkdtempSync(path.join(os.tmpdir(), "casefile-eval-"));
-    const fixture = path.join(this.tmp, `${c.id.replace(/[^A-Za-z0-9_.-]/g, "_")}.responses.json`);
-    writeFileSync(fixture, JSON.stringify({ responses: [{ step: c.step, response: c.answer }] }));
-    return new ScriptedProvider(fixture);
+    return new FixedProvider(c.step, c.answer);
   }
 
   private async workflow(file: string): Promise<Workflow> {
@@ -444,166 +366,9 @@ class CaseRunner {
 
   close(): void {
     for (const s of this.stores.values()) s.close();
-    if (this.tmp) rmSync(this.tmp, { recursive: true, force: true });
   }
 }
 
-/**
- * Runs the workflow's current commit rules on the proposal through the engine's own commit step,
- * with the step's `apply` left out: the verdict is computed exactly as in a run, and nothing is
- * written. The rules see the state the commit step saw when the case was recorded.
- */
-/** The commit step an agent step sends its proposal to. */
-function commitStepAfter(workflow: Workflow, step: string, what: string): { target: string; spec: CommitSpec & { kind: "commit" } } {
-  const target = workflow.edges
-    .filter((e) => e.from.includes(step))
-    .flatMap((e) => e.to)
-    .find((t) => workflow.executors[t]?.kind === "commit");
-  if (!target)
-    throw new CasefileError(
-      "WORKFLOW_MISMATCH",
-      `${what}: agent step "${step}" has no edge to a commit step in workflow "${workflow.name}"`,
-      { executor: step },
-    );
-  return { target, spec: workflow.executors[target] as CommitSpec & { kind: "commit" } };
-}
-
-/** What of the state a commit step sees: its read and owned keys. */
-function commitStateOf(spec: CommitSpec, all: Record<string, Json>): Record<string, Json> {
-  const state: Record<string, Json> = {};
-  for (const k of new Set([...(spec.reads ?? []), ...(spec.owns ?? [])])) if (all[k] !== undefined) state[k] = all[k]!;
-  return state;
-}
-
-async function commitWithoutWrites(
-  workflow: Workflow,
-  c: EvalCase,
-  message: AgentMessage,
-  stateFor: (spec: CommitSpec) => Promise<Record<string, Json>>,
-): Promise<{ verdict: Verdict; reason: string }> {
-  const { target, spec } = commitStepAfter(workflow, c.step, `eval case ${c.id}`);
-  const state = commitStateOf(spec, await stateFor(spec));
-
-  const now = () => new Date().toISOString();
-  const out: TaskOutcome = {
-    step: {
-      id: "eval",
-      runId: "eval",
-      superstep: 0,
-      executor: target,
-      kind: "commit",
-      status: "ok",
-      startedAt: now(),
-      endedAt: now(),
-      durationMs: 0,
-      writes: [],
-      sent: 0,
-    },
-    writes: [],
-    facts: [],
-    sends: [],
-    outputs: [],
-    warnings: [],
-  };
-  const refuse = (what: string) => () => {
-    throw new CasefileError("USAGE", `eval does not ${what}`);
-  };
-  const ctx: LoaderContext = {
-    runId: "eval",
-    superstep: 0,
-    executor: target,
-    state,
-    message: message as unknown as Json,
-    from: c.step,
-    local: undefined,
-    signal: new AbortController().signal,
-    write: refuse("write state"),
-    send: refuse("send messages"),
-    yield: refuse("yield outputs"),
-    setLocal: refuse("keep executor state"),
-    fact: refuse("write facts"),
-    log: () => undefined,
-  };
-  await runCommit(
-    { ...spec, apply: () => undefined },
-    {
-      workflow,
-      executor: target,
-      spec: { ...spec, apply: () => undefined },
-      runId: "eval",
-      caseId: "eval",
-      superstep: 0,
-      index: 0,
-      message: { to: target, from: c.step, payload: message as unknown as Json },
-      state,
-      local: undefined,
-      signal: ctx.signal,
-      now,
-      // The commit step reads no records: an empty store stands for the case file it never touches.
-      store: new MemoryStore(),
-      callIndex: 0,
-      log: () => undefined,
-      // The rules the case holds are those its context got: the commit rules judge with the same.
-      rules: () => c.rules as RuleInForce[],
-    },
-    state,
-    ctx,
-    out,
-  );
-  return { verdict: out.verdict!.verdict, reason: out.verdict!.reason };
-}
-
-function formatTable(results: CaseResult[]): string {
-  const fmt = (o: { action: string | null; verdict: string } | undefined) => (o ? `${o.action ?? "(none)"} / ${o.verdict}` : "-");
-  const rows = [
-    ["result", "case", "step", "expected", "got", "notes"],
-    ...results.map((r) => [
-      r.passed ? "PASS" : "FAIL",
-      r.id,
-      r.step,
-      fmt(r.expected),
-      r.error ? "error" : fmt(r.got),
-      [...r.notes, r.error ?? ""].filter(Boolean).join("; "),
-    ]),
-  ];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  return rows
-    .map((row) =>
-      row
-        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
-        .join("  ")
-        .trimEnd(),
-    )
-    .join("\n");
-}
-
-function xml(s: string): string {
-  return s
-    .replace(/[<>&"']/g, (ch) => ({ "<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;", "'": "&apos;" })[ch]!)
-    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, "");
-}
-
-/** One testsuite, one testcase per eval case: a wrong action or verdict is a failure, a case that could not run an error. */
-function toJUnit(results: CaseResult[]): string {
-  const failures = results.filter((r) => !r.passed && !r.error).length;
-  const errors = results.filter((r) => r.error).length;
-  const time = (ms: number) => (ms / 1000).toFixed(3);
-  const lines = [
-    '<?xml version="1.0" encoding="UTF-8"?>',
-    `<testsuites name="casefile eval" tests="${results.length}" failures="${failures}" errors="${errors}" time="${time(results.reduce((t, r) => t + r.durationMs, 0))}">`,
-    `  <testsuite name="casefile eval" tests="${results.length}" failures="${failures}" errors="${errors}">`,
-  ];
-  for (const r of results) {
-    lines.push(`    <testcase classname="${xml(r.step)}" name="${xml(r.id)}" file="${xml(r.file)}" time="${time(r.durationMs)}">`);
-    const expected = `${r.expected.action ?? "(none)"} / ${r.expected.verdict}`;
-    if (r.error) lines.push(`      <error message="${xml(r.error)}"/>`);
-    else if (!r.passed) {
-      const got = `${r.got!.action ?? "(none)"} / ${r.got!.verdict}`;
-      lines.push(`      <failure message="${xml(`expected ${expected}, got ${got}`)}">${xml(`reason: ${r.got!.reason}`)}</failure>`);
-    }
-    if (r.notes.length) lines.push(`      <system-out>${xml(r.notes.join("; "))}</system-out>`);
-    lines.push("    </testcase>");
-  }
-  lines.push("  </testsuite>", "</testsuites>", "");
-  return lines.join("\n");
+function isRecord(v: unknown): v is Json & Record<string, Json> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
 }

@@ -1,14 +1,85 @@
 import type { AgentMessage } from "./agentStep";
 import { CasefileError, errorMessage } from "./errors";
-import type { AnyState, CommitSpec, StepContext } from "./executors";
+import type { AnyState, CommitSpec, RuleFn, StepContext } from "./executors";
 import type { Json, RuleInForce, RuleResult, Verdict, VerdictBusinessRules } from "./records";
 import { stepId, type TaskInput, type TaskOutcome } from "./steps";
 
+/** What the commit rules decided: the result of each, the verdict and its reason, and which business rules they read. */
+export interface Judgement {
+  results: RuleResult[];
+  verdict: Verdict;
+  reason: string;
+  /** Ids of the business rules whose statement or value a rule read, in the order first read. */
+  businessRulesRead: string[];
+}
+
+export interface JudgeOptions {
+  /** Why the agent step refused the answer, when there is no proposal. */
+  rejection?: { code: string; message: string };
+  /** The message payload as the rules see it (RuleInput.message). */
+  message?: Json;
+  /** The business rules the rules judge with (RuleInput.businessRules); given frozen, reads noted. */
+  businessRules?: readonly RuleInForce[];
+  /** The commit step, named by a RULE_FAILED error. */
+  executor?: string;
+}
+
 /**
- * The commit step: deterministic code decides what actually happens. Each named rule is run
- * over the proposal and state; the verdict is accepted only if every rule passes. A proposal
- * the agent step already rejected (bad JSON, unknown fact...) is escalated with that reason.
- * The record keeps proposal, rule results, verdict, reason and the state diff side by side.
+ * Judges a proposal: runs each named rule over the proposal and state and computes the verdict,
+ * without applying it (xstate's `transition`: compute, don't run). Accepted only if every rule
+ * passes; a failing rule escalates unless it says reject, and one escalation beats any number of
+ * rejections. No proposal (the agent step refused the answer) is escalated with that reason.
+ * Called by the commit step (runCommit) and by `casefile eval`, which stops here. A rule that
+ * throws is a RULE_FAILED error, not a failed rule.
+ */
+export function judge(
+  rules: Readonly<Record<string, RuleFn>>,
+  proposal: (Json & Record<string, Json>) | undefined,
+  state: Readonly<AnyState>,
+  opts: JudgeOptions = {},
+): Judgement {
+  const used = new Set<string>();
+  if (!proposal) {
+    const reason = opts.rejection ? `proposal rejected (${opts.rejection.code}): ${opts.rejection.message}` : "no proposal was received";
+    return { results: [], verdict: "escalated", reason, businessRulesRead: [] };
+  }
+  const given = opts.businessRules ?? [];
+  const results: RuleResult[] = [];
+  const failures: { name: string; message: string; onFail: "reject" | "escalate" }[] = [];
+  for (const [name, rule] of Object.entries(rules)) {
+    let result: RuleResult;
+    let onFail: "reject" | "escalate" = "escalate";
+    const read = new Set<string>();
+    try {
+      const r = rule({ proposal, state, message: opts.message as Json, businessRules: tracked(given, read) });
+      if (typeof r === "boolean") result = { name, ok: r, message: r ? "pass" : "fail" };
+      else {
+        result = { name, ok: r.ok, message: r.message };
+        onFail = r.onFail ?? "escalate";
+      }
+      if (read.size) result.businessRules = [...read];
+      for (const id of read) used.add(id);
+    } catch (e) {
+      // A rule that throws is a bug in the rule, not a judgement of the proposal: the step
+      // fails on the record (resume after the fix), rather than escalating as if it had judged.
+      throw new CasefileError("RULE_FAILED", `rule "${name}" threw: ${errorMessage(e)}`, { executor: opts.executor, rule: name });
+    }
+    results.push(result);
+    if (!result.ok) failures.push({ name, message: result.message, onFail });
+  }
+  if (failures.length === 0) return { results, verdict: "accepted", reason: "every rule passed", businessRulesRead: [...used] };
+  return {
+    results,
+    verdict: failures.some((f) => f.onFail === "escalate") ? "escalated" : "rejected",
+    reason: failures.map((f) => `${f.name}: ${f.message}`).join("; "),
+    businessRulesRead: [...used],
+  };
+}
+
+/**
+ * The commit step: deterministic code decides what actually happens. The proposal is judged
+ * (judge above) and the verdict applied by the step's `apply`. The record keeps proposal, rule
+ * results, verdict, reason and the state diff side by side.
  */
 export async function runCommit(
   spec: CommitSpec,
@@ -20,42 +91,19 @@ export async function runCommit(
   const msg = (input.message.payload ?? {}) as Partial<AgentMessage>;
   const proposal = isRecord(msg.proposal) ? msg.proposal : undefined;
   const business = businessRulesFor(input, msg.agentCallId);
-  const used = new Set<string>();
-  const rules: RuleResult[] = [];
-  let verdict: Verdict = "accepted";
-  let reason = "every rule passed";
-
-  if (!proposal) {
-    verdict = "escalated";
-    reason = msg.rejection ? `proposal rejected (${msg.rejection.code}): ${msg.rejection.message}` : "no proposal was received";
-  } else {
-    const failures: { name: string; message: string; onFail: "reject" | "escalate" }[] = [];
-    for (const [name, rule] of Object.entries(spec.rules)) {
-      let result: RuleResult;
-      let onFail: "reject" | "escalate" = "escalate";
-      const read = new Set<string>();
-      try {
-        const r = rule({ proposal, state, message: input.message.payload, businessRules: tracked(business.given, read) });
-        if (typeof r === "boolean") result = { name, ok: r, message: r ? "pass" : "fail" };
-        else {
-          result = { name, ok: r.ok, message: r.message };
-          onFail = r.onFail ?? "escalate";
-        }
-        if (read.size) result.businessRules = [...read];
-        for (const id of read) used.add(id);
-      } catch (e) {
-        // A rule that throws is a bug in the rule, not a judgement of the proposal: the step
-        // fails on the record (resume after the fix), rather than escalating as if it had judged.
-        throw new CasefileError("RULE_FAILED", `rule "${name}" threw: ${errorMessage(e)}`, { executor: input.executor, rule: name });
-      }
-      rules.push(result);
-      if (!result.ok) failures.push({ name, message: result.message, onFail });
-    }
-    if (failures.length > 0) {
-      verdict = failures.some((f) => f.onFail === "escalate") ? "escalated" : "rejected";
-      reason = failures.map((f) => `${f.name}: ${f.message}`).join("; ");
-    }
-  }
+  const {
+    results: rules,
+    verdict,
+    reason,
+    businessRulesRead,
+  } = judge(spec.rules, proposal, state, {
+    ...(msg.rejection ? { rejection: msg.rejection } : {}),
+    message: input.message.payload,
+    businessRules: business.given,
+    executor: input.executor,
+  });
+  // `apply` reading a rule counts as using it too.
+  const used = new Set(businessRulesRead);
 
   const result = await spec.apply({ proposal, verdict, reason, rules, state, businessRules: tracked(business.given, used) }, ctx);
 

@@ -5,6 +5,7 @@ import type { ModelProvider } from "../model";
 import { OpenAICompatibleProvider } from "./openai";
 import { ScriptedProvider } from "./scripted";
 
+export { FixedProvider } from "./fixed";
 export { OpenAICompatibleProvider } from "./openai";
 export type { AzureTarget, OpenAICompatibleOptions } from "./openai";
 export { ScriptedProvider, parseFixture, findEntry, ScriptedFixtureSchema } from "./scripted";

@@ -6,7 +6,8 @@ import type { Json } from "../records";
 
 /**
  * The offline provider: answers come from a fixture file instead of a model. It is the default
- * for the demo and the tests, and what `casefile eval` uses to replay recorded answers.
+ * for the demo and the tests. (`casefile eval` answers with an eval case's recorded text through
+ * FixedProvider, which needs no file.)
  *
  * Fixture file:
  *   { "responses": [ { "step": "classify", "hash"?: "sha256:…", "call"?: 0,
@@ -137,7 +138,7 @@ export class ScriptedProvider implements ModelProvider {
   }
 }
 
-/** The matching rule described at the top of this file; exported for the tests and `eval`. */
+/** The matching rule described at the top of this file. */
 export function findEntry(
   entries: readonly ScriptedEntry[],
   request: Pick<ModelRequest, "step" | "hash" | "callIndex">,

@@ -1,0 +1,76 @@
+import type { Verdict } from "../engine/records";
+
+/**
+ * How `casefile eval` reports its cases: a table on stdout and, with --junit, a JUnit XML file
+ * for CI. Pure: results in, text out (evalCommands.ts runs the cases and writes the file).
+ */
+
+/** One eval case's outcome, as runEval gathers it. */
+export interface CaseResult {
+  file: string;
+  id: string;
+  step: string;
+  expected: { action: string | null; verdict: Verdict };
+  got?: { action: string | null; verdict: Verdict; reason: string };
+  /** Set when the case could not be run at all (workflow, provider or case file fault). */
+  error?: string;
+  notes: string[];
+  passed: boolean;
+  durationMs: number;
+}
+
+/** The table printed after the cases ran: one row per case, expected against got, with notes. */
+export function formatTable(results: CaseResult[]): string {
+  const fmt = (o: { action: string | null; verdict: string } | undefined) => (o ? `${o.action ?? "(none)"} / ${o.verdict}` : "-");
+  const rows = [
+    ["result", "case", "step", "expected", "got", "notes"],
+    ...results.map((r) => [
+      r.passed ? "PASS" : "FAIL",
+      r.id,
+      r.step,
+      fmt(r.expected),
+      r.error ? "error" : fmt(r.got),
+      [...r.notes, r.error ?? ""].filter(Boolean).join("; "),
+    ]),
+  ];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  return rows
+    .map((row) =>
+      row
+        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
+}
+
+function xml(s: string): string {
+  return s
+    .replace(/[<>&"']/g, (ch) => ({ "<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;", "'": "&apos;" })[ch]!)
+    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, "");
+}
+
+/** One testsuite, one testcase per eval case: a wrong action or verdict is a failure, a case that could not run an error. */
+export function toJUnit(results: CaseResult[]): string {
+  const failures = results.filter((r) => !r.passed && !r.error).length;
+  const errors = results.filter((r) => r.error).length;
+  const time = (ms: number) => (ms / 1000).toFixed(3);
+  const lines = [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    `<testsuites name="casefile eval" tests="${results.length}" failures="${failures}" errors="${errors}" time="${time(results.reduce((t, r) => t + r.durationMs, 0))}">`,
+    `  <testsuite name="casefile eval" tests="${results.length}" failures="${failures}" errors="${errors}">`,
+  ];
+  for (const r of results) {
+    lines.push(`    <testcase classname="${xml(r.step)}" name="${xml(r.id)}" file="${xml(r.file)}" time="${time(r.durationMs)}">`);
+    const expected = `${r.expected.action ?? "(none)"} / ${r.expected.verdict}`;
+    if (r.error) lines.push(`      <error message="${xml(r.error)}"/>`);
+    else if (!r.passed) {
+      const got = `${r.got!.action ?? "(none)"} / ${r.got!.verdict}`;
+      lines.push(`      <failure message="${xml(`expected ${expected}, got ${got}`)}">${xml(`reason: ${r.got!.reason}`)}</failure>`);
+    }
+    if (r.notes.length) lines.push(`      <system-out>${xml(r.notes.join("; "))}</system-out>`);
+    lines.push("    </testcase>");
+  }
+  lines.push("  </testsuite>", "</testsuites>", "");
+  return lines.join("\n");
+}

@@ -1,0 +1,44 @@
+import assert from "node:assert/strict";
+import { isCasefileError } from "../../../src/engine/errors";
+import type { ModelRequest } from "../../../src/engine/model";
+import { FixedProvider } from "../../../src/engine/providers/index";
+
+function request(step: string): ModelRequest {
+  return {
+    step,
+    hash: "sha256:" + "a".repeat(64),
+    callIndex: 0,
+    messages: [{ role: "user", content: "x" }],
+    model: "gpt-4o-mini",
+    params: {},
+    responseSchema: {},
+  };
+}
+
+describe("FixedProvider", () => {
+  it("answers its step with the text it was made with, every time", async () => {
+    const p = new FixedProvider("classify", '{"action":"ship"}');
+    assert.equal((await p.complete(request("classify"))).text, '{"action":"ship"}');
+    assert.equal((await p.complete({ ...request("classify"), callIndex: 3 })).text, '{"action":"ship"}');
+  });
+
+  it("refuses another step with MODEL_RESPONSE_MISSING naming both steps", async () => {
+    await assert.rejects(
+      new FixedProvider("classify", "{}").complete(request("draft")),
+      (e: unknown) =>
+        isCasefileError(e) &&
+        e.code === "MODEL_RESPONSE_MISSING" &&
+        /step "draft"/.test(e.message) &&
+        /answers step "classify" only/.test(e.message),
+    );
+  });
+
+  it("refuses an aborted call", async () => {
+    const ac = new AbortController();
+    ac.abort();
+    await assert.rejects(
+      new FixedProvider("classify", "{}").complete(request("classify"), ac.signal),
+      (e: unknown) => isCasefileError(e) && e.code === "MODEL_CALL_FAILED",
+    );
+  });
+});
