@@ -4,23 +4,9 @@ import { isExtractValue } from "./extracts";
 import type { AgentSpec, AnyState } from "./executors";
 import type { ModelResponse } from "./model";
 import type { AgentCallRecord, ChatMessage, Extract, Json, RuleInForce, RulesFrom } from "./records";
-import type { TaskInput, TaskOutcome } from "./steps";
-import { stepId } from "./steps";
+import { stepId, type TaskInput, type TaskOutcome } from "./task";
 import { checkBudget, countTokens } from "./tokens";
 import { proposalActions } from "./workflow";
-
-/**
- * How an agent step gets its answer when a step is replayed: reuse the recorded response
- * (only if the context hash still matches), call the model live, or call it with context
- * messages the developer edited (recorded as edited, beside the original).
- */
-export interface AgentReplay {
-  /** Executor the replay applies to; other agent steps run normally. */
-  executor: string;
-  mode: "recorded" | "live" | "edited";
-  recorded?: AgentCallRecord;
-  messages?: ChatMessage[];
-}
 
 /** What an agent step sends to its commit step. */
 export interface AgentMessage {

@@ -2,7 +2,7 @@ import type { AgentMessage } from "./agentStep";
 import { CasefileError, errorMessage } from "./errors";
 import type { AnyState, CommitSpec, StepContext } from "./executors";
 import type { Json, RuleInForce, RuleResult, Verdict, VerdictBusinessRules } from "./records";
-import { stepId, type TaskInput, type TaskOutcome } from "./steps";
+import { stepId, type TaskInput, type TaskOutcome } from "./task";
 
 /**
  * The commit step: deterministic code decides what actually happens. Each named rule is run

@@ -3,7 +3,7 @@ import type { AnyState, EffectIntent, EffectSpec, LiveRecord, PlannedEffect, Ste
 import { canonicalJson, stableHash } from "./hash";
 import type { EventRecord, IntentConflict, IntentRecord, IntentTerms, Json } from "./records";
 import type { CaseStore } from "./store";
-import type { TaskInput, TaskOutcome } from "./steps";
+import type { TaskInput, TaskOutcome } from "./task";
 import type { Workflow } from "./workflow";
 
 /**

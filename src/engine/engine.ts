@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { AgentReplay } from "./agentStep";
+import type { AgentReplay } from "./task";
 import { RunControl } from "./control";
 import { resolveOpenIntents } from "./effectStep";
 import { CasefileError, describeError, errorMessage, isCasefileError, stopsForReplanning } from "./errors";
@@ -17,7 +17,8 @@ import {
   type StateValueRow,
 } from "./records";
 import { rulesInForce, type RuleSource } from "./rules";
-import { runTask, type TaskOutcome } from "./steps";
+import { runTask } from "./steps";
+import type { TaskOutcome } from "./task";
 import type { CaseStore, CommitBatch } from "./store";
 import { checkWrites, deepFreeze, nextCheckpoint, nextKeyRefs, toJson } from "./superstep";
 import { ApprovalAnswer, keySchema, type Workflow } from "./workflow";

@@ -1,7 +1,7 @@
 import { CasefileError, errorMessage } from "./errors";
 import { keySchema, type Workflow } from "./workflow";
 import { CHECKPOINT_FORMAT, type Checkpoint, type EventRecord, type Json, type KeyRef, type Message, type RunRecord } from "./records";
-import type { TaskOutcome } from "./steps";
+import type { StagedWrite, TaskOutcome } from "./task";
 import type { CommitBatch } from "./store";
 
 /**
@@ -9,12 +9,6 @@ import type { CommitBatch } from "./store";
  * executors sent into the next superstep's messages. The loop in engine.ts calls these; tests
  * call them directly.
  */
-
-export interface StagedWrite {
-  executor: string;
-  key: string;
-  value: unknown;
-}
 
 /**
  * Checks every write of a superstep: the writer owns the key, the value parses with the key's

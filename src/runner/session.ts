@@ -1,6 +1,6 @@
 import path from "node:path";
 import { openCaseFile, type SqlJsStore } from "../casefile/index";
-import type { AgentReplay } from "../engine/agentStep";
+import type { AgentReplay } from "../engine/task";
 import { RunControl } from "../engine/control";
 import { Engine, type RunResult } from "../engine/engine";
 import { CasefileError } from "../engine/errors";

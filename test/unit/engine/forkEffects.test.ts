@@ -5,7 +5,7 @@ import path from "node:path";
 import { z } from "zod";
 import { startErp, type ErpServer, type ErpWrite } from "../../../examples/erp/server";
 import { SqlJsStore } from "../../../src/casefile/sqlJsStore";
-import type { AgentReplay } from "../../../src/engine/agentStep";
+import type { AgentReplay } from "../../../src/engine/task";
 import { Engine, type EngineOptions, type RunResult } from "../../../src/engine/engine";
 import { agent, commit, edge, effect, fact, loader } from "../../../src/engine/executors";
 import type { ModelProvider } from "../../../src/engine/model";
