@@ -1,5 +1,5 @@
 import { buildModelRequest } from "./contextRequest";
-import { CasefileError } from "./errors";
+import { CasefileError, errorMessage, zodIssue } from "./errors";
 import { isExtractValue } from "./extracts";
 import type { AgentSpec, AnyState } from "./executors";
 import type { ModelResponse } from "./model";
@@ -145,7 +145,7 @@ export function checkProposal(
   try {
     data = JSON.parse(raw);
   } catch (e) {
-    return { rejection: { code: "BAD_JSON", message: `model answer is not valid JSON: ${(e as Error).message}` } };
+    return { rejection: { code: "BAD_JSON", message: `model answer is not valid JSON: ${errorMessage(e)}` } };
   }
   const actions = proposalActions(spec.proposal);
   const action = (data as { action?: unknown } | null)?.action;
@@ -154,9 +154,8 @@ export function checkProposal(
   }
   const parsed = spec.proposal.safeParse(data);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const at = issue.path.length ? issue.path.join(".") : "(root)";
-    return { rejection: { code: "SCHEMA_VIOLATION", message: `proposal does not match its schema at "${at}": ${issue.message}` } };
+    const { at, message } = zodIssue(parsed.error);
+    return { rejection: { code: "SCHEMA_VIOLATION", message: `proposal does not match its schema at "${at}": ${message}` } };
   }
   const proposal = parsed.data as { facts?: unknown };
   // Facts of record and extracts of their documents are both citable: each carries its source.

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { AgentReplay } from "./task";
 import { RunControl } from "./control";
 import { resolveOpenIntents } from "./effectStep";
-import { CasefileError, describeError, errorMessage, isCasefileError, stopsForReplanning } from "./errors";
+import { CasefileError, describeError, errorMessage, isCasefileError, stopsForReplanning, zodIssue } from "./errors";
 import { prepareExtracts, type ExtractMade } from "./extracts";
 import type { ModelProvider } from "./model";
 import {
@@ -77,11 +77,8 @@ export class Engine {
     if (wf.input) {
       const parsed = wf.input.safeParse(input);
       if (!parsed.success) {
-        const issue = parsed.error.issues[0]!;
-        throw new CasefileError(
-          "INVALID_INPUT",
-          `input of workflow "${wf.name}" is invalid at "${issue.path.join(".") || "(root)"}": ${issue.message}`,
-        );
+        const { at, message } = zodIssue(parsed.error);
+        throw new CasefileError("INVALID_INPUT", `input of workflow "${wf.name}" is invalid at "${at}": ${message}`);
       }
       input = toJson(parsed.data, "input", "input");
     }
@@ -167,11 +164,8 @@ export class Engine {
     }
     const parsed = (spec.answer ?? ApprovalAnswer).safeParse(answer);
     if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new CasefileError(
-        "INVALID_ANSWER",
-        `answer to request "${requestId}" is invalid at "${issue.path.join(".") || "(root)"}": ${issue.message}`,
-      );
+      const { at, message } = zodIssue(parsed.error);
+      throw new CasefileError("INVALID_ANSWER", `answer to request "${requestId}" is invalid at "${at}": ${message}`);
     }
     const { run, cp, values } = this.prepare(found.checkpoint.id, undefined, true);
     const at = this.now();
@@ -298,12 +292,8 @@ export class Engine {
           });
         const parsed = keySchema(decl).safeParse(value);
         if (!parsed.success) {
-          const issue = parsed.error.issues[0]!;
-          const at = [key, ...issue.path.map(String)].join(".");
-          throw new CasefileError("INVALID_PATCH", `patch value for "${key}" is invalid at "${at}": ${issue.message}`, {
-            key,
-            path: issue.path.map(String),
-          });
+          const { at, path, message } = zodIssue(parsed.error, key);
+          throw new CasefileError("INVALID_PATCH", `patch value for "${key}" is invalid at "${at}": ${message}`, { key, path });
         }
         values[key] = toJson(parsed.data, key, "patch");
         changed.add(key);
@@ -399,14 +389,13 @@ export class Engine {
       if (!decl) continue; // a key the workflow no longer has: the graph-change warning names it
       const parsed = keySchema(decl).safeParse(value);
       if (parsed.success) continue;
-      const issue = parsed.error.issues[0]!;
-      const at = [key, ...issue.path.map(String)].join(".");
+      const { at, path, message } = zodIssue(parsed.error, key);
       const ref = cp.keys[key]!;
       throw new CasefileError(
         "INVALID_STATE_VALUE",
-        `stored value of "${key}" (version ${ref.version} of run ${ref.run}) at checkpoint "${cp.id}" is invalid at "${at}": ${issue.message}; ` +
+        `stored value of "${key}" (version ${ref.version} of run ${ref.run}) at checkpoint "${cp.id}" is invalid at "${at}": ${message}; ` +
           `the case file was changed, or the key's schema changed without a new workflow version (declare version ${this.workflow.version + 1} with a migration)`,
-        { key, path: issue.path.map(String), checkpoint: cp.id },
+        { key, path, checkpoint: cp.id },
       );
     }
   }
@@ -702,7 +691,7 @@ export class Engine {
     try {
       this.options.onEvent?.(e);
     } catch (err) {
-      this.options.log?.(`event listener threw: ${(err as Error).message}`);
+      this.options.log?.(`event listener threw: ${errorMessage(err)}`);
     }
   }
 

@@ -1,4 +1,4 @@
-import { CasefileError } from "./errors";
+import { CasefileError, errorMessage, zodIssue } from "./errors";
 import type { ExtractKey } from "./executors";
 import { stableHash } from "./hash";
 import type { Extract, Json, Provenance } from "./records";
@@ -138,23 +138,19 @@ async function make(
   try {
     value = await decl.run(fact.value, { key: decl.from, source, sourceVersion, readAt });
   } catch (e) {
-    throw new CasefileError("EXTRACT_FAILED", `${what} failed: ${(e as Error)?.message ?? String(e)}`, details);
+    throw new CasefileError("EXTRACT_FAILED", `${what} failed: ${errorMessage(e)}`, details);
   }
   const wrapped = { value, from: decl.from, source, sourceVersion, sourceHash: fingerprint(fact.value), extractedAt: now() };
   const parsed = keySchema(decl).safeParse(wrapped);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const at = [key, ...issue.path.map(String)].join(".");
-    throw new CasefileError("EXTRACT_FAILED", `${what} is invalid at "${at}": ${issue.message}`, {
-      ...details,
-      path: issue.path.map(String),
-    });
+    const { at, path, message } = zodIssue(parsed.error, key);
+    throw new CasefileError("EXTRACT_FAILED", `${what} is invalid at "${at}": ${message}`, { ...details, path });
   }
   let json: Json;
   try {
     json = toJson(parsed.data, key, `extract:${key}`);
   } catch (e) {
-    throw new CasefileError("EXTRACT_FAILED", `${what}: ${(e as Error).message}`, details);
+    throw new CasefileError("EXTRACT_FAILED", `${what}: ${errorMessage(e)}`, details);
   }
   return deepFreeze(json) as unknown as Extract;
 }

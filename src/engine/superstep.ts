@@ -1,4 +1,4 @@
-import { CasefileError, errorMessage } from "./errors";
+import { CasefileError, errorMessage, zodIssue } from "./errors";
 import { keySchema, type Workflow } from "./workflow";
 import { CHECKPOINT_FORMAT, type Checkpoint, type EventRecord, type Json, type KeyRef, type Message, type RunRecord } from "./records";
 import type { StagedWrite, TaskOutcome } from "./task";
@@ -51,12 +51,11 @@ export function checkWrites(workflow: Workflow, writes: StagedWrite[]): Map<stri
     }
     const parsed = keySchema(decl).safeParse(w.value);
     if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      const at = issue.path.length ? `${w.key}.${issue.path.join(".")}` : w.key;
-      throw new CasefileError("INVALID_STATE_VALUE", `executor "${w.executor}" wrote an invalid value at "${at}": ${issue.message}`, {
+      const { at, path, message } = zodIssue(parsed.error, w.key);
+      throw new CasefileError("INVALID_STATE_VALUE", `executor "${w.executor}" wrote an invalid value at "${at}": ${message}`, {
         executor: w.executor,
         key: w.key,
-        path: issue.path.map(String),
+        path,
       });
     }
     out.set(w.key, { executor: w.executor, value: toJson(parsed.data, w.key, w.executor) });
