@@ -3,7 +3,7 @@ import type { AnyState, EffectIntent, EffectSpec, LiveRecord, PlannedEffect, Ste
 import { canonicalJson, stableHash } from "./hash";
 import type { EventRecord, IntentConflict, IntentRecord, IntentTerms, Json } from "./records";
 import type { CaseStore } from "./store";
-import type { TaskInput, TaskOutcome } from "./task";
+import type { EngineHooks, TaskInput, TaskOutcome } from "./task";
 import type { Workflow } from "./workflow";
 
 /**
@@ -102,6 +102,7 @@ interface EffectIo {
   warn: (message: string) => void;
   /** Hands an intent's event to the engine's listeners once it is durable (it is committed mid-superstep). */
   emit?: (event: EventRecord) => void;
+  hooks?: EngineHooks;
 }
 
 /** Called by runTask for an effect executor's message. */
@@ -123,6 +124,7 @@ export async function runEffect(
     log: (m) => input.log(`[${input.executor}] ${m}`),
     warn: (m) => out.warnings.push(m),
     emit: input.emit,
+    hooks: input.hooks,
   };
   const finish = (reference: Json): Json | void | Promise<Json | void> => (spec.done ? spec.done(reference, ctx) : { reference });
 
@@ -197,6 +199,7 @@ export async function resolveOpenIntents(args: {
   signal: AbortSignal;
   log: (message: string) => void;
   emit?: (event: EventRecord) => void;
+  hooks?: EngineHooks;
 }): Promise<{ code: string; message: string; executor: string } | undefined> {
   // Only this run's own: another run's open intent is that run's to resolve when it resumes, and
   // a branch reaching the same key compares its own intent with it first (never adopting it blind).
@@ -212,6 +215,7 @@ export async function resolveOpenIntents(args: {
       log: (m) => args.log(`[${record.executor}] ${m}`),
       warn: (m) => args.log(`warning: ${m}`),
       emit: args.emit,
+      hooks: args.hooks,
     };
     if (!spec || spec.kind !== "effect") {
       // The workflow changed under the case: leave the intent open for a person, but say so.
@@ -445,14 +449,13 @@ async function checkThenAct(spec: EffectSpec, planned: PlannedEffect, record: In
 }
 
 /**
- * Test hooks for the kill test and the reconcile tests: with CASEFILE_TEST_PAUSE_AFTER_ACT_MS
- * set, the effect waits that long between the action and the recording of its reference (with
- * CASEFILE_TEST_PAUSE_BEFORE_ACT_MS, between the open intent and the action), and says so on the
- * log first, so that a SIGKILL, or a copy of the case file, lands in exactly the window that
- * reconciliation exists for. Unset (always, outside tests) they cost one lookup.
+ * The test hooks' pauses (EngineHooks): with pauseAfterActMs set, the effect waits that long
+ * between the action and the recording of its reference (with pauseBeforeActMs, between the open
+ * intent and the action), and says so on the log first, so that a SIGKILL, or a copy of the case
+ * file, lands in exactly the window that reconciliation exists for. Unset they cost one lookup.
  */
 async function testPause(when: "BEFORE" | "AFTER", key: string, io: EffectIo): Promise<void> {
-  const ms = Number(globalThis.process?.env?.[`CASEFILE_TEST_PAUSE_${when}_ACT_MS`] ?? 0);
+  const ms = Number((when === "AFTER" ? io.hooks?.pauseAfterActMs : io.hooks?.pauseBeforeActMs) ?? 0);
   if (!(ms > 0)) return;
   io.log(
     when === "AFTER"

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { AgentReplay } from "./task";
+import type { AgentReplay, EngineHooks, TaskOutcome } from "./task";
 import { RunControl } from "./control";
 import { resolveOpenIntents } from "./effectStep";
 import { CasefileError, describeError, errorMessage, isCasefileError, stopsForReplanning, zodIssue } from "./errors";
@@ -18,7 +18,6 @@ import {
 } from "./records";
 import { rulesInForce, type RuleSource } from "./rules";
 import { runTask } from "./steps";
-import type { TaskOutcome } from "./task";
 import type { CaseStore, CommitBatch } from "./store";
 import { checkWrites, deepFreeze, nextCheckpoint, nextKeyRefs, toJson } from "./superstep";
 import { ApprovalAnswer, keySchema, type Workflow } from "./workflow";
@@ -35,6 +34,8 @@ export interface EngineOptions {
   workflowPath?: string;
   /** Where business rules are read from (a shared rule book); the case file itself when omitted. */
   ruleBook?: RuleSource;
+  /** Test hooks (pauses inside effects); the runner's session sets them from its environment. */
+  hooks?: EngineHooks;
 }
 
 export interface RunResult {
@@ -137,6 +138,7 @@ export class Engine {
         signal: this.control.signal,
         log: (m) => this.options.log?.(m),
         emit: (e) => this.emit(e),
+        hooks: this.options.hooks,
       });
     } catch (e) {
       if (isCasefileError(e) && e.code === "CORRUPT_CASE_FILE") throw e;
@@ -542,6 +544,7 @@ export class Engine {
               log: (m) => this.options.log?.(m),
               emit: (e) => this.emit(e),
               rules: () => rulesInForce((this.options.ruleBook ?? this.store).listRules(), this.now()),
+              hooks: this.options.hooks,
             });
           }),
         );

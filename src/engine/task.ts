@@ -41,6 +41,20 @@ export interface AgentReplay {
   messages?: ChatMessage[];
 }
 
+/**
+ * Pauses that hold an effect still at the moments a crash matters, for the kill test and the
+ * reconcile tests: a SIGKILL, or a copy of the case file, lands exactly in the window that
+ * reconciliation exists for. The engine reads nothing from its environment; the runner's session
+ * sets these from CASEFILE_TEST_PAUSE_BEFORE_ACT_MS and CASEFILE_TEST_PAUSE_AFTER_ACT_MS. Unset
+ * (always, outside tests) they do nothing.
+ */
+export interface EngineHooks {
+  /** Milliseconds an effect waits with its intent open, before acting. */
+  pauseBeforeActMs?: number;
+  /** Milliseconds an effect waits after acting, before recording the reference. */
+  pauseAfterActMs?: number;
+}
+
 /** What one executor invocation needs; built by the engine for each delivered message. */
 export interface TaskInput {
   workflow: Workflow;
@@ -68,6 +82,8 @@ export interface TaskInput {
   emit?: (event: EventRecord) => void;
   /** The business rules in force (confirmed, unexpired), read when an agent builds its context. */
   rules?: () => readonly RuleInForce[];
+  /** The engine's test hooks (EngineOptions.hooks); effects read their pauses here. */
+  hooks?: EngineHooks;
 }
 
 /** Everything an invocation produced; applied only if the whole superstep commits. */
