@@ -204,7 +204,7 @@ export function nextCheckpoint(input: SuperstepInput): SuperstepResult {
   }
   const checkpoint: Checkpoint = {
     v: CHECKPOINT_FORMAT,
-    id: `${runId}:${superstep}`,
+    id: checkpointId(runId, superstep),
     runId,
     superstep,
     parentId: from.id,
@@ -238,6 +238,16 @@ export function nextCheckpoint(input: SuperstepInput): SuperstepResult {
     events,
   };
   return { checkpoint, values, run, batch };
+}
+
+/** A checkpoint's id: the run's id and the superstep it ends. */
+export function checkpointId(runId: string, superstep: number): string {
+  return `${runId}:${superstep}`;
+}
+
+/** What a checkpoint records of the workflow that made it: name, version, graph hash, executors. */
+export function workflowStamp(wf: Workflow): Checkpoint["workflow"] {
+  return { name: wf.name, version: wf.version, graphHash: wf.graphHash, executors: Object.keys(wf.executors) };
 }
 
 export function deepFreeze<T>(v: T): T {
