@@ -3,6 +3,7 @@ import { RunControl } from "./control";
 import { resolveOpenIntents } from "./effectStep";
 import { CasefileError, describeError, errorMessage, isCasefileError, stopsForReplanning, zodIssue } from "./errors";
 import { prepareExtracts, type ExtractMade } from "./extracts";
+import { agentCallCounts, caseIdOf } from "./lineage";
 import type { ModelProvider } from "./model";
 import { CHECKPOINT_FORMAT, type Checkpoint, type EventRecord, type EventType, type Json, type RunRecord, type RunStatus } from "./records";
 import { rulesInForce, type RuleSource } from "./rules";
@@ -120,7 +121,7 @@ export class Engine {
       unresolved = await resolveOpenIntents({
         workflow: this.workflow,
         store: this.store,
-        caseId: this.caseIdOf(run),
+        caseId: caseIdOf(this.store, run),
         runId: run.id,
         superstep: cp.superstep + 1,
         state: values,
@@ -222,8 +223,8 @@ export class Engine {
   private async loop(run: RunRecord, start: Checkpoint, startValues: Record<string, Json>): Promise<RunResult> {
     let cp = start;
     let values = startValues;
-    const caseId = this.caseIdOf(run);
-    const callCounts = this.agentCallCounts(run);
+    const caseId = caseIdOf(this.store, run);
+    const callCounts = agentCallCounts(this.store, run);
 
     for (;;) {
       if (cp.pending.length === 0) {
@@ -438,35 +439,6 @@ export class Engine {
 
   private event(runId: string, superstep: number, type: EventType, data: Json): EventRecord {
     return { runId, superstep, type, at: this.now(), data };
-  }
-
-  /**
-   * How many times each agent has been called in the run's history, for the next call's index:
-   * the run's own calls and, for a branch, its ancestors' up to the checkpoint it was forked from,
-   * so a fixture keyed by call index answers a branch as it would have answered the run.
-   */
-  private agentCallCounts(run: RunRecord): Map<string, number> {
-    const counts = new Map<string, number>();
-    let upTo = Number.POSITIVE_INFINITY;
-    for (let r: RunRecord | undefined = run; r;) {
-      for (const c of this.store.listAgentCalls(r.id)) if (c.superstep <= upTo) counts.set(c.executor, (counts.get(c.executor) ?? 0) + 1);
-      if (!r.parentRunId || !r.parentCheckpointId) break;
-      const forkedAt = this.store.listCheckpoints(r.parentRunId).find((c) => c.id === r!.parentCheckpointId);
-      if (!forkedAt) break;
-      upTo = Math.min(upTo, forkedAt.superstep);
-      r = this.store.getRun(r.parentRunId);
-    }
-    return counts;
-  }
-
-  private caseIdOf(run: RunRecord): string {
-    let r: RunRecord | undefined = run;
-    while (r?.parentRunId) {
-      const parent = this.store.getRun(r.parentRunId);
-      if (!parent) break;
-      r = parent;
-    }
-    return r?.id ?? run.id;
   }
 }
 
