@@ -2,7 +2,7 @@ import type { AgentReplay, EngineHooks, TaskOutcome } from "./task";
 import { RunControl } from "./control";
 import { resolveOpenIntents } from "./effectStep";
 import { CasefileError, describeError, errorMessage, isCasefileError, stopsForReplanning, zodIssue } from "./errors";
-import { prepareExtracts, type ExtractMade } from "./extracts";
+import { extractEvents, prepareExtracts } from "./extracts";
 import { agentCallCounts, caseIdOf } from "./lineage";
 import type { ModelProvider } from "./model";
 import { CHECKPOINT_FORMAT, type Checkpoint, type EventRecord, type EventType, type Json, type RunRecord, type RunStatus } from "./records";
@@ -300,7 +300,7 @@ export class Engine {
           values,
           outcomes,
           changed,
-          events: extracts.made.flatMap((m) => this.extractEvents(run.id, superstep, m)),
+          events: extracts.made.flatMap((m) => extractEvents(run.id, superstep, m, this.now)),
           at: this.now(),
           stamp: workflowStamp(this.workflow),
         });
@@ -318,32 +318,6 @@ export class Engine {
         return this.fail(run, cp, superstep, outcomes, failureOf(e));
       }
     }
-  }
-
-  /**
-   * The record of an extract made in a superstep: an `extract` event (document, version, who read
-   * it, and the extract it replaced), and a warning when the one in state was stale.
-   */
-  private extractEvents(runId: string, superstep: number, m: ExtractMade): EventRecord[] {
-    const e = m.value;
-    const data: Json = {
-      key: m.key,
-      from: e.from,
-      source: e.source,
-      sourceVersion: e.sourceVersion,
-      readers: m.readers,
-      stale: m.stale !== undefined,
-      reason: m.stale ?? "first read",
-      previous: m.previous
-        ? { source: m.previous.source, sourceVersion: m.previous.sourceVersion, extractedAt: m.previous.extractedAt }
-        : null,
-    };
-    const events = [this.event(runId, superstep, "extract", data)];
-    if (m.stale !== undefined) {
-      const message = `extract "${m.key}" was stale: ${m.stale}; extracted again for ${m.readers.join(", ")}`;
-      events.push(this.event(runId, superstep, "warning", { executor: m.readers[0]!, message }));
-    }
-    return events;
   }
 
   /** A failed superstep commits nothing to state; its step records are kept to explain why. */
