@@ -68,6 +68,46 @@ export function compareIntents(existing: IntentTerms, proposed: IntentTerms): In
 }
 
 /**
+ * What a run records when its intent differs from the one another run holds under the key: both
+ * intents side by side, the fields that differ, and the EFFECT_CONFLICT message naming them
+ * (`self` names the proposing run in it). Pure; the effect step commits the refused intent.
+ */
+export function intentConflict(
+  holder: IntentRecord,
+  proposed: IntentRecord,
+  differs: IntentConflict["differs"],
+  self: string,
+  detectedAt: string,
+): { conflict: IntentConflict; message: string } {
+  const key = keyOf(holder);
+  const conflict: IntentConflict = {
+    key,
+    existing: {
+      run: holder.runId,
+      intent: holder.id,
+      status: holder.status,
+      action: holder.action,
+      target: holder.target,
+      payload: holder.payload,
+      reliesOn: holder.reliesOn,
+      reference: holder.reference ?? null,
+    },
+    proposed: { action: proposed.action, target: proposed.target, payload: proposed.payload, reliesOn: proposed.reliesOn },
+    differs,
+    detectedAt,
+  };
+  const show = (v: Json | null): string => {
+    const text = JSON.stringify(v);
+    return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+  };
+  const fields = differs.map((d) => `${d.path}: ${show(d.existing)} (run ${holder.runId}) vs ${show(d.proposed)} (${self})`).join("; ");
+  const message =
+    `effect "${proposed.executor}" (intent ${proposed.id}, ${proposed.action} on ${proposed.target}): idempotency key ${key} is held by ` +
+    `run ${holder.runId}'s ${holder.status} intent ${holder.id} with a different intent: ${fields}; not acting and not reusing its reference`;
+  return { conflict, message };
+}
+
+/**
  * The record that holds a key for the case, other than the given run's own: a done intent (the
  * effect happened), else an open or failed one (it may have). Records that only reused or refused
  * another's hold nothing; nor do intents stopped for replanning, which never acted.

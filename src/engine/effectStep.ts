@@ -1,7 +1,7 @@
 import { CasefileError, describeError, isCasefileError } from "./errors";
 import type { AnyState, EffectSpec, LiveRecord, PlannedEffect, StepContext } from "./executors";
-import { compareIntents, comparePrecondition, holderOf, intentKey, intentRecordId, keyOf } from "./effectCompare";
-import type { EventRecord, IntentConflict, IntentRecord, Json } from "./records";
+import { compareIntents, comparePrecondition, holderOf, intentConflict, intentKey, intentRecordId, keyOf } from "./effectCompare";
+import type { EventRecord, IntentRecord, Json } from "./records";
 import type { CaseStore } from "./store";
 import type { EngineHooks, TaskInput, TaskOutcome } from "./task";
 import type { Workflow } from "./workflow";
@@ -193,30 +193,7 @@ async function againstHolder(
   const key = keyOf(holder);
   const differs = compareIntents(holder, proposed);
   if (differs.length > 0) {
-    const conflict: IntentConflict = {
-      key,
-      existing: {
-        run: holder.runId,
-        intent: holder.id,
-        status: holder.status,
-        action: holder.action,
-        target: holder.target,
-        payload: holder.payload,
-        reliesOn: holder.reliesOn,
-        reference: holder.reference ?? null,
-      },
-      proposed: { action: proposed.action, target: proposed.target, payload: proposed.payload, reliesOn: proposed.reliesOn },
-      differs,
-      detectedAt: io.now(),
-    };
-    const show = (v: Json | null): string => {
-      const text = JSON.stringify(v);
-      return text.length > 60 ? `${text.slice(0, 57)}...` : text;
-    };
-    const fields = differs.map((d) => `${d.path}: ${show(d.existing)} (run ${holder.runId}) vs ${show(d.proposed)} (${self})`).join("; ");
-    const message =
-      `effect "${proposed.executor}" (intent ${proposed.id}, ${proposed.action} on ${proposed.target}): idempotency key ${key} is held by ` +
-      `run ${holder.runId}'s ${holder.status} intent ${holder.id} with a different intent: ${fields}; not acting and not reusing its reference`;
+    const { conflict, message } = intentConflict(holder, proposed, differs, self, io.now());
     const refused: IntentRecord = {
       ...proposed,
       status: "needs_replanning",
