@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, rmSync, writeSync } from "node:fs";
-import { CasefileError } from "../engine/errors";
+import { CasefileError, errorMessage } from "../engine/errors";
 
 /**
  * The journal beside a case file (`<file>.journal`): every commit is appended here and fsync'd
@@ -102,7 +102,7 @@ export function readJournal(file: string, from = 0): JournalScan {
     try {
       payload = JSON.parse(rec.payload.toString("utf8"));
     } catch (e) {
-      throw corrupt(file, offset, `record at byte ${offset} (sequence ${rec.seq}) is not JSON: ${(e as Error).message}`);
+      throw corrupt(file, offset, `record at byte ${offset} (sequence ${rec.seq}) is not JSON: ${errorMessage(e)}`);
     }
     records.push({ seq: rec.seq, offset, payload });
     at = rec.end;

@@ -1,5 +1,5 @@
 import type { Database } from "sql.js";
-import { CasefileError } from "../engine/errors";
+import { CasefileError, errorMessage } from "../engine/errors";
 import type { Checkpoint, EventRecord, FactRecord, IntentRecord, RuleRecord, RunRecord } from "../engine/records";
 import type { AgentCallRecord, StateValueRow, StepRecord, VerdictRecord } from "../engine/records";
 import type { TableName } from "./batch";
@@ -141,7 +141,7 @@ export function migrate(db: Database, from: number, file: string, migrations: re
       db.run("RELEASE migrate");
       throw new CasefileError(
         "MIGRATION_FAILED",
-        `${file}: migrating the case file to schema v${m.to} (${m.description}) failed: ${(e as Error).message}`,
+        `${file}: migrating the case file to schema v${m.to} (${m.description}) failed: ${errorMessage(e)}`,
         {
           file,
           to: m.to,

@@ -2,7 +2,7 @@ import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, r
 import type { Stats } from "node:fs";
 import path from "node:path";
 import type { Database, SqlJsStatic } from "sql.js";
-import { CasefileError, isCasefileError, onFile } from "../engine/errors";
+import { CasefileError, errorMessage, isCasefileError, onFile } from "../engine/errors";
 import type { CaseFileMeta, CaseStore, CommitBatch } from "../engine/store";
 import { TABLES, prepareBatch } from "./batch";
 import type { PreparedBatch } from "./batch";
@@ -294,7 +294,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
         });
         this.applyBatch(batch, rec.seq);
       } catch (e) {
-        throw corrupt(jfile, rec.offset, `record at byte ${rec.offset} (sequence ${rec.seq}) cannot be applied: ${(e as Error).message}`);
+        throw corrupt(jfile, rec.offset, `record at byte ${rec.offset} (sequence ${rec.seq}) cannot be applied: ${errorMessage(e)}`);
       }
       this.info.journalSeq = rec.seq;
       this.nextJournalSeq = rec.seq + 1;
@@ -350,7 +350,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       } catch (e) {
         // The batch is durable in the journal; a failed compaction (disk full...) is retried
         // after the next commit rather than reported as a failed commit.
-        this.warnings.push(`compaction of ${this.file} failed, will retry: ${(e as Error).message}`);
+        this.warnings.push(`compaction of ${this.file} failed, will retry: ${errorMessage(e)}`);
       }
     }
   }
@@ -428,7 +428,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       if (this.journal && this.journal.bytes > 0) this.compact();
     } catch (e) {
       this.warnings.push(
-        `compaction of ${this.file} on close failed (${(e as Error).message}); its journal keeps every commit and the next writer or \`casefile compact\` folds it in`,
+        `compaction of ${this.file} on close failed (${errorMessage(e)}); its journal keeps every commit and the next writer or \`casefile compact\` folds it in`,
       );
     } finally {
       this.closed = true;
@@ -470,14 +470,14 @@ function loadDatabase(SQL: SqlJsStatic, file: string, tenant: string | undefined
   try {
     db = new SQL.Database(bytes);
   } catch (e) {
-    throw corruptDb(file, (e as Error).message);
+    throw corruptDb(file, errorMessage(e));
   }
   try {
     let meta: StoredMeta | undefined;
     try {
       meta = readMeta(db);
     } catch (e) {
-      throw corruptDb(file, (e as Error).message);
+      throw corruptDb(file, errorMessage(e));
     }
     if (!meta) {
       throw new CasefileError("NOT_A_CASE_FILE", `${file} is a SQLite database but not a case file (no casefile meta row)`, { file });
@@ -488,7 +488,7 @@ function loadDatabase(SQL: SqlJsStatic, file: string, tenant: string | undefined
     try {
       problems = (db.exec("PRAGMA quick_check(5)")[0]?.values ?? []).map((r) => String(r[0]));
     } catch (e) {
-      problems = [(e as Error).message];
+      problems = [errorMessage(e)];
     }
     if (problems.length !== 1 || problems[0] !== "ok") throw corruptDb(file, problems.join("; "));
     if (meta.schemaVersion > SCHEMA_VERSION) {
@@ -508,7 +508,7 @@ function loadDatabase(SQL: SqlJsStatic, file: string, tenant: string | undefined
     return { db, meta, stat };
   } catch (e) {
     db.close();
-    throw isCasefileError(e) ? e : corruptDb(file, (e as Error).message);
+    throw isCasefileError(e) ? e : corruptDb(file, errorMessage(e));
   }
 }
 

@@ -14,7 +14,7 @@ import type {
   VerdictRecord,
 } from "../engine/records";
 import type { CheckpointSummary } from "../engine/store";
-import { CasefileError } from "../engine/errors";
+import { CasefileError, errorMessage } from "../engine/errors";
 import { TABLES, missingValue, storedRowProblem } from "./batch";
 import type { PreparedBatch, TableName } from "./batch";
 import { WRITE_SQL, writeParams } from "./schema";
@@ -306,7 +306,7 @@ function readRecord(table: TableName, r: SqlParam[]): { record: unknown } | { ro
     try {
       record = JSON.parse(data);
     } catch (e) {
-      problem = `data is not JSON: ${(e as Error).message}`;
+      problem = `data is not JSON: ${errorMessage(e)}`;
     }
     if (problem === undefined) {
       const shape = storedRowProblem(table, record);

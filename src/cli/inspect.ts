@@ -1,4 +1,4 @@
-import { diffPaths, getPath } from "../engine/effectStep";
+import { diffPaths, getPath } from "../engine/effectCompare";
 import type { AgentCallRecord, EventRecord, IntentRecord, Json, RunRecord, VerdictRecord } from "../engine/records";
 import { isCasefileError } from "../engine/errors";
 import type { CaseStore } from "../engine/store";

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { openCaseFile } from "../casefile/index";
-import { CasefileError } from "../engine/errors";
+import { CasefileError, errorMessage, zodIssue } from "../engine/errors";
 import type { AgentCallRecord, ChatMessage } from "../engine/records";
 import { ChatMessageSchema, ReplayModeSchema } from "../protocol/runner";
 import { runSession } from "../runner/session";
@@ -113,15 +113,15 @@ function readMessages(file: string): ChatMessage[] {
   try {
     raw = JSON.parse(readFileSync(abs, "utf8"));
   } catch (e) {
-    throw new CasefileError("USAGE", `--messages ${abs}: ${(e as Error).message}`, { file: abs });
+    throw new CasefileError("USAGE", `--messages ${abs}: ${errorMessage(e)}`, { file: abs });
   }
   const list = Array.isArray(raw) ? raw : (raw as { messages?: unknown } | null)?.messages;
   const parsed = z.array(ChatMessageSchema).min(1).safeParse(list);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
+    const { at, message } = zodIssue(parsed.error);
     throw new CasefileError(
       "USAGE",
-      `--messages ${abs}: expected a non-empty array of { role: system|user|assistant, content } (or { messages: [...] }); at "${issue.path.join(".") || "(root)"}": ${issue.message}`,
+      `--messages ${abs}: expected a non-empty array of { role: system|user|assistant, content } (or { messages: [...] }); at "${at}": ${message}`,
       { file: abs },
     );
   }

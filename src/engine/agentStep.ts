@@ -1,26 +1,12 @@
 import { buildModelRequest } from "./contextRequest";
-import { CasefileError } from "./errors";
+import { CasefileError, errorMessage, zodIssue } from "./errors";
 import { isExtractValue } from "./extracts";
 import type { AgentSpec, AnyState } from "./executors";
 import type { ModelResponse } from "./model";
 import type { AgentCallRecord, ChatMessage, Extract, Json, RuleInForce, RulesFrom } from "./records";
-import type { TaskInput, TaskOutcome } from "./steps";
-import { stepId } from "./steps";
+import { stepId, type TaskInput, type TaskOutcome } from "./task";
 import { checkBudget, countTokens } from "./tokens";
 import { proposalActions } from "./workflow";
-
-/**
- * How an agent step gets its answer when a step is replayed: reuse the recorded response
- * (only if the context hash still matches), call the model live, or call it with context
- * messages the developer edited (recorded as edited, beside the original).
- */
-export interface AgentReplay {
-  /** Executor the replay applies to; other agent steps run normally. */
-  executor: string;
-  mode: "recorded" | "live" | "edited";
-  recorded?: AgentCallRecord;
-  messages?: ChatMessage[];
-}
 
 /** What an agent step sends to its commit step. */
 export interface AgentMessage {
@@ -159,7 +145,7 @@ export function checkProposal(
   try {
     data = JSON.parse(raw);
   } catch (e) {
-    return { rejection: { code: "BAD_JSON", message: `model answer is not valid JSON: ${(e as Error).message}` } };
+    return { rejection: { code: "BAD_JSON", message: `model answer is not valid JSON: ${errorMessage(e)}` } };
   }
   const actions = proposalActions(spec.proposal);
   const action = (data as { action?: unknown } | null)?.action;
@@ -168,9 +154,8 @@ export function checkProposal(
   }
   const parsed = spec.proposal.safeParse(data);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const at = issue.path.length ? issue.path.join(".") : "(root)";
-    return { rejection: { code: "SCHEMA_VIOLATION", message: `proposal does not match its schema at "${at}": ${issue.message}` } };
+    const { at, message } = zodIssue(parsed.error);
+    return { rejection: { code: "SCHEMA_VIOLATION", message: `proposal does not match its schema at "${at}": ${message}` } };
   }
   const proposal = parsed.data as { facts?: unknown };
   // Facts of record and extracts of their documents are both citable: each carries its source.

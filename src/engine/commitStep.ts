@@ -2,7 +2,7 @@ import type { AgentMessage } from "./agentStep";
 import { CasefileError, errorMessage } from "./errors";
 import type { AnyState, CommitSpec, RuleFn, StepContext } from "./executors";
 import type { Json, RuleInForce, RuleResult, Verdict, VerdictBusinessRules } from "./records";
-import { stepId, type TaskInput, type TaskOutcome } from "./steps";
+import { stepId, type TaskInput, type TaskOutcome } from "./task";
 
 /** What the commit rules decided: the result of each, the verdict and its reason, and which business rules they read. */
 export interface Judgement {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CasefileError } from "./errors";
+import { CasefileError, errorMessage } from "./errors";
 import { stableHash } from "./hash";
 import type { ModelRequest } from "./model";
 import type { ChatMessage, Json } from "./records";
@@ -73,7 +73,7 @@ export function toResponseSchema(step: string, schema: z.ZodType): Json {
   } catch (e) {
     throw new CasefileError(
       "INVALID_WORKFLOW",
-      `step "${step}": the response schema cannot be expressed as JSON Schema: ${(e as Error).message}`,
+      `step "${step}": the response schema cannot be expressed as JSON Schema: ${errorMessage(e)}`,
       { step },
     );
   }

@@ -1,9 +1,9 @@
 import { CasefileError, describeError, isCasefileError } from "./errors";
-import type { AnyState, EffectIntent, EffectSpec, LiveRecord, PlannedEffect, StepContext } from "./executors";
-import { canonicalJson, stableHash } from "./hash";
-import type { EventRecord, IntentConflict, IntentRecord, IntentTerms, Json } from "./records";
+import type { AnyState, EffectSpec, LiveRecord, PlannedEffect, StepContext } from "./executors";
+import { compareIntents, comparePrecondition, holderOf, intentConflict, intentKey, intentRecordId, keyOf } from "./effectCompare";
+import type { EventRecord, IntentRecord, Json } from "./records";
 import type { CaseStore } from "./store";
-import type { TaskInput, TaskOutcome } from "./steps";
+import type { EngineHooks, TaskInput, TaskOutcome } from "./task";
 import type { Workflow } from "./workflow";
 
 /**
@@ -33,64 +33,6 @@ export class PreconditionFailedError extends CasefileError {
   }
 }
 
-/** How the live record compares with what an effect planned against. */
-export interface PreconditionResult {
-  outcome: "unchanged" | "unrelated_change" | "relied_on_change";
-  /** Field paths whose value differs between the basis and the live record. */
-  changed: string[];
-  /** Relied-on paths whose live value no longer matches: what it relied on, what is there now. */
-  reliedOnChanged: { path: string; expected: Json; actual: Json | null }[];
-}
-
-/**
- * Compares a live record with an intent's `reliesOn` (and its `basis`, if any). Pure: the effect
- * step calls it before opening an intent and again before acting after a restart.
- */
-export function comparePrecondition(intent: Pick<EffectIntent, "reliesOn" | "basis">, live: LiveRecord): PreconditionResult {
-  const reliedOnChanged: PreconditionResult["reliedOnChanged"] = [];
-  for (const [p, expected] of reliedPaths(intent.reliesOn)) {
-    const actual = getPath(live.record, p);
-    const same =
-      typeof expected === "string" && expected.startsWith("sha256:")
-        ? stableHash(actual ?? null) === expected || canonicalJson(actual) === canonicalJson(expected)
-        : canonicalJson(actual ?? null) === canonicalJson(expected);
-    if (!same) reliedOnChanged.push({ path: p, expected, actual: actual ?? null });
-  }
-  const changed = intent.basis ? diffPaths(intent.basis.record, live.record) : [];
-  // A version that moved without a visible field change (a touch, a metadata update) still
-  // counts as a change: the person reading the drift sees the two versions.
-  const moved = intent.basis !== undefined && intent.basis.version !== live.version;
-  const outcome = reliedOnChanged.length > 0 ? "relied_on_change" : moved || changed.length > 0 ? "unrelated_change" : "unchanged";
-  return { outcome, changed, reliedOnChanged };
-}
-
-export function intentKey(caseId: string, executor: string, superstep: number, index = 0): string {
-  // Index 0 keeps the key of the basic effect runner, so intents recorded before stay found.
-  return `${caseId}:${executor}:${superstep}${index > 0 ? `#${index}` : ""}`;
-}
-
-/** The id of a run's record of a key: the key on the root run (as before branches had records), `key@run` on a branch. */
-export function intentRecordId(key: string, runId: string, caseId: string): string {
-  return runId === caseId ? key : `${key}@${runId}`;
-}
-
-/** The idempotency key an intent record was acted on with. */
-export function keyOf(record: IntentRecord): string {
-  return record.key ?? record.id;
-}
-
-/**
- * Compares two intents for one key on what the target would be asked to do: action, target,
- * payload and relied-on values (not the basis: a branch that read the record again at a new
- * version, relying on the same values, asks for the same thing). Pure; [] when identical.
- */
-export function compareIntents(existing: IntentTerms, proposed: IntentTerms): IntentConflict["differs"] {
-  const terms = (t: IntentTerms): Json => ({ action: t.action, target: t.target, payload: t.payload, reliesOn: t.reliesOn });
-  const a = terms(existing);
-  const b = terms(proposed);
-  return diffPaths(a, b).map((p) => ({ path: p, existing: getPath(a, p) ?? null, proposed: getPath(b, p) ?? null }));
-}
-
 /** What the effect machinery needs besides the spec; a TaskInput provides it, and so does a resume. */
 interface EffectIo {
   store: CaseStore;
@@ -102,6 +44,7 @@ interface EffectIo {
   warn: (message: string) => void;
   /** Hands an intent's event to the engine's listeners once it is durable (it is committed mid-superstep). */
   emit?: (event: EventRecord) => void;
+  hooks?: EngineHooks;
 }
 
 /** Called by runTask for an effect executor's message. */
@@ -123,6 +66,7 @@ export async function runEffect(
     log: (m) => input.log(`[${input.executor}] ${m}`),
     warn: (m) => out.warnings.push(m),
     emit: input.emit,
+    hooks: input.hooks,
   };
   const finish = (reference: Json): Json | void | Promise<Json | void> => (spec.done ? spec.done(reference, ctx) : { reference });
 
@@ -197,6 +141,7 @@ export async function resolveOpenIntents(args: {
   signal: AbortSignal;
   log: (message: string) => void;
   emit?: (event: EventRecord) => void;
+  hooks?: EngineHooks;
 }): Promise<{ code: string; message: string; executor: string } | undefined> {
   // Only this run's own: another run's open intent is that run's to resolve when it resumes, and
   // a branch reaching the same key compares its own intent with it first (never adopting it blind).
@@ -212,6 +157,7 @@ export async function resolveOpenIntents(args: {
       log: (m) => args.log(`[${record.executor}] ${m}`),
       warn: (m) => args.log(`warning: ${m}`),
       emit: args.emit,
+      hooks: args.hooks,
     };
     if (!spec || spec.kind !== "effect") {
       // The workflow changed under the case: leave the intent open for a person, but say so.
@@ -232,16 +178,6 @@ export async function resolveOpenIntents(args: {
 }
 
 /**
- * The record that holds a key for the case, other than the given run's own: a done intent (the
- * effect happened), else an open or failed one (it may have). Records that only reused or refused
- * another's hold nothing; nor do intents stopped for replanning, which never acted.
- */
-function holderOf(held: IntentRecord[], runId: string): IntentRecord | undefined {
-  const acted = held.filter((i) => i.runId !== runId && !i.reusedFrom && !i.conflict);
-  return acted.find((i) => i.status === "done") ?? acted.find((i) => i.status === "open" || i.status === "failed");
-}
-
-/**
  * Called by runEffect when another run holds the key. Different: the proposed intent is recorded
  * refused with both side by side, and EFFECT_CONFLICT stops the run. Identical and done: the
  * holder's reference is recorded as this run's, reused. Identical and open: the key is looked up
@@ -257,30 +193,7 @@ async function againstHolder(
   const key = keyOf(holder);
   const differs = compareIntents(holder, proposed);
   if (differs.length > 0) {
-    const conflict: IntentConflict = {
-      key,
-      existing: {
-        run: holder.runId,
-        intent: holder.id,
-        status: holder.status,
-        action: holder.action,
-        target: holder.target,
-        payload: holder.payload,
-        reliesOn: holder.reliesOn,
-        reference: holder.reference ?? null,
-      },
-      proposed: { action: proposed.action, target: proposed.target, payload: proposed.payload, reliesOn: proposed.reliesOn },
-      differs,
-      detectedAt: io.now(),
-    };
-    const show = (v: Json | null): string => {
-      const text = JSON.stringify(v);
-      return text.length > 60 ? `${text.slice(0, 57)}...` : text;
-    };
-    const fields = differs.map((d) => `${d.path}: ${show(d.existing)} (run ${holder.runId}) vs ${show(d.proposed)} (${self})`).join("; ");
-    const message =
-      `effect "${proposed.executor}" (intent ${proposed.id}, ${proposed.action} on ${proposed.target}): idempotency key ${key} is held by ` +
-      `run ${holder.runId}'s ${holder.status} intent ${holder.id} with a different intent: ${fields}; not acting and not reusing its reference`;
+    const { conflict, message } = intentConflict(holder, proposed, differs, self, io.now());
     const refused: IntentRecord = {
       ...proposed,
       status: "needs_replanning",
@@ -445,14 +358,13 @@ async function checkThenAct(spec: EffectSpec, planned: PlannedEffect, record: In
 }
 
 /**
- * Test hooks for the kill test and the reconcile tests: with CASEFILE_TEST_PAUSE_AFTER_ACT_MS
- * set, the effect waits that long between the action and the recording of its reference (with
- * CASEFILE_TEST_PAUSE_BEFORE_ACT_MS, between the open intent and the action), and says so on the
- * log first, so that a SIGKILL, or a copy of the case file, lands in exactly the window that
- * reconciliation exists for. Unset (always, outside tests) they cost one lookup.
+ * The test hooks' pauses (EngineHooks): with pauseAfterActMs set, the effect waits that long
+ * between the action and the recording of its reference (with pauseBeforeActMs, between the open
+ * intent and the action), and says so on the log first, so that a SIGKILL, or a copy of the case
+ * file, lands in exactly the window that reconciliation exists for. Unset they cost one lookup.
  */
 async function testPause(when: "BEFORE" | "AFTER", key: string, io: EffectIo): Promise<void> {
-  const ms = Number(globalThis.process?.env?.[`CASEFILE_TEST_PAUSE_${when}_ACT_MS`] ?? 0);
+  const ms = Number((when === "AFTER" ? io.hooks?.pauseAfterActMs : io.hooks?.pauseBeforeActMs) ?? 0);
   if (!(ms > 0)) return;
   io.log(
     when === "AFTER"
@@ -548,29 +460,4 @@ function resolvingContext(
     setLocal: refuse("ctx.setLocal"),
     log: (m) => args.log(`[${executor}] ${m}`),
   };
-}
-
-function reliedPaths(reliesOn: Json): [string, Json][] {
-  if (reliesOn === null || typeof reliesOn !== "object" || Array.isArray(reliesOn)) return [];
-  return Object.entries(reliesOn);
-}
-
-/** Reads "a.b.0.c" from a JSON value; undefined when the path does not exist. */
-export function getPath(value: Json, p: string): Json | undefined {
-  let cur: Json | undefined = value;
-  for (const part of p.split(".")) {
-    if (cur === null || typeof cur !== "object") return undefined;
-    cur = Array.isArray(cur) ? cur[Number(part)] : cur[part];
-  }
-  return cur;
-}
-
-/** The leaf paths at which two JSON values differ (objects compared member by member). */
-export function diffPaths(a: Json | undefined, b: Json | undefined, prefix = ""): string[] {
-  const isObj = (v: Json | undefined): v is { [k: string]: Json } => v !== null && typeof v === "object" && !Array.isArray(v);
-  if (isObj(a) && isObj(b)) {
-    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
-    return keys.flatMap((k) => diffPaths(a[k], b[k], prefix ? `${prefix}.${k}` : k));
-  }
-  return canonicalJson(a ?? null) === canonicalJson(b ?? null) ? [] : [prefix || "(root)"];
 }

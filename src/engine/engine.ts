@@ -1,26 +1,17 @@
-import { randomUUID } from "node:crypto";
-import type { AgentReplay } from "./agentStep";
+import type { AgentReplay, EngineHooks, TaskOutcome } from "./task";
 import { RunControl } from "./control";
 import { resolveOpenIntents } from "./effectStep";
-import { CasefileError, describeError, errorMessage, isCasefileError, stopsForReplanning } from "./errors";
-import { prepareExtracts, type ExtractMade } from "./extracts";
+import { CasefileError, describeError, errorMessage, isCasefileError, stopsForReplanning, zodIssue } from "./errors";
+import { extractEvents, prepareExtracts } from "./extracts";
+import { agentCallCounts, caseIdOf } from "./lineage";
 import type { ModelProvider } from "./model";
-import {
-  CHECKPOINT_FORMAT,
-  type Checkpoint,
-  type EventRecord,
-  type EventType,
-  type Json,
-  type Message,
-  type RunRecord,
-  type RunStatus,
-  type StateValueRow,
-} from "./records";
+import { CHECKPOINT_FORMAT, type Checkpoint, type EventRecord, type EventType, type Json, type RunRecord, type RunStatus } from "./records";
 import { rulesInForce, type RuleSource } from "./rules";
-import { runTask, type TaskOutcome } from "./steps";
+import { runTask } from "./steps";
 import type { CaseStore, CommitBatch } from "./store";
-import { checkWrites, deepFreeze, nextCheckpoint, nextKeyRefs, toJson } from "./superstep";
-import { ApprovalAnswer, keySchema, type Workflow } from "./workflow";
+import { findWaiting, newRunId, planResume } from "./resumePlan";
+import { checkpointId, checkWrites, nextCheckpoint, toJson, workflowStamp } from "./superstep";
+import { ApprovalAnswer, type Workflow } from "./workflow";
 
 export interface EngineOptions {
   provider?: ModelProvider;
@@ -34,6 +25,8 @@ export interface EngineOptions {
   workflowPath?: string;
   /** Where business rules are read from (a shared rule book); the case file itself when omitted. */
   ruleBook?: RuleSource;
+  /** Test hooks (pauses inside effects); the runner's session sets them from its environment. */
+  hooks?: EngineHooks;
 }
 
 export interface RunResult {
@@ -76,11 +69,8 @@ export class Engine {
     if (wf.input) {
       const parsed = wf.input.safeParse(input);
       if (!parsed.success) {
-        const issue = parsed.error.issues[0]!;
-        throw new CasefileError(
-          "INVALID_INPUT",
-          `input of workflow "${wf.name}" is invalid at "${issue.path.join(".") || "(root)"}": ${issue.message}`,
-        );
+        const { at, message } = zodIssue(parsed.error);
+        throw new CasefileError("INVALID_INPUT", `input of workflow "${wf.name}" is invalid at "${at}": ${message}`);
       }
       input = toJson(parsed.data, "input", "input");
     }
@@ -100,7 +90,7 @@ export class Engine {
       runId: run.id,
       superstep: 0,
       createdAt: at,
-      workflow: this.workflowStamp(),
+      workflow: workflowStamp(this.workflow),
       keys: {},
       pending: [{ to: wf.start, from: "input", payload: input, kind: "input" }],
       fanIn: {},
@@ -131,7 +121,7 @@ export class Engine {
       unresolved = await resolveOpenIntents({
         workflow: this.workflow,
         store: this.store,
-        caseId: this.caseIdOf(run),
+        caseId: caseIdOf(this.store, run),
         runId: run.id,
         superstep: cp.superstep + 1,
         state: values,
@@ -139,6 +129,7 @@ export class Engine {
         signal: this.control.signal,
         log: (m) => this.options.log?.(m),
         emit: (e) => this.emit(e),
+        hooks: this.options.hooks,
       });
     } catch (e) {
       if (isCasefileError(e) && e.code === "CORRUPT_CASE_FILE") throw e;
@@ -156,7 +147,7 @@ export class Engine {
    * `by` names who answered (recorded with the answer).
    */
   async respond(requestId: string, answer: Json, opts: { by?: string } = {}): Promise<RunResult> {
-    const found = this.findWaiting(requestId);
+    const found = findWaiting(this.store, requestId);
     const spec = this.workflow.executors[found.request.executor];
     if (!spec || spec.kind !== "request") {
       throw new CasefileError(
@@ -166,11 +157,8 @@ export class Engine {
     }
     const parsed = (spec.answer ?? ApprovalAnswer).safeParse(answer);
     if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new CasefileError(
-        "INVALID_ANSWER",
-        `answer to request "${requestId}" is invalid at "${issue.path.join(".") || "(root)"}": ${issue.message}`,
-      );
+      const { at, message } = zodIssue(parsed.error);
+      throw new CasefileError("INVALID_ANSWER", `answer to request "${requestId}" is invalid at "${at}": ${message}`);
     }
     const { run, cp, values } = this.prepare(found.checkpoint.id, undefined, true);
     const at = this.now();
@@ -215,290 +203,28 @@ export class Engine {
     return this.loop(run, next, values);
   }
 
-  private findWaiting(requestId: string): { checkpoint: Checkpoint; request: Checkpoint["waiting"][number] } {
-    const first = this.store
-      .listEvents()
-      .find((e) => e.type === "request_answered" && (e.data as { requestId?: string }).requestId === requestId);
-    if (first) {
-      const d = first.data as { answer?: Json; by?: string | null; run?: string };
-      throw new CasefileError(
-        "REQUEST_ANSWERED",
-        `request "${requestId}" was already answered ${JSON.stringify(d.answer ?? null)}` +
-          `${d.by ? ` by ${d.by}` : ""} at ${first.at}, in run ${d.run ?? first.runId}; a request is answered once`,
-        { requestId, run: d.run ?? first.runId },
-      );
-    }
-    const waiting: string[] = [];
-    for (const run of this.store.listRuns()) {
-      if (run.status !== "waiting") continue;
-      const cp = this.store.latestCheckpoint(run.id);
-      for (const w of cp?.waiting ?? []) {
-        if (w.id === requestId) return { checkpoint: cp!, request: w };
-        waiting.push(w.id);
-      }
-    }
-    throw new CasefileError(
-      "UNKNOWN_REQUEST",
-      `no run is waiting on request "${requestId}"` + (waiting.length ? `; waiting: ${waiting.join(", ")}` : "; no run is waiting"),
-    );
-  }
-
-  /** Loads a checkpoint, migrates and patches its state, and decides: same run or branch. */
+  /** The resume side (resumePlan.ts) decides the run and its first checkpoint; committed here. */
   private prepare(
     fromId: string,
     patch: Record<string, Json> | undefined,
     answering = false,
     forceBranch = false,
   ): { run: RunRecord; cp: Checkpoint; values: Record<string, Json> } {
-    const wf = this.workflow;
-    const source = this.store.getCheckpoint(fromId);
-    if (!source) throw new CasefileError("UNKNOWN_CHECKPOINT", `no checkpoint "${fromId}" in this case file`);
-    const parent = this.store.getRun(source.runId);
-    if (!parent)
-      throw new CasefileError("UNKNOWN_RUN", `checkpoint "${fromId}" names run "${source.runId}", which is not in this case file`);
-    if (source.workflow.name !== wf.name) {
-      throw new CasefileError(
-        "WORKFLOW_MISMATCH",
-        `checkpoint "${fromId}" was made by workflow "${source.workflow.name}", not "${wf.name}"`,
-      );
-    }
-    let values = this.store.readValues(source.keys);
-    const changed = new Set<string>();
-    if (source.workflow.version > wf.version) {
-      throw new CasefileError(
-        "WORKFLOW_MISMATCH",
-        `checkpoint "${fromId}" was made by version ${source.workflow.version} of "${wf.name}", newer than this workflow's version ${wf.version}`,
-      );
-    }
-    if (source.workflow.version < wf.version) values = this.migrate(values, source.workflow.version, fromId, changed);
-    else this.checkStored(values, source);
-
-    let pending = source.pending;
-    if (source.workflow.graphHash !== wf.graphHash) {
-      const before = new Set(source.workflow.executors);
-      const now = Object.keys(wf.executors);
-      const added = now.filter((e) => !before.has(e));
-      const removed = [...before].filter((e) => !wf.executors[e]);
-      this.warn(
-        `graph of "${wf.name}" changed since checkpoint "${fromId}"` +
-          (added.length ? `; executors added: ${added.join(", ")}` : "") +
-          (removed.length ? `; executors removed: ${removed.join(", ")}` : "") +
-          (!added.length && !removed.length ? "; edges or keys changed" : ""),
-      );
-      pending = this.reroute(pending, source);
-    }
-
-    if (patch) {
-      for (const [key, value] of Object.entries(patch)) {
-        const decl = wf.state[key];
-        if (!decl)
-          throw new CasefileError("UNKNOWN_KEY", `patch names unknown state key "${key}"; keys are: ${Object.keys(wf.state).join(", ")}`, {
-            key,
-          });
-        const parsed = keySchema(decl).safeParse(value);
-        if (!parsed.success) {
-          const issue = parsed.error.issues[0]!;
-          const at = [key, ...issue.path.map(String)].join(".");
-          throw new CasefileError("INVALID_PATCH", `patch value for "${key}" is invalid at "${at}": ${issue.message}`, {
-            key,
-            path: issue.path.map(String),
-          });
-        }
-        values[key] = toJson(parsed.data, key, "patch");
-        changed.add(key);
-      }
-    }
-
-    const latest = this.store.latestCheckpoint(parent.id);
-    const sameRun =
-      !forceBranch &&
-      changed.size === 0 &&
-      source.workflow.version === wf.version && // a migrated checkpoint always continues in a branch
-      source.workflow.graphHash === wf.graphHash &&
-      latest?.id === source.id &&
-      (answering ? parent.status === "waiting" : ["running", "stopped", "failed", "paused"].includes(parent.status));
-    const at = this.now();
-    if (sameRun) {
-      const run: RunRecord = { ...parent, status: "running", updatedAt: at };
-      delete run.error;
-      this.commit({ runs: [run], events: [this.event(run.id, source.superstep, "run_resumed", { from: source.id })] });
-      return { run, cp: { ...source, pending }, values: freezeValues(values) };
-    }
-
-    const run: RunRecord = {
-      id: newRunId(),
-      parentRunId: parent.id,
-      parentCheckpointId: source.id,
-      workflow: { name: wf.name, version: wf.version, graphHash: wf.graphHash, path: this.options.workflowPath ?? parent.workflow.path },
-      status: "running",
-      createdAt: at,
-      updatedAt: at,
-      input: parent.input,
-      outputs: [],
-    };
-    if (patch) run.patch = Object.keys(patch);
-    const keys = nextKeyRefs(source.keys, changed, run.id);
-    const cp: Checkpoint = {
-      ...source,
-      id: checkpointId(run.id, source.superstep),
-      runId: run.id,
-      parentId: source.id,
-      createdAt: at,
-      workflow: this.workflowStamp(),
-      keys,
-      pending,
-      waiting: source.waiting.map((w) => ({ ...w })),
-    };
-    const rows: StateValueRow[] = [...changed].map((key) => ({ run: run.id, key, version: keys[key]!.version, value: values[key]! }));
-    this.commit({
-      runs: [run],
-      checkpoints: [cp],
-      values: rows,
-      events: [
-        this.event(run.id, cp.superstep, "run_started", {
-          workflow: wf.name,
-          version: wf.version,
-          branchOf: { run: parent.id, checkpoint: source.id },
-          patched: patch ? Object.keys(patch) : [],
-          migratedFrom: source.workflow.version !== wf.version ? source.workflow.version : null,
-        }),
-        ...this.warnings.map((w) => this.event(run.id, cp.superstep, "warning", { message: w })),
-      ],
-    });
-    return { run, cp, values: freezeValues(values) };
-  }
-
-  /** Every key of `state` that this workflow's schemas refuse, with the path and message. */
-  private unparsable(state: Record<string, Json>): { key: string; path: string[]; at: string; message: string }[] {
-    const out: { key: string; path: string[]; at: string; message: string }[] = [];
-    for (const [key, value] of Object.entries(state)) {
-      const decl = this.workflow.state[key];
-      if (!decl) {
-        out.push({ key, path: [], at: key, message: `is not a state key of version ${this.workflow.version}` });
-        continue;
-      }
-      const parsed = keySchema(decl).safeParse(value);
-      if (parsed.success) continue;
-      for (const issue of parsed.error.issues) {
-        const p = issue.path.map(String);
-        out.push({ key, path: p, at: [key, ...p].join("."), message: `no longer parses: ${issue.message}` });
-      }
-    }
-    return out;
-  }
-
-  /**
-   * Every value loaded into a run is parsed with its key's schema first: a case file edited by
-   * hand, or a schema changed without a new workflow version, is refused here, naming the key and
-   * path, rather than handed to an executor (an effect would build its intent from it).
-   */
-  private checkStored(values: Record<string, Json>, cp: Checkpoint): void {
-    for (const [key, value] of Object.entries(values)) {
-      const decl = this.workflow.state[key];
-      if (!decl) continue; // a key the workflow no longer has: the graph-change warning names it
-      const parsed = keySchema(decl).safeParse(value);
-      if (parsed.success) continue;
-      const issue = parsed.error.issues[0]!;
-      const at = [key, ...issue.path.map(String)].join(".");
-      const ref = cp.keys[key]!;
-      throw new CasefileError(
-        "INVALID_STATE_VALUE",
-        `stored value of "${key}" (version ${ref.version} of run ${ref.run}) at checkpoint "${cp.id}" is invalid at "${at}": ${issue.message}; ` +
-          `the case file was changed, or the key's schema changed without a new workflow version (declare version ${this.workflow.version + 1} with a migration)`,
-        { key, path: issue.path.map(String), checkpoint: cp.id },
-      );
-    }
-  }
-
-  /**
-   * Messages a checkpoint holds for executors this workflow no longer has are delivered only
-   * where a migration routes them (`messages: { old: "new" }`, or `null` to drop them on
-   * purpose); any other one refuses the resume, so a run never "completes" by losing its work.
-   */
-  private reroute(pending: Message[], source: Checkpoint): Message[] {
-    const wf = this.workflow;
-    const out: Message[] = [];
-    for (const m of pending) {
-      if (wf.executors[m.to]) {
-        out.push(m);
-        continue;
-      }
-      let to: string | null = m.to;
-      let by: number | undefined;
-      for (let v = source.workflow.version + 1; v <= wf.version && to !== null && !wf.executors[to]; v++) {
-        const step = wf.migrations?.[v];
-        const routes = typeof step === "object" ? step.messages : undefined;
-        if (routes && to in routes) [to, by] = [routes[to] ?? null, v];
-      }
-      if (to === null) {
-        this.warn(`dropped a pending message for removed executor "${m.to}" (from "${m.from}"), as the migration to version ${by} says`);
-      } else if (wf.executors[to]) {
-        this.warn(
-          `routed a pending message for removed executor "${m.to}" (from "${m.from}") to "${to}", as the migration to version ${by} says`,
-        );
-        out.push({ ...m, to });
-      } else {
-        const payload = JSON.stringify(m.payload);
-        const next = source.workflow.version === wf.version ? wf.version + 1 : wf.version;
-        throw new CasefileError(
-          "UNDELIVERABLE_MESSAGE",
-          `checkpoint "${source.id}" holds a message for executor "${m.to}" (from "${m.from}": ${payload.length > 120 ? payload.slice(0, 117) + "..." : payload}), ` +
-            `which version ${wf.version} of "${wf.name}" no longer has; route it in a migration: ` +
-            `migrations: { ${next}: { state: (s) => s, messages: { ${JSON.stringify(m.to)}: "<executor>" or null to drop it } } }` +
-            (source.workflow.version === wf.version ? ` (with version: ${next})` : ""),
-          { executor: m.to, checkpoint: source.id },
-        );
-      }
-    }
-    return out;
-  }
-
-  private migrate(values: Record<string, Json>, from: number, cpId: string, changed: Set<string>): Record<string, Json> {
-    const wf = this.workflow;
-    let state = structuredClone(values);
-    for (let v = from + 1; v <= wf.version; v++) {
-      const step = wf.migrations?.[v];
-      if (!step) {
-        // Say what the missing migration must do: what of the state no longer parses as it is.
-        const broken = this.unparsable(state);
-        throw new CasefileError(
-          "MIGRATION_FAILED",
-          `checkpoint "${cpId}" was made by version ${from} of "${wf.name}", and no migration to version ${v} is declared; ` +
-            (broken.length
-              ? `as it is, its state no longer parses at: ${broken.map((b) => `"${b.at}" (${b.message})`).join("; ")}`
-              : `its state parses as it is: declare migrations: { ${v}: (state) => state }`),
-          { problems: broken },
-        );
-      }
-      const migrateState = typeof step === "function" ? step : (step.state ?? ((s: Record<string, Json>) => s));
-      try {
-        state = migrateState(state);
-      } catch (e) {
-        throw new CasefileError("MIGRATION_FAILED", `migration to version ${v} of "${wf.name}" threw: ${errorMessage(e)}`);
-      }
-    }
-    const broken = this.unparsable(state);
-    if (broken.length) {
-      throw new CasefileError(
-        "MIGRATION_FAILED",
-        `after migrating checkpoint "${cpId}" to version ${wf.version}, ${broken.map((b) => `"${b.at}" ${b.message}`).join("; ")}`,
-        { key: broken[0]!.key, path: broken[0]!.path, problems: broken },
-      );
-    }
-    for (const [key, value] of Object.entries(state)) {
-      const parsed = keySchema(wf.state[key]!).safeParse(value);
-      if (!parsed.success) continue; // unparsable() found none
-      if (JSON.stringify(parsed.data) !== JSON.stringify(values[key])) changed.add(key);
-      state[key] = toJson(parsed.data, key, "migration");
-    }
-    return state;
+    const plan = planResume(
+      this.workflow,
+      this.store,
+      { fromId, patch, answering, forceBranch },
+      { now: this.now, workflowPath: this.options.workflowPath, warn: (m) => this.warn(m), warnings: this.warnings },
+    );
+    this.commit(plan.batch);
+    return { run: plan.run, cp: plan.cp, values: plan.values };
   }
 
   private async loop(run: RunRecord, start: Checkpoint, startValues: Record<string, Json>): Promise<RunResult> {
     let cp = start;
     let values = startValues;
-    const caseId = this.caseIdOf(run);
-    const callCounts = this.agentCallCounts(run);
+    const caseId = caseIdOf(this.store, run);
+    const callCounts = agentCallCounts(this.store, run);
 
     for (;;) {
       if (cp.pending.length === 0) {
@@ -552,6 +278,7 @@ export class Engine {
               log: (m) => this.options.log?.(m),
               emit: (e) => this.emit(e),
               rules: () => rulesInForce((this.options.ruleBook ?? this.store).listRules(), this.now()),
+              hooks: this.options.hooks,
             });
           }),
         );
@@ -573,9 +300,9 @@ export class Engine {
           values,
           outcomes,
           changed,
-          events: extracts.made.flatMap((m) => this.extractEvents(run.id, superstep, m)),
+          events: extracts.made.flatMap((m) => extractEvents(run.id, superstep, m, this.now)),
           at: this.now(),
-          stamp: this.workflowStamp(),
+          stamp: workflowStamp(this.workflow),
         });
         this.commit(next.batch);
         run = next.run;
@@ -591,32 +318,6 @@ export class Engine {
         return this.fail(run, cp, superstep, outcomes, failureOf(e));
       }
     }
-  }
-
-  /**
-   * The record of an extract made in a superstep: an `extract` event (document, version, who read
-   * it, and the extract it replaced), and a warning when the one in state was stale.
-   */
-  private extractEvents(runId: string, superstep: number, m: ExtractMade): EventRecord[] {
-    const e = m.value;
-    const data: Json = {
-      key: m.key,
-      from: e.from,
-      source: e.source,
-      sourceVersion: e.sourceVersion,
-      readers: m.readers,
-      stale: m.stale !== undefined,
-      reason: m.stale ?? "first read",
-      previous: m.previous
-        ? { source: m.previous.source, sourceVersion: m.previous.sourceVersion, extractedAt: m.previous.extractedAt }
-        : null,
-    };
-    const events = [this.event(runId, superstep, "extract", data)];
-    if (m.stale !== undefined) {
-      const message = `extract "${m.key}" was stale: ${m.stale}; extracted again for ${m.readers.join(", ")}`;
-      events.push(this.event(runId, superstep, "warning", { executor: m.readers[0]!, message }));
-    }
-    return events;
   }
 
   /** A failed superstep commits nothing to state; its step records are kept to explain why. */
@@ -701,7 +402,7 @@ export class Engine {
     try {
       this.options.onEvent?.(e);
     } catch (err) {
-      this.options.log?.(`event listener threw: ${(err as Error).message}`);
+      this.options.log?.(`event listener threw: ${errorMessage(err)}`);
     }
   }
 
@@ -713,48 +414,6 @@ export class Engine {
   private event(runId: string, superstep: number, type: EventType, data: Json): EventRecord {
     return { runId, superstep, type, at: this.now(), data };
   }
-
-  private workflowStamp(): Checkpoint["workflow"] {
-    const wf = this.workflow;
-    return { name: wf.name, version: wf.version, graphHash: wf.graphHash, executors: Object.keys(wf.executors) };
-  }
-
-  /**
-   * How many times each agent has been called in the run's history, for the next call's index:
-   * the run's own calls and, for a branch, its ancestors' up to the checkpoint it was forked from,
-   * so a fixture keyed by call index answers a branch as it would have answered the run.
-   */
-  private agentCallCounts(run: RunRecord): Map<string, number> {
-    const counts = new Map<string, number>();
-    let upTo = Number.POSITIVE_INFINITY;
-    for (let r: RunRecord | undefined = run; r;) {
-      for (const c of this.store.listAgentCalls(r.id)) if (c.superstep <= upTo) counts.set(c.executor, (counts.get(c.executor) ?? 0) + 1);
-      if (!r.parentRunId || !r.parentCheckpointId) break;
-      const forkedAt = this.store.listCheckpoints(r.parentRunId).find((c) => c.id === r!.parentCheckpointId);
-      if (!forkedAt) break;
-      upTo = Math.min(upTo, forkedAt.superstep);
-      r = this.store.getRun(r.parentRunId);
-    }
-    return counts;
-  }
-
-  private caseIdOf(run: RunRecord): string {
-    let r: RunRecord | undefined = run;
-    while (r?.parentRunId) {
-      const parent = this.store.getRun(r.parentRunId);
-      if (!parent) break;
-      r = parent;
-    }
-    return r?.id ?? run.id;
-  }
-}
-
-export function checkpointId(runId: string, superstep: number): string {
-  return `${runId}:${superstep}`;
-}
-
-function newRunId(): string {
-  return "run-" + randomUUID().slice(0, 8);
 }
 
 /** A thrown value as the run's error: its code and message, and the executor or edge at fault. */
@@ -765,9 +424,4 @@ function failureOf(e: unknown): NonNullable<RunResult["error"]> {
   if (typeof details.executor === "string") failure.executor = details.executor;
   if (typeof details.edge === "string") failure.edge = details.edge;
   return failure;
-}
-
-function freezeValues(values: Record<string, Json>): Record<string, Json> {
-  for (const v of Object.values(values)) deepFreeze(v);
-  return values;
 }

@@ -128,6 +128,24 @@ export function errorMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
+/** What zodIssue reads of a zod error; structural, so this module needs no zod import. */
+export interface ZodErrorLike {
+  readonly issues: readonly { readonly path: readonly PropertyKey[]; readonly message: string }[];
+}
+
+/**
+ * The first problem a schema found, for a message that names where it is: `at` is the dotted path
+ * below `key` (`key` itself when the whole value is wrong), or below the root ("(root)" for the
+ * whole value) when no key is given; `path` is the path below the value, for error details.
+ * Callers put it in their own sentence, usually `... is invalid at "${at}": ${message}`.
+ */
+export function zodIssue(error: ZodErrorLike, key?: string): { at: string; path: string[]; message: string } {
+  const issue = error.issues[0] ?? { path: [], message: "invalid value" };
+  const path = issue.path.map(String);
+  const at = key === undefined ? path.join(".") || "(root)" : [key, ...path].join(".");
+  return { at, path, message: issue.message };
+}
+
 /** A Node file-system error: an errno code and usually the path it was about. */
 export function isErrnoError(e: unknown): e is NodeJS.ErrnoException & { code: string } {
   return (

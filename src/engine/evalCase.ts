@@ -1,6 +1,6 @@
 import { Document as YamlDocument, parse as parseYaml } from "yaml";
 import { z } from "zod";
-import { CasefileError } from "./errors";
+import { CasefileError, errorMessage } from "./errors";
 import type { AgentCallRecord, Fact, Json, VerdictRecord } from "./records";
 
 /**
@@ -247,7 +247,7 @@ export function parsePromptfooYaml(text: string, source: string): EvalCase[] {
   try {
     raw = parseYaml(text);
   } catch (e) {
-    throw new CasefileError("INVALID_INPUT", `${source} is not valid YAML: ${(e as Error).message}`, { file: source });
+    throw new CasefileError("INVALID_INPUT", `${source} is not valid YAML: ${errorMessage(e)}`, { file: source });
   }
   const tests = Array.isArray(raw) ? raw : [raw];
   return tests.map((t, i) => {
@@ -287,7 +287,7 @@ function parseJsonText(text: string, where: string): unknown {
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new CasefileError("INVALID_INPUT", `${where} is not valid JSON: ${(e as Error).message}`, { file: where });
+    throw new CasefileError("INVALID_INPUT", `${where} is not valid JSON: ${errorMessage(e)}`, { file: where });
   }
 }
 

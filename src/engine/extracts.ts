@@ -1,7 +1,7 @@
-import { CasefileError } from "./errors";
+import { CasefileError, errorMessage, zodIssue } from "./errors";
 import type { ExtractKey } from "./executors";
 import { stableHash } from "./hash";
-import type { Extract, Json, Provenance } from "./records";
+import type { EventRecord, Extract, Json, Provenance } from "./records";
 import { toJson } from "./superstep";
 import { keySchema, type Workflow } from "./workflow";
 
@@ -138,23 +138,19 @@ async function make(
   try {
     value = await decl.run(fact.value, { key: decl.from, source, sourceVersion, readAt });
   } catch (e) {
-    throw new CasefileError("EXTRACT_FAILED", `${what} failed: ${(e as Error)?.message ?? String(e)}`, details);
+    throw new CasefileError("EXTRACT_FAILED", `${what} failed: ${errorMessage(e)}`, details);
   }
   const wrapped = { value, from: decl.from, source, sourceVersion, sourceHash: fingerprint(fact.value), extractedAt: now() };
   const parsed = keySchema(decl).safeParse(wrapped);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const at = [key, ...issue.path.map(String)].join(".");
-    throw new CasefileError("EXTRACT_FAILED", `${what} is invalid at "${at}": ${issue.message}`, {
-      ...details,
-      path: issue.path.map(String),
-    });
+    const { at, path, message } = zodIssue(parsed.error, key);
+    throw new CasefileError("EXTRACT_FAILED", `${what} is invalid at "${at}": ${message}`, { ...details, path });
   }
   let json: Json;
   try {
     json = toJson(parsed.data, key, `extract:${key}`);
   } catch (e) {
-    throw new CasefileError("EXTRACT_FAILED", `${what}: ${(e as Error).message}`, details);
+    throw new CasefileError("EXTRACT_FAILED", `${what}: ${errorMessage(e)}`, details);
   }
   return deepFreeze(json) as unknown as Extract;
 }
@@ -165,4 +161,32 @@ function deepFreeze<T>(v: T): T {
     for (const x of Object.values(v)) deepFreeze(x);
   }
   return v;
+}
+
+/**
+ * The record of an extract made in a superstep: an `extract` event (document, version, who read
+ * it, and the extract it replaced), and a warning when the one in state was stale. The engine
+ * puts them before the superstep's step events.
+ */
+export function extractEvents(runId: string, superstep: number, m: ExtractMade, now: () => string): EventRecord[] {
+  const event = (type: EventRecord["type"], data: Json): EventRecord => ({ runId, superstep, type, at: now(), data });
+  const e = m.value;
+  const data: Json = {
+    key: m.key,
+    from: e.from,
+    source: e.source,
+    sourceVersion: e.sourceVersion,
+    readers: m.readers,
+    stale: m.stale !== undefined,
+    reason: m.stale ?? "first read",
+    previous: m.previous
+      ? { source: m.previous.source, sourceVersion: m.previous.sourceVersion, extractedAt: m.previous.extractedAt }
+      : null,
+  };
+  const events = [event("extract", data)];
+  if (m.stale !== undefined) {
+    const message = `extract "${m.key}" was stale: ${m.stale}; extracted again for ${m.readers.join(", ")}`;
+    events.push(event("warning", { executor: m.readers[0]!, message }));
+  }
+  return events;
 }

@@ -31,6 +31,7 @@ export {
 export type { Json, Fact, Extract, ChatMessage, Provenance, Verdict, RuleResult } from "./records";
 export { extractProvenance } from "./extracts";
 export { CasefileError } from "./errors";
-export { PreconditionFailedError, comparePrecondition, type PreconditionResult } from "./effectStep";
+export { PreconditionFailedError } from "./effectStep";
+export { comparePrecondition, type PreconditionResult } from "./effectCompare";
 export { stableHash } from "./hash";
 export type { RuleInForce } from "./rules";

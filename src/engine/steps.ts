@@ -1,62 +1,14 @@
 import { CasefileError, describeError } from "./errors";
 import type { AnyState, ExecutorSpec, LoaderContext, StepContext } from "./executors";
-import type { RuleInForce } from "./rules";
-import type { ModelProvider } from "./model";
-import type { AgentCallRecord, EventRecord, Json, Message, Provenance, StepRecord, VerdictRecord, WaitingRequest } from "./records";
-import type { CaseStore } from "./store";
-import type { StagedWrite } from "./superstep";
-import { runAgent, type AgentReplay } from "./agentStep";
+import type { Json, Provenance } from "./records";
+import { runAgent } from "./agentStep";
 import { runCommit } from "./commitStep";
 import { runEffect } from "./effectStep";
-import { ApprovalAnswer, type Workflow } from "./workflow";
+import { stepId, type TaskInput, type TaskOutcome } from "./task";
+import { ApprovalAnswer } from "./workflow";
 
-/** What one executor invocation needs; built by the engine for each delivered message. */
-export interface TaskInput {
-  workflow: Workflow;
-  executor: string;
-  spec: ExecutorSpec;
-  runId: string;
-  /** The case this run belongs to: the root of its branch tree. Effects key intents on it. */
-  caseId: string;
-  superstep: number;
-  /** Distinguishes several invocations of one executor in one superstep. */
-  index: number;
-  message: Message;
-  /** All of state at the superstep's start; values are frozen. */
-  state: Readonly<Record<string, Json>>;
-  local: Json | undefined;
-  signal: AbortSignal;
-  now: () => string;
-  provider?: ModelProvider;
-  store: CaseStore;
-  /** How many times this agent step was called before in this run. */
-  callIndex: number;
-  replay?: AgentReplay;
-  log: (message: string) => void;
-  /** Passes events committed during the step (an effect's intents) to the engine's listeners. */
-  emit?: (event: EventRecord) => void;
-  /** The business rules in force (confirmed, unexpired), read when an agent builds its context. */
-  rules?: () => readonly RuleInForce[];
-}
-
-/** Everything an invocation produced; applied only if the whole superstep commits. */
-export interface TaskOutcome {
-  step: StepRecord;
-  writes: StagedWrite[];
-  facts: { key: string; provenance: Provenance }[];
-  sends: Json[];
-  outputs: Json[];
-  local?: { value: Json };
-  agentCall?: AgentCallRecord;
-  verdict?: VerdictRecord;
-  waiting?: WaitingRequest;
-  warnings: string[];
-  error?: { code: string; message: string };
-}
-
-export function stepId(runId: string, superstep: number, executor: string, index: number): string {
-  return `${runId}:${superstep}:${executor}${index > 0 ? `#${index}` : ""}`;
-}
+// Re-exported for src/cli/evalCommands.ts, which names the task types through this module.
+export type { TaskInput, TaskOutcome } from "./task";
 
 /** Runs one executor for one message. Never throws: a failure is recorded in the outcome. */
 export async function runTask(input: TaskInput): Promise<TaskOutcome> {

@@ -1,7 +1,7 @@
-import { CasefileError, errorMessage } from "./errors";
+import { CasefileError, errorMessage, zodIssue } from "./errors";
 import { keySchema, type Workflow } from "./workflow";
 import { CHECKPOINT_FORMAT, type Checkpoint, type EventRecord, type Json, type KeyRef, type Message, type RunRecord } from "./records";
-import type { TaskOutcome } from "./steps";
+import type { StagedWrite, TaskOutcome } from "./task";
 import type { CommitBatch } from "./store";
 
 /**
@@ -9,12 +9,6 @@ import type { CommitBatch } from "./store";
  * executors sent into the next superstep's messages. The loop in engine.ts calls these; tests
  * call them directly.
  */
-
-export interface StagedWrite {
-  executor: string;
-  key: string;
-  value: unknown;
-}
 
 /**
  * Checks every write of a superstep: the writer owns the key, the value parses with the key's
@@ -57,12 +51,11 @@ export function checkWrites(workflow: Workflow, writes: StagedWrite[]): Map<stri
     }
     const parsed = keySchema(decl).safeParse(w.value);
     if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      const at = issue.path.length ? `${w.key}.${issue.path.join(".")}` : w.key;
-      throw new CasefileError("INVALID_STATE_VALUE", `executor "${w.executor}" wrote an invalid value at "${at}": ${issue.message}`, {
+      const { at, path, message } = zodIssue(parsed.error, w.key);
+      throw new CasefileError("INVALID_STATE_VALUE", `executor "${w.executor}" wrote an invalid value at "${at}": ${message}`, {
         executor: w.executor,
         key: w.key,
-        path: issue.path.map(String),
+        path,
       });
     }
     out.set(w.key, { executor: w.executor, value: toJson(parsed.data, w.key, w.executor) });
@@ -211,7 +204,7 @@ export function nextCheckpoint(input: SuperstepInput): SuperstepResult {
   }
   const checkpoint: Checkpoint = {
     v: CHECKPOINT_FORMAT,
-    id: `${runId}:${superstep}`,
+    id: checkpointId(runId, superstep),
     runId,
     superstep,
     parentId: from.id,
@@ -245,6 +238,16 @@ export function nextCheckpoint(input: SuperstepInput): SuperstepResult {
     events,
   };
   return { checkpoint, values, run, batch };
+}
+
+/** A checkpoint's id: the run's id and the superstep it ends. */
+export function checkpointId(runId: string, superstep: number): string {
+  return `${runId}:${superstep}`;
+}
+
+/** What a checkpoint records of the workflow that made it: name, version, graph hash, executors. */
+export function workflowStamp(wf: Workflow): Checkpoint["workflow"] {
+  return { name: wf.name, version: wf.version, graphHash: wf.graphHash, executors: Object.keys(wf.executors) };
 }
 
 export function deepFreeze<T>(v: T): T {

@@ -3,7 +3,7 @@ import path from "node:path";
 import vm from "node:vm";
 import * as runtime from "../engine/index";
 import * as zod from "zod";
-import { CasefileError } from "../engine/errors";
+import { CasefileError, errorMessage } from "../engine/errors";
 import type { Workflow } from "../engine/workflow";
 
 /** The modules a workflow file may import without an npm install of its own. */
@@ -44,7 +44,7 @@ export async function loadWorkflow(file: string): Promise<LoadedWorkflow> {
     const errors = (e as { errors?: import("esbuild").Message[] }).errors ?? [];
     const first = errors[0];
     const where = first?.location ? `${first.location.file}:${first.location.line}:${first.location.column + 1}` : abs;
-    throw new CasefileError("BUNDLE_FAILED", `cannot bundle workflow ${where}: ${first?.text ?? (e as Error).message}`, {
+    throw new CasefileError("BUNDLE_FAILED", `cannot bundle workflow ${where}: ${first?.text ?? errorMessage(e)}`, {
       file: first?.location?.file ?? abs,
       line: first?.location?.line ?? 0,
       column: first?.location?.column ?? 0,

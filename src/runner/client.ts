@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from "node:child_process";
+import { zodIssue } from "../engine/errors";
 import {
   RunnerToHostSchema,
   type ControlAction,
@@ -65,7 +66,7 @@ export function startRunner(opts: RunnerOptions): RunnerHandle {
   child.on("message", (raw: unknown) => {
     const parsed = RunnerToHostSchema.safeParse(raw);
     if (!parsed.success) {
-      opts.onInvalid?.(`dropped a malformed message from the runner: ${parsed.error.issues[0]?.message}`);
+      opts.onInvalid?.(`dropped a malformed message from the runner: ${zodIssue(parsed.error).message}`);
       return;
     }
     const message = parsed.data;

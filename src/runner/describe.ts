@@ -1,6 +1,6 @@
 import { fork } from "node:child_process";
 import path from "node:path";
-import { isCasefileError, WorkflowDefinitionError } from "../engine/errors";
+import { errorMessage, isCasefileError, WorkflowDefinitionError, zodIssue } from "../engine/errors";
 import { DescribedSchema, type Described, type WorkflowProblem } from "../protocol/describe";
 import { loadWorkflow } from "./bundle";
 
@@ -33,8 +33,7 @@ function problemsOf(e: unknown, file: string): WorkflowProblem[] {
         : { file };
     return [{ code: e.code, message: e.message, ...where }];
   }
-  const message = e instanceof Error ? e.message : String(e);
-  return [{ code: "INVALID_WORKFLOW", message, file }];
+  return [{ code: "INVALID_WORKFLOW", message: errorMessage(e), file }];
 }
 
 /**
@@ -71,7 +70,7 @@ export function describeInChild(
     child.on("message", (raw: unknown) => {
       const parsed = DescribedSchema.safeParse(raw);
       if (parsed.success) settle(parsed.data);
-      else fail(`the describe process answered a malformed message: ${parsed.error.issues[0]?.message}`);
+      else fail(`the describe process answered a malformed message: ${zodIssue(parsed.error).message}`);
     });
     child.on("exit", (code, signal) =>
       fail(`the describe process exited ${signal ? `on ${signal}` : `with code ${code}`}: ${stderr.join("").trim().slice(-2000)}`),

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { RunControl } from "../engine/control";
-import { CasefileError, describeError, isCasefileError } from "../engine/errors";
+import { CasefileError, describeError, isCasefileError, zodIssue } from "../engine/errors";
 import type { ModelProvider, ModelRequest, ModelResponse } from "../engine/model";
 import { HostToRunnerSchema, type HostToRunner, type RunnerToHost } from "../protocol/runner";
 import { runSession } from "./session";
@@ -49,7 +49,7 @@ function main(): void {
   process.on("message", (raw: unknown) => {
     const parsed = HostToRunnerSchema.safeParse(raw);
     if (!parsed.success) {
-      post({ type: "log", level: "warn", message: `dropped a malformed message from the host: ${parsed.error.issues[0]?.message}` });
+      post({ type: "log", level: "warn", message: `dropped a malformed message from the host: ${zodIssue(parsed.error).message}` });
       return;
     }
     const message = parsed.data;

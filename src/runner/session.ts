@@ -1,6 +1,6 @@
 import path from "node:path";
 import { openCaseFile, type SqlJsStore } from "../casefile/index";
-import type { AgentReplay } from "../engine/agentStep";
+import type { AgentReplay, EngineHooks } from "../engine/task";
 import { RunControl } from "../engine/control";
 import { Engine, type RunResult } from "../engine/engine";
 import { CasefileError } from "../engine/errors";
@@ -73,6 +73,7 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
       replay: replayed?.replay ?? opts.replay,
       workflowPath,
       ruleBook,
+      hooks: hooksFromEnv(env),
     });
     let result: RunResult;
     switch (command.kind) {
@@ -107,6 +108,15 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
       for (const w of store.warnings.slice(reported)) opts.log?.(`warning: ${w}`);
     }
   }
+}
+
+/**
+ * The engine's test hooks, from the variables the kill and reconcile tests set on a spawned CLI
+ * (test/integration/killHarness.ts, forkEffects.test.ts); unset outside tests, so no pauses.
+ */
+function hooksFromEnv(env: NodeJS.ProcessEnv): EngineHooks {
+  const ms = (name: string): number | undefined => (env[name] === undefined ? undefined : Number(env[name]));
+  return { pauseBeforeActMs: ms("CASEFILE_TEST_PAUSE_BEFORE_ACT_MS"), pauseAfterActMs: ms("CASEFILE_TEST_PAUSE_AFTER_ACT_MS") };
 }
 
 /** A resumed or answered run finds its workflow file where the run that made it recorded it. */

@@ -14,7 +14,7 @@ export type { ScriptedFixture, ScriptedEntry } from "./scripted";
 export interface CreateProviderOptions {
   /** The workflow file being run; the scripted default fixture and relative fixtures hang off it. */
   workflowPath: string;
-  /** Where keys are read from: process.env in the CLI and the runner. */
+  /** Where keys are read from: the CLI and the runner pass the environment variables they were started with. */
   env: NodeJS.ProcessEnv;
 }
 

@@ -1,5 +1,5 @@
 import OpenAI, { AzureOpenAI } from "openai";
-import { CasefileError } from "../errors";
+import { CasefileError, errorMessage } from "../errors";
 import type { ModelProvider, ModelRequest, ModelResponse } from "../model";
 import type { Json } from "../records";
 
@@ -166,7 +166,7 @@ export class OpenAICompatibleProvider implements ModelProvider {
       if (e.requestID) details.requestId = e.requestID;
       what = `failed with HTTP ${e.status}: ${e.message.replace(/^\d{3}\s*/, "") || "no message"}`;
     } else {
-      what = `failed: ${e instanceof Error ? e.message : String(e)}`;
+      what = `failed: ${errorMessage(e)}`;
     }
     return new CasefileError(
       "MODEL_CALL_FAILED",

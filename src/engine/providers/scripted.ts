@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import { CasefileError } from "../errors";
+import { CasefileError, errorMessage } from "../errors";
 import type { ModelProvider, ModelRequest, ModelResponse } from "../model";
 import type { Json } from "../records";
 
@@ -57,7 +57,7 @@ export function parseFixture(text: string, file: string): ScriptedFixture {
   try {
     raw = JSON.parse(text);
   } catch (e) {
-    throw new CasefileError("INVALID_INPUT", `scripted fixture ${file} is not valid JSON: ${(e as Error).message}`, {
+    throw new CasefileError("INVALID_INPUT", `scripted fixture ${file} is not valid JSON: ${errorMessage(e)}`, {
       file,
     });
   }
@@ -111,7 +111,7 @@ export class ScriptedProvider implements ModelProvider {
     try {
       text = readFileSync(this.fixturePath, "utf8");
     } catch (e) {
-      const reason = (e as NodeJS.ErrnoException).code === "ENOENT" ? "does not exist" : (e as Error).message;
+      const reason = (e as NodeJS.ErrnoException).code === "ENOENT" ? "does not exist" : errorMessage(e);
       throw new CasefileError(
         "MODEL_RESPONSE_MISSING",
         `no scripted response for step "${request.step}" (hash ${request.hash}): fixture ${this.fixturePath} ${reason}`,

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { MemoryStore } from "../../../src/casefile/memoryStore";
-import type { AgentReplay } from "../../../src/engine/agentStep";
+import type { AgentReplay } from "../../../src/engine/task";
 import { RunControl } from "../../../src/engine/control";
 import { Engine, type EngineOptions } from "../../../src/engine/engine";
 import { agent, code, commit, edge, fact, loader, type AgentSpec } from "../../../src/engine/executors";

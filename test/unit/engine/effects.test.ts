@@ -6,7 +6,8 @@ import { z } from "zod";
 import { startErp, type ErpServer, type ErpWrite } from "../../../examples/erp/server";
 import { MemoryStore } from "../../../src/casefile/memoryStore";
 import { SqlJsStore } from "../../../src/casefile/sqlJsStore";
-import { comparePrecondition, PreconditionFailedError } from "../../../src/engine/effectStep";
+import { comparePrecondition } from "../../../src/engine/effectCompare";
+import { PreconditionFailedError } from "../../../src/engine/effectStep";
 import { Engine } from "../../../src/engine/engine";
 import { edge, effect, fact, loader, type LiveRecord } from "../../../src/engine/executors";
 import { stableHash } from "../../../src/engine/hash";
@@ -302,8 +303,6 @@ describe("effects: open intents are reconciled on resume before anything else ru
     erp = await startErp({ seed, dataDir: path.join(dir, "erp") });
   });
   afterEach(async () => {
-    delete process.env.CASEFILE_TEST_PAUSE_AFTER_ACT_MS;
-    delete process.env.CASEFILE_TEST_PAUSE_BEFORE_ACT_MS;
     await erp.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -315,11 +314,11 @@ describe("effects: open intents are reconciled on resume before anything else ru
   async function crashCopyAt(hook: "BEFORE" | "AFTER", target: Target, onPause?: () => Promise<void> | void): Promise<string> {
     const file = path.join(dir, "case.casefile");
     const crashed = path.join(dir, "crashed.casefile");
-    process.env[`CASEFILE_TEST_PAUSE_${hook}_ACT_MS`] = "50";
     const store = await SqlJsStore.open(file, { create: true });
     let paused: Promise<void> | undefined;
     try {
       await new Engine(workflow(target), store, {
+        hooks: hook === "AFTER" ? { pauseAfterActMs: 50 } : { pauseBeforeActMs: 50 },
         log: (m) => {
           if (!m.includes("test hook")) return;
           copyFileSync(file, crashed);
@@ -329,7 +328,6 @@ describe("effects: open intents are reconciled on resume before anything else ru
       }).run();
     } finally {
       store.close();
-      delete process.env[`CASEFILE_TEST_PAUSE_${hook}_ACT_MS`];
     }
     await paused;
     assert.ok(existsSync(crashed), "the hook paused the effect");

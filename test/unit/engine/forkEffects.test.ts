@@ -5,7 +5,7 @@ import path from "node:path";
 import { z } from "zod";
 import { startErp, type ErpServer, type ErpWrite } from "../../../examples/erp/server";
 import { SqlJsStore } from "../../../src/casefile/sqlJsStore";
-import type { AgentReplay } from "../../../src/engine/agentStep";
+import type { AgentReplay } from "../../../src/engine/task";
 import { Engine, type EngineOptions, type RunResult } from "../../../src/engine/engine";
 import { agent, commit, edge, effect, fact, loader } from "../../../src/engine/executors";
 import type { ModelProvider } from "../../../src/engine/model";
@@ -111,8 +111,6 @@ describe("effects on branches: a fork never silently takes over a different effe
     model.amount = 60;
   });
   afterEach(async () => {
-    delete process.env.CASEFILE_TEST_PAUSE_AFTER_ACT_MS;
-    delete process.env.CASEFILE_TEST_PAUSE_BEFORE_ACT_MS;
     await erp.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -309,21 +307,17 @@ describe("effects on branches: a fork never silently takes over a different effe
       onPause?: () => Promise<void>,
     ): Promise<{ runId: string; intent: IntentRecord }> {
       const crashed = path.join(dir, "crashed.casefile");
-      process.env[`CASEFILE_TEST_PAUSE_${hook}_ACT_MS`] = "30";
       let paused: Promise<void> | undefined;
-      try {
-        await command(file, (e) => e.run(), {
-          log: (m) => {
-            if (!m.includes("test hook")) return;
-            copyFileSync(file, crashed);
-            if (existsSync(`${file}.journal`)) copyFileSync(`${file}.journal`, `${crashed}.journal`);
-            paused = onPause?.();
-          },
-        });
-        await paused;
-      } finally {
-        delete process.env[`CASEFILE_TEST_PAUSE_${hook}_ACT_MS`];
-      }
+      await command(file, (e) => e.run(), {
+        hooks: hook === "AFTER" ? { pauseAfterActMs: 30 } : { pauseBeforeActMs: 30 },
+        log: (m) => {
+          if (!m.includes("test hook")) return;
+          copyFileSync(file, crashed);
+          if (existsSync(`${file}.journal`)) copyFileSync(`${file}.journal`, `${crashed}.journal`);
+          paused = onPause?.();
+        },
+      });
+      await paused;
       file = crashed;
       const runs = await read(file, (s) => s.listRuns());
       const intent = await read(file, (s) => s.listIntents({ runId: runs[0]!.id }));

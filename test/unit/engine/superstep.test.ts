@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import { code, edge } from "../../../src/engine/executors";
 import { CHECKPOINT_FORMAT, type Checkpoint, type Json, type RunRecord } from "../../../src/engine/records";
-import type { TaskOutcome } from "../../../src/engine/steps";
+import type { TaskOutcome } from "../../../src/engine/task";
 import { checkWrites, nextCheckpoint, type SuperstepInput } from "../../../src/engine/superstep";
 import { defineWorkflow } from "../../../src/engine/workflow";
 

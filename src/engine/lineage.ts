@@ -1,0 +1,37 @@
+import type { RunRecord } from "./records";
+import type { CaseStore } from "./store";
+
+/**
+ * A run's ancestry in the case file: runs branch from runs, and the root of the tree is the case.
+ * Read by the engine when a run starts or resumes; they only read the store.
+ */
+
+/**
+ * How many times each agent has been called in the run's history, for the next call's index:
+ * the run's own calls and, for a branch, its ancestors' up to the checkpoint it was forked from,
+ * so a fixture keyed by call index answers a branch as it would have answered the run.
+ */
+export function agentCallCounts(store: CaseStore, run: RunRecord): Map<string, number> {
+  const counts = new Map<string, number>();
+  let upTo = Number.POSITIVE_INFINITY;
+  for (let r: RunRecord | undefined = run; r;) {
+    for (const c of store.listAgentCalls(r.id)) if (c.superstep <= upTo) counts.set(c.executor, (counts.get(c.executor) ?? 0) + 1);
+    if (!r.parentRunId || !r.parentCheckpointId) break;
+    const forkedAt = store.listCheckpoints(r.parentRunId).find((c) => c.id === r!.parentCheckpointId);
+    if (!forkedAt) break;
+    upTo = Math.min(upTo, forkedAt.superstep);
+    r = store.getRun(r.parentRunId);
+  }
+  return counts;
+}
+
+/** The case a run belongs to: the root run of its branch tree (effects key their intents on it). */
+export function caseIdOf(store: CaseStore, run: RunRecord): string {
+  let r: RunRecord | undefined = run;
+  while (r?.parentRunId) {
+    const parent = store.getRun(r.parentRunId);
+    if (!parent) break;
+    r = parent;
+  }
+  return r?.id ?? run.id;
+}
