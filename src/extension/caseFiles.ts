@@ -51,6 +51,12 @@ export function releaseCaseFile(caseFile: vscode.Uri): void {
   void readers?.then((r) => r.drop(caseFile.fsPath));
 }
 
+/** Called when the extension deactivates: every kept store is closed. */
+export function closeCaseFileReaders(): void {
+  void readers?.then((r) => r.dispose());
+  readers = undefined;
+}
+
 /** One superstep's details, read when the person selects it. */
 export async function loadSuperstepDetail(caseFile: vscode.Uri, runId: string, superstep: number): Promise<SuperstepDetailView> {
   const [r, { buildSuperstepDetail }] = await Promise.all([caseFileReaders(), import("./viewModel.js")]);

@@ -2,7 +2,7 @@ import * as vscode from "vscode";
 import type { Ctx } from "./commands";
 import { commands } from "./commands";
 import { registerAuthoring } from "./authoring";
-import { loadContext, loadInspectorViewModel, loadSuperstepDetail, releaseCaseFile } from "./caseFiles";
+import { closeCaseFileReaders, loadContext, loadInspectorViewModel, loadSuperstepDetail, releaseCaseFile } from "./caseFiles";
 import type { GraphPanel } from "./graphPanel";
 import type { InspectorActions, InspectorPanel } from "./inspectorPanel";
 import { ForkEditor } from "./forkEditor";
@@ -69,7 +69,9 @@ export function activate(context: vscode.ExtensionContext): CasefileTestApi {
   };
 }
 
-export function deactivate(): void {}
+export function deactivate(): void {
+  closeCaseFileReaders();
+}
 
 function inspectorActions(
   context: vscode.ExtensionContext,
