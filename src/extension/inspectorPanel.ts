@@ -178,15 +178,15 @@ export class InspectorPanel implements vscode.Disposable {
         await this.reload(message.runId);
         return;
       case "loadSuperstep": {
-        const { runId, superstep } = message;
+        const { requestId, runId, superstep } = message;
         try {
           const detail = await this.actions.loadSuperstep(this.caseFile, runId, superstep);
-          this.post({ type: "superstep", detail });
+          this.post({ type: "superstep", requestId, detail });
         } catch (err) {
           const text = err instanceof Error ? err.message : String(err);
           this.log.error(`Run Inspector: cannot read superstep ${superstep} of ${runId}: ${text}`);
           const absent = { absent: `This superstep could not be read from the case file: ${text}` };
-          this.post({ type: "superstep", detail: { runId, superstep, steps: [], state: absent } });
+          this.post({ type: "superstep", requestId, detail: { runId, superstep, steps: [], state: absent } });
         }
         return;
       }
