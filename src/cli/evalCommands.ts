@@ -26,6 +26,7 @@ import { rulesInForce, type RuleInForce } from "../engine/rules";
 import type { AgentCallRecord, Fact, Json, RunRecord, Verdict } from "../engine/records";
 import type { TaskOutcome } from "../engine/steps";
 import type { Workflow } from "../engine/workflow";
+import { ExportEvalResultSchema } from "../protocol/exportEval";
 import type { ProviderConfig } from "../protocol/runner";
 import { loadWorkflow } from "../runner/bundle";
 import { jsonOption, parseOptions, providerOption, type Command, type Io } from "./args";
@@ -54,6 +55,7 @@ export const exportEval: Command = async (args, io) => {
       out: { type: "string" },
       expect: { type: "string" },
       workflow: { type: "string" },
+      json: { type: "boolean" },
     },
     1,
   );
@@ -98,6 +100,11 @@ export const exportEval: Command = async (args, io) => {
   const text =
     format === "json" ? toOwnJson(evalCase) : format === "openai-jsonl" ? toOpenAIEvalsJsonl([evalCase]) : toPromptfooYaml([evalCase]);
   writeOut(out, text);
+  if (values.json) {
+    // For scripts and the extension: what was written where, in the schema they parse it with.
+    io.out(JSON.stringify(ExportEvalResultSchema.parse({ v: 1, id: evalCase.id, path: out, format })));
+    return 0;
+  }
   const e = evalCase.expected;
   io.out(
     `eval case ${evalCase.id}: step "${evalCase.step}", expects ${e.action ?? "no valid proposal"} (${e.verdict})${e.corrected ? ", corrected" : ""}`,
