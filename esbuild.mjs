@@ -37,6 +37,7 @@ const lazyModules = {
   "src/runner/client.ts": "ext-runnerClient",
   "src/runner/describe.ts": "ext-describeClient",
   "src/protocol/runner.ts": "ext-runnerProtocol",
+  "src/protocol/exportEval.ts": "ext-exportEval",
   "src/authoring/scaffold.ts": "ext-scaffold",
   zod: "ext-zod",
 };

@@ -33,12 +33,16 @@ const LAYERS = {
     VSCODE,
     {
       regex: layer("runner", "cli", "debug", "extension", "webview", "authoring"),
-      message: "casefile (the stores) imports only engine and protocol: no runner, cli, debug, extension or webview code (DESIGN.md, Layers)",
+      message:
+        "casefile (the stores) imports only engine and protocol: no runner, cli, debug, extension or webview code (DESIGN.md, Layers)",
     },
   ],
   "src/{runner,cli,debug}/**": [
     VSCODE,
-    { regex: layer("extension", "webview"), message: "runner, cli and debug are glue below the editor: no extension or webview code (DESIGN.md, Layers)" },
+    {
+      regex: layer("extension", "webview"),
+      message: "runner, cli and debug are glue below the editor: no extension or webview code (DESIGN.md, Layers)",
+    },
   ],
   "src/webview/**": [
     {
@@ -48,8 +52,19 @@ const LAYERS = {
       message: `webview code runs in the panel's browser: it imports only its own modules, ../protocol/ and the browser packages ${BROWSER_PACKAGES.join(", ")} (eslint.config.mjs), no Node builtins`,
     },
   ],
+  // A panel's own modules in a subfolder (src/webview/inspector/*): ../ is still the webview,
+  // ../../protocol/ the schemas. Listed after src/webview/** so it replaces that list for them.
+  "src/webview/*/**": [
+    {
+      regex: `^(?!\\./|\\.\\./(?!\\.\\./)|\\.\\./\\.\\./(protocol|webview)/|${BROWSER_PACKAGES.map((p) => `${p}(/|$)`).join("|")})`,
+      message: `webview code runs in the panel's browser: it imports only its own modules, ../../protocol/ and the browser packages ${BROWSER_PACKAGES.join(", ")} (eslint.config.mjs), no Node builtins`,
+    },
+  ],
   "src/protocol/**": [
-    { regex: "^(?!\\./|zod(/|$))", message: "protocol holds only zod schemas: it imports zod and its own modules, nothing else (DESIGN.md, Layers)" },
+    {
+      regex: "^(?!\\./|zod(/|$))",
+      message: "protocol holds only zod schemas: it imports zod and its own modules, nothing else (DESIGN.md, Layers)",
+    },
   ],
 };
 

@@ -24,6 +24,7 @@ import { createProvider, FixedProvider, runModelOf } from "../engine/providers/i
 import type { RuleInForce } from "../engine/rules";
 import type { Json, RunRecord } from "../engine/records";
 import type { Workflow } from "../engine/workflow";
+import { ExportEvalResultSchema } from "../protocol/exportEval";
 import type { ProviderConfig } from "../protocol/runner";
 import { loadWorkflow } from "../runner/bundle";
 import { jsonOption, parseOptions, providerOption, type Command, type Io } from "./args";
@@ -53,6 +54,7 @@ export const exportEval: Command = async (args, io) => {
       out: { type: "string" },
       expect: { type: "string" },
       workflow: { type: "string" },
+      json: { type: "boolean" },
     },
     1,
   );
@@ -87,6 +89,11 @@ export const exportEval: Command = async (args, io) => {
   const text =
     format === "json" ? toOwnJson(evalCase) : format === "openai-jsonl" ? toOpenAIEvalsJsonl([evalCase]) : toPromptfooYaml([evalCase]);
   writeOut(out, text);
+  if (values.json) {
+    // For scripts and the extension: what was written where, in the schema they parse it with.
+    io.out(JSON.stringify(ExportEvalResultSchema.parse({ v: 1, id: evalCase.id, path: out, format })));
+    return 0;
+  }
   const e = evalCase.expected;
   io.out(
     `eval case ${evalCase.id}: step "${evalCase.step}", expects ${e.action ?? "no valid proposal"} (${e.verdict})${e.corrected ? ", corrected" : ""}`,

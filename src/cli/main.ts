@@ -196,7 +196,7 @@ export const COMMANDS: readonly { name: string; synopsis: readonly string[]; han
   {
     name: "export-eval",
     synopsis: [
-      "casefile export-eval <case file> --step AGENT_CALL_ID|SUPERSTEP:EXECUTOR [--run ID] [--format json|openai-jsonl|promptfoo] [--out PATH] [--expect JSON] [--workflow F]",
+      "casefile export-eval <case file> --step AGENT_CALL_ID|SUPERSTEP:EXECUTOR [--run ID] [--format json|openai-jsonl|promptfoo] [--out PATH] [--expect JSON] [--workflow F] [--json]",
     ],
     handler: exportEval,
   },

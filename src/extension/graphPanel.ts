@@ -1,14 +1,14 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
-import { webviewHtml } from "./webviewHtml";
+import { WebviewChannel } from "./webviewChannel";
 import type { Described } from "../protocol/describe";
-import type { GraphLive, HostToGraph } from "../protocol/graph";
+import type { GraphLive, GraphToHost, HostToGraph } from "../protocol/graph";
 import { graphViewModel, parseGraphMessage } from "../protocol/graph";
 
 /**
- * The Workflow Graph: one webview panel per workflow file. Same boundary as the Run Inspector:
- * CSP default-src 'none' with a nonce, local resources from media/ only, every message parsed
- * (src/protocol/graph.ts), nothing posted before the page says `ready`.
+ * The Workflow Graph: one webview panel per workflow file. Same boundary as the Run Inspector, the
+ * `WebviewChannel`'s: CSP default-src 'none' with a nonce, local resources from media/ only, every
+ * message parsed (src/protocol/graph.ts), nothing posted before the page says `ready`.
  *
  * The graph comes from the describe child process (loading a workflow runs its code: only in a
  * trusted workspace). What is running comes from the runner while a run of the workflow goes in
@@ -30,12 +30,10 @@ export class GraphPanel implements vscode.Disposable {
   static readonly viewType = "casefile.workflowGraph";
   private static readonly open = new Map<string, GraphPanel>();
 
-  private ready = false;
+  private readonly channel: WebviewChannel<GraphToHost, HostToGraph>;
+  /** The last graph (with what runs now) or notice: what a page that says `ready` is sent. */
   private latest: HostToGraph | undefined;
-  private readonly disposables: vscode.Disposable[] = [];
-  private disposed = false;
   private reloadTimer: ReturnType<typeof setTimeout> | undefined;
-  dropped = 0;
 
   static async show(
     extensionUri: vscode.Uri,
@@ -49,18 +47,7 @@ export class GraphPanel implements vscode.Disposable {
       await existing.reload();
       return existing;
     }
-    const media = vscode.Uri.joinPath(extensionUri, "media");
-    const panel = vscode.window.createWebviewPanel(
-      GraphPanel.viewType,
-      `Graph: ${path.basename(workflow.fsPath)}`,
-      vscode.ViewColumn.Beside,
-      {
-        enableScripts: true,
-        localResourceRoots: [media],
-        retainContextWhenHidden: false,
-      },
-    );
-    const graph = new GraphPanel(panel, media, log, sources, workflow);
+    const graph = new GraphPanel(vscode.Uri.joinPath(extensionUri, "media"), log, sources, workflow);
     GraphPanel.open.set(workflow.toString(), graph);
     await graph.reload();
     return graph;
@@ -80,30 +67,41 @@ export class GraphPanel implements vscode.Disposable {
     return this.latest?.type === "load" ? this.latest.model.live : undefined;
   }
 
+  get panel(): vscode.WebviewPanel {
+    return this.channel.panel;
+  }
+
+  /** Messages from the page dropped at the boundary. */
+  get dropped(): number {
+    return this.channel.dropped;
+  }
+
   private constructor(
-    readonly panel: vscode.WebviewPanel,
-    private readonly media: vscode.Uri,
+    media: vscode.Uri,
     private readonly log: vscode.LogOutputChannel,
     private readonly sources: GraphSources,
     readonly workflow: vscode.Uri,
   ) {
-    panel.iconPath = vscode.Uri.joinPath(media, "casefile.svg");
-    panel.webview.html = webviewHtml(panel.webview, this.media, {
-      title: "Workflow Graph",
-      script: "graph.js",
-      stylesheet: "graph.css",
-      loading: "Loading the workflow…",
+    this.channel = new WebviewChannel<GraphToHost, HostToGraph>({
+      viewType: GraphPanel.viewType,
+      title: `Graph: ${path.basename(workflow.fsPath)}`,
+      column: vscode.ViewColumn.Beside,
+      media,
+      page: { title: "Workflow Graph", script: "graph.js", stylesheet: "graph.css", loading: "Loading the workflow…" },
+      log,
+      name: "Workflow Graph",
+      parse: parseGraphMessage,
+      receive: async (message) => void (await revealExecutor(workflow, message.executor)),
+      // A page gets the latest graph, its highlight up to date; nothing posted before waits for it.
+      greeting: () => (this.latest ? [this.latest] : []),
+      holds: () => false,
     });
+    this.channel.onDispose(() => GraphPanel.open.delete(workflow.toString()));
     const caseFile = sources.caseFileFor(workflow);
     const caseWatcher = vscode.workspace.createFileSystemWatcher(
       new vscode.RelativePattern(vscode.Uri.file(path.dirname(caseFile)), `${path.basename(caseFile)}*`),
     );
-    this.disposables.push(
-      panel.webview.onDidReceiveMessage((data: unknown) => void this.receive(data)),
-      panel.onDidDispose(() => this.dispose()),
-      panel.onDidChangeViewState(() => {
-        if (!panel.visible) this.ready = false;
-      }),
+    this.channel.register(
       caseWatcher,
       caseWatcher.onDidChange(() => this.liveSoon()),
       caseWatcher.onDidCreate(() => this.liveSoon()),
@@ -172,31 +170,11 @@ export class GraphPanel implements vscode.Disposable {
   private post(message: HostToGraph): void {
     if (message.type !== "live") this.latest = message;
     else if (this.latest?.type === "load") this.latest = { type: "load", model: { ...this.latest.model, live: message.live } };
-    if (this.ready) void this.panel.webview.postMessage(message);
-  }
-
-  private async receive(data: unknown): Promise<void> {
-    const parsed = parseGraphMessage(data);
-    if (!parsed.ok) {
-      this.dropped++;
-      this.log.warn(`Workflow Graph: dropped a malformed message from the webview: ${parsed.error}`);
-      return;
-    }
-    const message = parsed.message;
-    if (message.type === "ready") {
-      this.ready = true;
-      if (this.latest) void this.panel.webview.postMessage(this.latest);
-      return;
-    }
-    await revealExecutor(this.workflow, message.executor);
+    this.channel.post(message);
   }
 
   dispose(): void {
-    if (this.disposed) return;
-    this.disposed = true;
-    GraphPanel.open.delete(this.workflow.toString());
-    for (const d of this.disposables.splice(0)) d.dispose();
-    this.panel.dispose();
+    this.channel.dispose();
   }
 }
 

@@ -1,19 +1,19 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
-import { webviewHtml } from "./webviewHtml";
+import { WebviewChannel } from "./webviewChannel";
 import type { ContextView, HostToInspector, InspectorToHost, InspectorViewModel, SuperstepDetailView } from "../protocol/webview";
 import { parseInspectorMessage } from "../protocol/webview";
 
 /**
- * The Run Inspector: one webview panel per case file. The panel owns the webview's lifetime and
- * its message boundary; what an action does is decided by the `InspectorActions` it is given.
+ * The Run Inspector: one webview panel per case file. Its page's lifetime and message boundary
+ * (ready gating, the locked-down page, parsing, disposal) are the `WebviewChannel`'s; this class
+ * answers the page's requests and keeps the view model fresh as the case file changes. What an
+ * action does is decided by the `InspectorActions` it is given.
  *
- * Protocol (src/protocol/webview.ts): the webview says `ready` once its script runs; the host
- * posts nothing before that (a message posted earlier would be lost), then sends `load` with the
- * view model. A hidden panel's page is discarded (retainContextWhenHidden is off: it costs memory
- * per panel); when shown again it says `ready` again and gets the latest view model; the webview
- * keeps the person's selection with setState. Every message from the webview is parsed; a malformed one is dropped and logged and
- * the panel carries on.
+ * Protocol (src/protocol/webview.ts): once the page says `ready` it gets `load` with the view
+ * model; the page asks for each superstep's details and for contexts to diff with requests whose
+ * answers carry their requestId. A page loaded again (after being hidden) gets the latest view
+ * model and keeps the person's selection with setState.
  */
 
 export interface InspectorActions {
@@ -40,16 +40,11 @@ export class InspectorPanel implements vscode.Disposable {
   static readonly viewType = "casefile.runInspector";
   private static readonly open = new Map<string, InspectorPanel>();
 
-  private ready = false;
-  /** Messages waiting for `ready`; only the newest `load` matters, so it replaces older ones. */
-  private queue: HostToInspector[] = [];
-  /** The last view model sent or queued, for a page that loads again after being hidden. */
+  private readonly channel: WebviewChannel<InspectorToHost, HostToInspector>;
+  /** The last view model sent or waiting for the page: a page that loads again (after being hidden) gets it. */
   private latest: Extract<HostToInspector, { type: "load" }> | undefined;
-  private readonly disposables: vscode.Disposable[] = [];
   private runId: string | undefined;
-  private disposed = false;
-  /** Messages dropped at the boundary: counted for the tests and the log. */
-  dropped = 0;
+  private reloadTimer: ReturnType<typeof setTimeout> | undefined;
 
   /** Opens (or reveals) the inspector for a case file. Called by the openInspector command. */
   static async show(
@@ -65,17 +60,9 @@ export class InspectorPanel implements vscode.Disposable {
       if (runId !== undefined && runId !== existing.runId) await existing.reload(runId);
       return existing;
     }
-    const media = vscode.Uri.joinPath(extensionUri, "media");
-    const panel = vscode.window.createWebviewPanel(
-      InspectorPanel.viewType,
-      `Run Inspector: ${path.basename(caseFile.fsPath)}`,
-      vscode.ViewColumn.Active,
-      { enableScripts: true, localResourceRoots: [media], retainContextWhenHidden: false },
-    );
-    const inspector = new InspectorPanel(panel, media, log, actions, caseFile);
+    const inspector = new InspectorPanel(vscode.Uri.joinPath(extensionUri, "media"), log, actions, caseFile);
     InspectorPanel.open.set(caseFile.toString(), inspector);
     await inspector.reload(runId);
-    if (InspectorPanel.runState.state !== "idle") inspector.post(InspectorPanel.runState);
     return inspector;
   }
 
@@ -92,40 +79,55 @@ export class InspectorPanel implements vscode.Disposable {
     return InspectorPanel.open.get(caseFile.toString());
   }
 
+  get panel(): vscode.WebviewPanel {
+    return this.channel.panel;
+  }
+
+  /** Messages from the page dropped at the boundary: read by the e2e suite. */
+  get dropped(): number {
+    return this.channel.dropped;
+  }
+
   private constructor(
-    readonly panel: vscode.WebviewPanel,
-    private readonly media: vscode.Uri,
+    media: vscode.Uri,
     private readonly log: vscode.LogOutputChannel,
     private readonly actions: InspectorActions,
     readonly caseFile: vscode.Uri,
   ) {
-    panel.iconPath = vscode.Uri.joinPath(media, "casefile.svg");
-    panel.webview.html = webviewHtml(panel.webview, this.media, {
-      title: "Run Inspector",
-      script: "inspector.js",
-      stylesheet: "inspector.css",
-      loading: "Loading the case file…",
+    this.channel = new WebviewChannel<InspectorToHost, HostToInspector>({
+      viewType: InspectorPanel.viewType,
+      title: `Run Inspector: ${path.basename(caseFile.fsPath)}`,
+      column: vscode.ViewColumn.Active,
+      media,
+      page: { title: "Run Inspector", script: "inspector.js", stylesheet: "inspector.css", loading: "Loading the case file…" },
+      log,
+      name: "Run Inspector",
+      parse: parseInspectorMessage,
+      receive: (message) => this.receive(message),
+      // Each new page gets the latest view model and, while a workflow runs, where it is.
+      greeting: () => [
+        ...(this.latest ? [this.latest] : []),
+        ...(InspectorPanel.runState.state !== "idle" ? [InspectorPanel.runState] : []),
+      ],
+      // Notices and answers wait for the page; the greeting covers view models and the run state.
+      holds: (message) => message.type !== "load" && message.type !== "runState",
+    });
+    this.channel.onDispose(() => {
+      InspectorPanel.open.delete(caseFile.toString());
+      this.actions.release(caseFile); // the case file's kept store is closed with its inspector
     });
     // A running workflow appends to the case file's journal; compaction rewrites the file. Either
     // way the panel shows the new state shortly after, keeping the person's selection.
     const watcher = vscode.workspace.createFileSystemWatcher(
       new vscode.RelativePattern(vscode.Uri.joinPath(caseFile, ".."), `${path.basename(caseFile.fsPath)}*`),
     );
-    this.disposables.push(
-      panel.webview.onDidReceiveMessage((data: unknown) => void this.receive(data)),
-      panel.onDidDispose(() => this.dispose()),
-      // Hidden, the page is discarded: hold messages until the next page says `ready`.
-      panel.onDidChangeViewState(() => {
-        if (!panel.visible) this.ready = false;
-      }),
+    this.channel.register(
       watcher,
       watcher.onDidChange(() => this.reloadSoon()),
       watcher.onDidCreate(() => this.reloadSoon()),
       { dispose: () => clearTimeout(this.reloadTimer) },
     );
   }
-
-  private reloadTimer: ReturnType<typeof setTimeout> | undefined;
 
   /** Called for every change to the case file or its journal: one reload per burst of writes. */
   private reloadSoon(): void {
@@ -148,49 +150,25 @@ export class InspectorPanel implements vscode.Disposable {
 
   private post(message: HostToInspector): void {
     if (message.type === "load") this.latest = message;
-    if (!this.ready) {
-      if (message.type === "load") this.queue = this.queue.filter((m) => m.type !== "load");
-      this.queue.push(message);
-      return;
-    }
-    void this.panel.webview.postMessage(message);
+    this.channel.post(message);
   }
 
-  /** Called by VS Code for every message the webview posts. */
-  private async receive(data: unknown): Promise<void> {
-    const parsed = parseInspectorMessage(data);
-    if (!parsed.ok) {
-      this.dropped++;
-      this.log.warn(`Run Inspector: dropped a malformed message from the webview: ${parsed.error}`);
-      return;
-    }
-    const message = parsed.message;
+  /** Called by the channel for every parsed message from the page but `ready`. */
+  private async receive(message: Exclude<InspectorToHost, { type: "ready" }>): Promise<void> {
     switch (message.type) {
-      case "ready": {
-        // Said once per page load: the first time, and again each time the panel is shown after
-        // being hidden (its page is not retained). Each new page gets the latest view model.
-        this.ready = true;
-        const queued = this.queue.filter((m) => m.type !== "load");
-        this.queue = [];
-        if (this.latest) void this.panel.webview.postMessage(this.latest);
-        // A page loaded again (after being hidden) gets the run state too, once.
-        if (!queued.some((m) => m.type === "runState") && InspectorPanel.runState.state !== "idle") queued.push(InspectorPanel.runState);
-        for (const m of queued) void this.panel.webview.postMessage(m);
-        return;
-      }
       case "selectRun":
         await this.reload(message.runId);
         return;
       case "loadSuperstep": {
-        const { runId, superstep } = message;
+        const { requestId, runId, superstep } = message;
         try {
           const detail = await this.actions.loadSuperstep(this.caseFile, runId, superstep);
-          this.post({ type: "superstep", detail });
+          this.post({ type: "superstep", requestId, detail });
         } catch (err) {
           const text = err instanceof Error ? err.message : String(err);
           this.log.error(`Run Inspector: cannot read superstep ${superstep} of ${runId}: ${text}`);
           const absent = { absent: `This superstep could not be read from the case file: ${text}` };
-          this.post({ type: "superstep", detail: { runId, superstep, steps: [], state: absent } });
+          this.post({ type: "superstep", requestId, detail: { runId, superstep, steps: [], state: absent } });
         }
         return;
       }
@@ -232,12 +210,7 @@ export class InspectorPanel implements vscode.Disposable {
   }
 
   dispose(): void {
-    if (this.disposed) return;
-    this.disposed = true;
-    InspectorPanel.open.delete(this.caseFile.toString());
-    for (const d of this.disposables.splice(0)) d.dispose();
-    this.panel.dispose();
-    this.actions.release(this.caseFile);
+    this.channel.dispose();
   }
 }
 

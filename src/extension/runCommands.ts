@@ -126,16 +126,22 @@ export async function exportStepAsEval(
     ((await vscode.window.showQuickPick(["json", "promptfoo", "openai-jsonl"], { title: "Export step as eval case: format" })) as
       EvalFormat | undefined);
   if (!chosen) return { ok: false, reason: "No format chosen." };
-  const args = ["export-eval", caseFile.fsPath, "--step", agentCallId, "--format", chosen];
+  const args = ["export-eval", caseFile.fsPath, "--step", agentCallId, "--format", chosen, "--json"];
   log.info(`export: casefile ${args.join(" ")}`);
-  const { code, out } = await runCli(extension, args, path.dirname(caseFile.fsPath));
-  const lines = out.trim().split("\n");
+  const { code, out, stdout } = await runCli(extension, args, path.dirname(caseFile.fsPath));
   if (code !== 0) {
     log.error(`export failed: ${out.trim()}`);
-    return tell({ ok: false, reason: `Export failed: ${lines.slice(-3).join(" ")}` });
+    return tell({ ok: false, reason: `Export failed: ${out.trim().split("\n").slice(-3).join(" ")}` });
   }
-  const file = lines[lines.length - 1]!.trim();
-  log.info(`export: ${lines.join(" | ")}`);
+  // Loaded on first use (with zod): the extension's entry stays small.
+  const { parseExportEvalResult } = await import("../protocol/exportEval.js");
+  const result = parseExportEvalResult(stdout);
+  if (!result.ok) {
+    log.error(`export: the CLI's answer did not parse: ${result.error}\n${out.trim()}`);
+    return tell({ ok: false, reason: `Export failed: the CLI's answer did not parse: ${result.error}` });
+  }
+  const file = result.value.path;
+  log.info(`export: ${result.value.format} eval case ${result.value.id} written to ${file}`);
   const message = `Eval case written to ${vscode.workspace.asRelativePath(file)}`;
   void vscode.window.showInformationMessage(message, "Open").then((pick) => {
     if (pick) void vscode.window.showTextDocument(vscode.Uri.file(file));
@@ -143,16 +149,24 @@ export async function exportStepAsEval(
   return { ok: true, message, file };
 }
 
-/** Runs the bundled CLI (dist/cli.js) in a child process; its output and exit code. */
-export function runCli(extension: vscode.ExtensionContext, args: string[], cwd: string): Promise<{ code: number | null; out: string }> {
+/** Runs the bundled CLI (dist/cli.js) in a child process: its exit code, stdout and stderr interleaved (`out`), and stdout alone. */
+export function runCli(
+  extension: vscode.ExtensionContext,
+  args: string[],
+  cwd: string,
+): Promise<{ code: number | null; out: string; stdout: string }> {
   const cli = vscode.Uri.joinPath(extension.extensionUri, "dist", "cli.js").fsPath;
   return new Promise((resolve) => {
     const child = fork(cli, args, { silent: true, execArgv: [], cwd });
     let text = "";
-    child.stdout?.on("data", (d: Buffer) => (text += d.toString("utf8")));
+    let stdout = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      text += d.toString("utf8");
+      stdout += d.toString("utf8");
+    });
     child.stderr?.on("data", (d: Buffer) => (text += d.toString("utf8")));
-    child.on("exit", (c) => resolve({ code: c, out: text }));
-    child.on("error", (e) => resolve({ code: -1, out: e.message }));
+    child.on("exit", (c) => resolve({ code: c, out: text, stdout }));
+    child.on("error", (e) => resolve({ code: -1, out: e.message, stdout }));
   });
 }
 

@@ -261,8 +261,11 @@ export const InspectorToHostSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("replayStep"), runId: id, stepId: id, mode: ReplayModeSchema }),
   z.object({ type: z.literal("exportStepAsEval"), runId: id, stepId: id, format: EvalFormatSchema }),
   z.object({ type: z.literal("selectRun"), runId: id }),
-  /** Asks for a superstep's details (every step's context, decision, intents; the state). */
-  z.object({ type: z.literal("loadSuperstep"), runId: id, superstep: z.number().int().nonnegative() }),
+  /**
+   * Asks for a superstep's details (every step's context, decision, intents; the state). The
+   * answer, `superstep`, carries the same requestId.
+   */
+  z.object({ type: z.literal("loadSuperstep"), requestId: id, runId: id, superstep: z.number().int().nonnegative() }),
   /**
    * Asks for another agent step's context, to diff the shown one against (the Context tab's
    * picker). The answer, `context`, carries the same requestId.
@@ -281,8 +284,11 @@ export type InspectorToHost = z.infer<typeof InspectorToHostSchema>;
 
 export const HostToInspectorSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("load"), model: InspectorViewModelSchema }),
-  /** The answer to `loadSuperstep`. */
-  z.object({ type: z.literal("superstep"), detail: SuperstepDetailSchema }),
+  /**
+   * A superstep's details: the answer to `loadSuperstep` (with its requestId), or, without one,
+   * details the host sends unasked; the panel keeps either for when the superstep is shown.
+   */
+  z.object({ type: z.literal("superstep"), requestId: z.string().optional(), detail: SuperstepDetailSchema }),
   /** The answer to `loadContext`: the context, or why it cannot be shown. */
   z.object({ type: z.literal("context"), requestId: z.string(), context: z.union([Absent, ContextSchema]) }),
   /** A line for the panel's status area: the outcome of an action, or why it could not run. */

@@ -12,13 +12,10 @@
 // First: configures zod before any schema is built.
 import "./zodJitless";
 import dagre from "@dagrejs/dagre";
-import type { GraphExecutorView, GraphLive, GraphToHost, GraphViewModel } from "../protocol/graph";
+import type { GraphExecutorView, GraphLive, GraphToHost, GraphViewModel, HostToGraph } from "../protocol/graph";
 import { parseGraphHostMessage } from "../protocol/graph";
-
-interface VsCodeApi {
-  postMessage(message: GraphToHost): void;
-}
-declare function acquireVsCodeApi(): VsCodeApi;
+import { el } from "./dom";
+import { connectHost } from "./host";
 
 const KIND: Record<GraphExecutorView["kind"], { icon: string; label: string }> = {
   code: { icon: "code", label: "code" },
@@ -30,17 +27,11 @@ const KIND: Record<GraphExecutorView["kind"], { icon: string; label: string }> =
 };
 
 const SVG = "http://www.w3.org/2000/svg";
-const vscode = acquireVsCodeApi();
 const app = document.getElementById("app")!;
 let model: GraphViewModel | undefined;
+const host = connectHost<GraphToHost, HostToGraph>({ name: "Workflow Graph", parse: parseGraphHostMessage, receive });
 
-window.addEventListener("message", (event: MessageEvent<unknown>) => {
-  const parsed = parseGraphHostMessage(event.data);
-  if (!parsed.ok) {
-    console.warn(`Workflow Graph: dropped a malformed message from the host: ${parsed.error}`);
-    return;
-  }
-  const message = parsed.message;
+function receive(message: HostToGraph): void {
   switch (message.type) {
     case "load":
       model = message.model;
@@ -54,8 +45,12 @@ window.addEventListener("message", (event: MessageEvent<unknown>) => {
     case "notice":
       showNotice(message.level, message.message);
       return;
+    default: {
+      const never: never = message;
+      console.warn(`Workflow Graph: unhandled message ${JSON.stringify(never)}`);
+    }
   }
-});
+}
 
 function render(m: GraphViewModel): void {
   const canvas = el("div", { className: "canvas", id: "canvas" });
@@ -66,16 +61,14 @@ function render(m: GraphViewModel): void {
     canvas.append(node);
   }
   app.replaceChildren(
-    el(
-      "header",
-      { className: "header" },
+    el("header", { className: "header" }, [
       el("span", { className: "codicon codicon-type-hierarchy" }),
       el("span", { className: "title" }, `${m.workflow.name} v${m.workflow.version}`),
       el("span", { className: "file" }, m.workflow.file),
       el("span", { className: "live", id: "live", role: "status", ariaLive: "polite" }),
-    ),
+    ]),
     el("div", { className: "notice", id: "notice", role: "status", ariaLive: "polite" }),
-    el("main", { className: "main" }, el("div", { className: "scroller" }, canvas), keyTable(m), legend()),
+    el("main", { className: "main" }, [el("div", { className: "scroller" }, [canvas]), keyTable(m), legend()]),
   );
   // Nodes are measured as rendered, then laid out.
   const g = new dagre.graphlib.Graph({ multigraph: true });
@@ -159,29 +152,30 @@ function executorNode(ex: GraphExecutorView, isStart: boolean): HTMLElement {
   const kind = KIND[ex.kind];
   const node = el(
     "button",
-    { className: `node kind-${ex.kind}${isStart ? " start" : ""}`, title: `${ex.description ?? ex.id}\nClick to reveal its code` },
-    el(
-      "div",
-      { className: "node-head" },
-      el("span", { className: `codicon codicon-${kind.icon}`, ariaLabel: kind.label }),
-      el("span", { className: "node-name" }, ex.id),
-      el("span", { className: "node-kind" }, isStart ? `${kind.label} · start` : kind.label),
-    ),
+    {
+      className: `node kind-${ex.kind}${isStart ? " start" : ""}`,
+      title: `${ex.description ?? ex.id}\nClick to reveal its code`,
+      data: { executor: ex.id, kind: ex.kind },
+      onclick: () => host.post({ type: "revealExecutor", executor: ex.id }),
+    },
+    [
+      el("div", { className: "node-head" }, [
+        el("span", { className: `codicon codicon-${kind.icon}`, ariaLabel: kind.label }),
+        el("span", { className: "node-name" }, ex.id),
+        el("span", { className: "node-kind" }, isStart ? `${kind.label} · start` : kind.label),
+      ]),
+    ],
   );
-  node.dataset.executor = ex.id;
-  node.dataset.kind = ex.kind;
   if (ex.owns.length)
-    node.append(el("div", { className: "node-owns" }, el("span", { className: "codicon codicon-key" }), `owns ${ex.owns.join(", ")}`));
+    node.append(el("div", { className: "node-owns" }, [el("span", { className: "codicon codicon-key" }), `owns ${ex.owns.join(", ")}`]));
   if (ex.reads.length) node.append(el("div", { className: "node-reads" }, `reads ${ex.reads.join(", ")}`));
-  node.addEventListener("click", () => vscode.postMessage({ type: "revealExecutor", executor: ex.id }));
   return node;
 }
 
 function keyTable(m: GraphViewModel): HTMLElement {
   const rows = m.keys.map((k) => {
-    const row = el(
-      "tr",
-      {},
+    // data-key is the state key here (read by the tests), not a patch key: this panel is drawn whole.
+    return el("tr", { data: { key: k.key } }, [
       el("td", { className: "key" }, k.key),
       el("td", {}, k.fact ? "fact" : k.extractOf ? "extract" : "state"),
       el(
@@ -189,32 +183,24 @@ function keyTable(m: GraphViewModel): HTMLElement {
         { className: k.owner || k.extractOf ? "owner" : "owner none" },
         k.owner ?? (k.extractOf ? `the engine, from ${k.extractOf}` : "no owner (input only)"),
       ),
-    );
-    row.dataset.key = k.key;
-    return row;
+    ]);
   });
-  return el(
-    "aside",
-    { className: "keys" },
+  return el("aside", { className: "keys" }, [
     el("h2", {}, "State keys"),
-    el(
-      "table",
-      {},
-      el("thead", {}, el("tr", {}, el("th", {}, "Key"), el("th", {}, "Kind"), el("th", {}, "Owner"))),
-      el("tbody", {}, ...rows),
-    ),
-  );
+    el("table", {}, [
+      el("thead", {}, [el("tr", {}, [el("th", {}, "Key"), el("th", {}, "Kind"), el("th", {}, "Owner")])]),
+      el("tbody", {}, rows),
+    ]),
+  ]);
 }
 
 function legend(): HTMLElement {
-  return el(
-    "aside",
-    { className: "legend" },
+  return el("aside", { className: "legend" }, [
     ...Object.entries(KIND).map(([k, v]) =>
-      el("span", { className: `legend-item kind-${k}` }, el("span", { className: `codicon codicon-${v.icon}` }), v.label),
+      el("span", { className: `legend-item kind-${k}` }, [el("span", { className: `codicon codicon-${v.icon}` }), v.label]),
     ),
-    el("span", { className: "legend-item" }, el("span", { className: "legend-dash" }), "conditional edge"),
-  );
+    el("span", { className: "legend-item" }, [el("span", { className: "legend-dash" }), "conditional edge"]),
+  ]);
 }
 
 function showLive(live: GraphLive | null): void {
@@ -250,22 +236,5 @@ function showNotice(level: "info" | "warning" | "error", text: string): void {
   n.className = `notice visible ${level}`;
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  props: Partial<Pick<HTMLElement, "className" | "id" | "title" | "role" | "ariaLabel" | "ariaLive">>,
-  ...children: (Node | string)[]
-): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(props)) {
-    if (v === undefined || v === null || v === "") continue;
-    if (k === "ariaLabel") e.setAttribute("aria-label", v);
-    else if (k === "ariaLive") e.setAttribute("aria-live", v);
-    else if (k === "role") e.setAttribute("role", v);
-    else (e as unknown as Record<string, unknown>)[k] = v;
-  }
-  e.append(...children);
-  return e;
-}
-
 app.replaceChildren(el("p", { className: "loading" }, "Loading the workflow…"));
-vscode.postMessage({ type: "ready" });
+host.post({ type: "ready" });

@@ -9,6 +9,7 @@ import path from "node:path";
 import { openCaseFile } from "../../src/casefile/index";
 import { parseOpenAIEvalsJsonl, parseOwnJson, parsePromptfooYaml } from "../../src/engine/evalCase";
 import type { AgentCallRecord, VerdictRecord } from "../../src/engine/records";
+import { parseExportEvalResult } from "../../src/protocol/exportEval";
 import { startErp, type ErpServer } from "../../examples/erp/server";
 import { invoiceSeed } from "../../examples/invoice/erpData";
 
@@ -125,6 +126,16 @@ describe("CLI: replay, export-eval and eval on the invoice example", function ()
     // the extract the agent was shown, cited as an extract of the agreement at its version
     assert.equal(own.facts.priceTerms!.provenance.source, `extract of ${erp.url}/contracts/FA-2025-014@"v1"`);
     assert.deepEqual(own.facts.priceTerms!.value, { unitPrices: { "PAL-EUR": 10, "PAL-IND": 12.5 }, priceChangeNoticeDays: 60 });
+
+    // --json: one line saying what was written where, in the schema the extension parses it with.
+    const typed = await casefile(["export-eval", caseFile, "--step", call.id, "--out", out("typed.eval.json"), "--json"], env);
+    assert.equal(typed.code, 0, typed.stderr);
+    assert.equal(typed.stdout.trim().split("\n").length, 1, typed.stdout);
+    assert.deepEqual(parseExportEvalResult(typed.stdout), {
+      ok: true,
+      value: { v: 1, id: own.id, path: out("typed.eval.json"), format: "json" },
+    });
+    assert.deepEqual(parseOwnJson(readFileSync(out("typed.eval.json"), "utf8"), "typed.eval.json"), own);
 
     const jsonl = await casefile(["export-eval", caseFile, "--step", call.id, "--format", "openai-jsonl", "--out", out("case.jsonl")], env);
     assert.equal(jsonl.code, 0, jsonl.stderr);

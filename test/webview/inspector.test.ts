@@ -52,7 +52,7 @@ async function openInspector(
           onPost: async (p: Page, m: { type: string; [k: string]: unknown }) => {
             if (m.type === "loadSuperstep") {
               const detail = buildSuperstepDetail(store, m.runId as string, m.superstep as number, { countMessageTokens });
-              await deliver(p, { type: "superstep", detail });
+              await deliver(p, { type: "superstep", requestId: m.requestId, detail });
             } else if (m.type === "loadContext") {
               // As the panel answers: the other step's context, read through its superstep's details.
               const detail = buildSuperstepDetail(store, m.runId as string, m.superstep as number, { countMessageTokens });
@@ -93,6 +93,21 @@ async function selectSuperstep(page: Page, n: number): Promise<void> {
   await page.waitForSelector(`.detail-head h2:text-is("Superstep ${n}")`);
 }
 
+/**
+ * Waits until the webview has asked for superstep `n` `times` times (a reload asks again) and the
+ * frame after the answer has run: the re-render the reload causes is then on screen.
+ */
+async function settled(page: Page, n: number, times: number): Promise<void> {
+  await page.waitForFunction(
+    ([n, times]) =>
+      (window as unknown as { __posted: { type: string; superstep?: number }[] }).__posted.filter(
+        (m) => m.type === "loadSuperstep" && m.superstep === n,
+      ).length >= times,
+    [n, times] as const,
+  );
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 50))));
+}
+
 async function openTab(page: Page, tab: "context" | "decision" | "state" | "intents"): Promise<void> {
   await page.click(`.tab[data-tab="${tab}"]`);
   await page.waitForSelector(`.tab-body.tab-${tab}`);
@@ -129,7 +144,9 @@ describe("Run Inspector webview (headless Chromium)", function () {
     await selectSuperstep(page, 1);
     assert.equal(await text(page, ".tab-body"), "Reading superstep 1 from the case file…");
     const requests = (await posted(page)).filter((m) => m.type === "loadSuperstep");
-    assert.deepEqual(requests.pop(), { type: "loadSuperstep", runId: INVOICE_RUN, superstep: 1 });
+    const request = requests.pop();
+    assert.deepEqual(request, { type: "loadSuperstep", requestId: request?.requestId, runId: INVOICE_RUN, superstep: 1 });
+    assert.equal(typeof request?.requestId, "string", "a request the host's answer can name");
     await deliver(page, { type: "superstep", detail: buildSuperstepDetail(store, INVOICE_RUN, 1) });
     await page.waitForSelector(".proposal-json");
     assert.equal(await text(page, ".verdict-large"), "Accepted");
@@ -329,6 +346,51 @@ describe("Run Inspector webview (headless Chromium)", function () {
     await screenshot(page, "inspector-step-controls");
     await deliver(page, { type: "runState", state: "idle" });
     assert.equal(await page.$$eval("#run-controls button", (b) => b.length), 0, "gone when the run ends");
+    await page.close();
+  });
+
+  it("keeps the values of its selects and the keyboard focus when the host sends the run again", async () => {
+    const store = invoiceStore();
+    const page = await openInspector(browser, invoiceModel(INVOICE_RUN, { ok: true }, store), { store });
+    await selectSuperstep(page, 1);
+    await page.waitForSelector(".verdict-large, .tab-body .absent, .proposal-json");
+    await page.selectOption("select.replay-mode", "live");
+    await page.selectOption("select.eval-format", "promptfoo");
+    await page.focus("select.replay-mode");
+    // The case file changed on disk: the host sends the run again, then the superstep's details.
+    await deliver(page, { type: "load", model: invoiceModel(INVOICE_RUN, { ok: true }, store) });
+    await settled(page, 1, 2);
+    assert.equal(await page.$eval("select.replay-mode", (e) => (e as HTMLSelectElement).value), "live");
+    assert.equal(await page.$eval("select.eval-format", (e) => (e as HTMLSelectElement).value), "promptfoo");
+    assert.equal(await page.evaluate(() => document.activeElement?.className), "replay-mode", "focus stays on the select");
+
+    // Keyboard navigation in the timeline goes on where it was after a reload.
+    await page.focus(".timeline-viewport");
+    await page.keyboard.press("ArrowDown");
+    await page.waitForSelector('.detail-head h2:text-is("Superstep 2")');
+    await deliver(page, { type: "load", model: invoiceModel(INVOICE_RUN, { ok: true }, store) });
+    await settled(page, 2, 2);
+    assert.equal(await page.evaluate(() => document.activeElement?.className), "timeline-viewport", "focus stays on the timeline");
+    await page.keyboard.press("ArrowDown");
+    await page.waitForSelector('.detail-head h2:text-is("Superstep 3")');
+    assert.equal(await page.$eval("select.replay-mode", (e) => (e as HTMLSelectElement).value), "live", "kept across supersteps");
+    await page.close();
+  });
+
+  it("keeps keyboard focus and the choice in the context-diff picker when the host sends the run again", async () => {
+    const store = new MemoryStore();
+    commitContextBranches(store);
+    const page = await openInspector(browser, invoiceModel(AMOUNT_BRANCH, { ok: true }, store), { store });
+    await selectSuperstep(page, 1);
+    await openTab(page, "context");
+    await page.selectOption("select.compare-select", ORIGINAL_CALL);
+    await page.waitForSelector(".context-diff");
+    await page.focus("select.compare-select");
+    await deliver(page, { type: "load", model: invoiceModel(AMOUNT_BRANCH, { ok: true }, store) });
+    await settled(page, 1, 2);
+    await page.waitForSelector(".context-diff");
+    assert.equal(await page.$eval("select.compare-select", (e) => (e as HTMLSelectElement).value), ORIGINAL_CALL);
+    assert.equal(await page.evaluate(() => document.activeElement?.className), "compare-select", "focus stays on the picker");
     await page.close();
   });
 

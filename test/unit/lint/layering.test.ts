@@ -57,6 +57,10 @@ describe("lint: the layering of src/ is enforced per folder", function () {
     ["src/webview/x.ts", `import { openCaseFile } from "../casefile/index";`, /runs in the panel's browser/],
     ["src/webview/x.ts", `import * as vscode from "vscode";`, /runs in the panel's browser/],
     ["src/webview/x.ts", `import initSqlJs from "sql.js";`, /runs in the panel's browser/],
+    // a panel's modules in a subfolder: ../ is still the webview, but no further out
+    ["src/webview/inspector/x.ts", `import { readFileSync } from "node:fs";`, /runs in the panel's browser/],
+    ["src/webview/inspector/x.ts", `import { openCaseFile } from "../../casefile/index";`, /runs in the panel's browser/],
+    ["src/webview/inspector/x.ts", `import type { Json } from "../../engine/records";`, /runs in the panel's browser/],
     // protocol: zod and itself
     ["src/protocol/x.ts", `import type { Json } from "../engine/records";`, /protocol holds only zod schemas/],
     ["src/protocol/x.ts", `import YAML from "yaml";`, /protocol holds only zod schemas/],
@@ -109,6 +113,10 @@ describe("lint: the layering of src/ is enforced per folder", function () {
     [
       "src/webview/x.ts",
       `import { z } from "zod";\nimport { diffWords } from "diff";\nimport dagre from "@dagrejs/dagre";\nimport { HostMessageSchema } from "../protocol/webview";\nimport { diffContexts } from "./contextDiff";\nexport { z, diffWords, dagre, HostMessageSchema, diffContexts };`,
+    ],
+    [
+      "src/webview/inspector/x.ts",
+      `import { el } from "../dom";\nimport { HostMessageSchema } from "../../protocol/webview";\nimport { z } from "zod";\nexport { el, HostMessageSchema, z };`,
     ],
     ["src/protocol/x.ts", `import { z } from "zod";\nimport { TimelineSchema } from "./timeline";\nexport { z, TimelineSchema };`],
     [
