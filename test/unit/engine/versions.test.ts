@@ -93,7 +93,14 @@ describe("versions: a request is answered once", () => {
     await engine(approval())((e) => e.respond(requestId, { decision: "approve" }, { by: "ana" }));
     await assert.rejects(
       engine(approval())((e) => e.respond(requestId, { decision: "reject" })),
-      /REQUEST_ANSWERED|already answered .* by ana/,
+      (err: Error & { code?: string }) => {
+        assert.equal(err.code, "REQUEST_ANSWERED");
+        assert.match(
+          err.message,
+          new RegExp(`already answered \\{"decision":"approve"\\} by ana at \\S+, in run ${waited.runId}; a request is answered once`),
+        );
+        return true;
+      },
     );
   });
 });
