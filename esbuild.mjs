@@ -78,6 +78,29 @@ function lazyChunks(self) {
 // External `import()` becomes `require()`: the extension host loads CommonJS.
 const extensionSide = (self) => ({ ...node, supported: { "dynamic-import": false }, plugins: [lazyChunks(self)] });
 
+// The CLI, the runner and the describe process: their own code is one bundle each, in which a
+// module reached by `import()` (each CLI command, src/cli/main.ts) is initialised only when first
+// used; the big third-party parts are bundles of their own beside them, `require`d when the
+// module importing them is initialised. So `casefile --help` compiles none of them, `inspect`
+// only zod, and no command that calls no model reads the tokenizer's tables (megabytes of
+// source) or the OpenAI client. zod is the extension's bundle, shared.
+const vendorChunks = {
+  zod: "ext-zod",
+  yaml: "vendor-yaml",
+  openai: "vendor-openai",
+  "gpt-tokenizer/encoding/o200k_base": "vendor-o200k_base",
+  "gpt-tokenizer/encoding/cl100k_base": "vendor-cl100k_base",
+};
+const vendorChunksPlugin = {
+  name: "vendor-chunks",
+  setup(build) {
+    build.onResolve({ filter: /^(zod|yaml|openai|gpt-tokenizer\/encoding\/\w+)$/ }, (args) =>
+      Object.hasOwn(vendorChunks, args.path) ? { path: `./${vendorChunks[args.path]}.js`, external: true } : undefined,
+    );
+  },
+};
+const nodeSplit = { ...node, plugins: [vendorChunksPlugin] };
+
 const browser = {
   bundle: true,
   platform: "browser",
@@ -96,14 +119,19 @@ const targets = [
     entryPoints: [m === "zod" ? require.resolve("zod") : m],
     outfile: `dist/${out}.js`,
   })),
-  { ...node, entryPoints: ["src/runner/runnerMain.ts"], outfile: "dist/runner.js" },
+  { ...nodeSplit, entryPoints: ["src/runner/runnerMain.ts"], outfile: "dist/runner.js" },
   // Bundles and builds one workflow file, reports its graph or problems (Workflow Graph, diagnostics).
-  { ...node, entryPoints: ["src/runner/describeMain.ts"], outfile: "dist/describe.js" },
-  { ...node, entryPoints: ["src/cli/main.ts"], outfile: "dist/cli.js" },
+  { ...nodeSplit, entryPoints: ["src/runner/describeMain.ts"], outfile: "dist/describe.js" },
+  { ...nodeSplit, entryPoints: ["src/cli/main.ts"], outfile: "dist/cli.js" },
   { ...node, entryPoints: ["src/engine/index.ts"], outfile: "dist/runtime.js" },
   // The tokenizer's encodings are megabytes: the extension loads this bundle only when a Run
-  // Inspector opens (src/extension/caseFiles.ts), so they weigh on neither activation nor extension.js.
-  { ...node, entryPoints: ["src/engine/tokens.ts"], outfile: "dist/tokenCounter.js" },
+  // Inspector opens (src/extension/caseFiles.ts), so they weigh on neither activation nor
+  // extension.js; it requires the encoding it counts with (a vendor bundle) on first count.
+  { ...nodeSplit, entryPoints: ["src/engine/tokens.ts"], outfile: "dist/tokenCounter.js" },
+  // The vendor bundles of the CLI, the runner and tokenCounter.js (zod's is ext-zod.js, above).
+  ...Object.entries(vendorChunks)
+    .filter(([, out]) => out.startsWith("vendor-"))
+    .map(([m, out]) => ({ ...node, entryPoints: [require.resolve(m)], outfile: `dist/${out}.js` })),
   { ...browser, entryPoints: ["src/webview/inspector.ts"], outfile: "media/inspector.js" },
   { ...browser, entryPoints: ["src/webview/graph.ts"], outfile: "media/graph.js" },
 ].filter((t) => existsSync(t.entryPoints[0]));

@@ -103,7 +103,7 @@ export default tseslint.config(
   },
   {
     // Lazy loading in a CommonJS bundle: these modules require heavy parts only when first used.
-    files: ["**/*.mjs", "**/*.js", "bin/**", "src/casefile/sqlite.ts", "src/engine/tokens.ts"],
+    files: ["**/*.mjs", "**/*.js", "bin/**", "src/casefile/sqlite.ts", "src/engine/tokens.ts", "src/engine/providers/openai.ts", "src/cli/main.ts"],
     rules: { "@typescript-eslint/no-require-imports": "off" },
   },
 );

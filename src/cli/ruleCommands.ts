@@ -15,6 +15,7 @@ import {
   type RuleChanges,
 } from "../engine/rules";
 import { jsonOption, parseOptions, type Command, type Io } from "./args";
+import { RULES_USAGE } from "./rulesUsage";
 
 /**
  * `casefile rules <rule book> list|add|confirm|edit|delete|history ...`
@@ -24,12 +25,7 @@ import { jsonOption, parseOptions, type Command, type Io } from "./args";
  * $CASEFILE_RULES or `rules.casefile` beside the workflow. Every change is written with an audit
  * event naming who made it (--by, else $USER) and the rule before and after.
  */
-export const RULES_USAGE = `  casefile rules <rule book> list [--all] [--json]
-  casefile rules <rule book> add --statement TEXT [--value JSON] [--source-case ID] [--expires DATE|DATETIME] [--by NAME]
-  casefile rules <rule book> confirm RULE_ID [--by NAME] [--self-confirm]
-  casefile rules <rule book> edit RULE_ID [--statement TEXT] [--value JSON] [--expires DATE|DATETIME|never] [--by NAME]
-  casefile rules <rule book> delete RULE_ID [--by NAME]
-  casefile rules <rule book> history [RULE_ID] [--json]`;
+export { RULES_USAGE };
 
 export const rules: Command = async (args, io) => {
   const [book, sub, ...rest] = args;

@@ -2,7 +2,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import type { GraphLive } from "../protocol/graph";
 import type { ControlAction, ProviderConfig, RunCommand, RunnerToHost, TokenBudget } from "../protocol/runner";
-import type { RunnerHandle } from "../runner/client";
+import type { PrestartedRunner, RunnerHandle } from "../runner/client";
 import { liveFromEvent } from "./graphLive";
 import { API_KEY_SECRETS, pickLanguageModel, providerFromSettingValues } from "./modelSettings";
 
@@ -35,6 +35,9 @@ export class RunSessions implements vscode.Disposable {
       }
     | undefined;
   private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
+  /** A runner started after the last run ended, waiting for the next one (runner/client.ts). */
+  private spare: PrestartedRunner | undefined;
+  private disposed = false;
   private refreshTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
@@ -90,16 +93,22 @@ export class RunSessions implements vscode.Disposable {
     const provider = providerFromSettings();
     const defaultBudget = budgetFromSettings(this.log);
     const env = await this.environment(provider);
-    const { startRunner } = await import("../runner/client.js");
+    const { startRunner, PrestartedRunner } = await import("../runner/client.js");
     this.log.info(`${opts.title}: ${JSON.stringify(command)}${opts.stepMode ? " (step mode)" : ""}`);
+    const runnerPath = vscode.Uri.joinPath(this.extension.extensionUri, "dist", "runner.js").fsPath;
+    const cwd = "workflowPath" in command && command.workflowPath ? path.dirname(command.workflowPath) : path.dirname(command.caseFile);
+    // The runner kept ready after the last run, if it fits (same env and folder); else a new one.
+    const prestarted = this.spare;
+    this.spare = undefined;
     const handle = startRunner({
-      runnerPath: vscode.Uri.joinPath(this.extension.extensionUri, "dist", "runner.js").fsPath,
+      runnerPath,
       command,
       stepMode: opts.stepMode,
       ...(provider ? { provider } : {}),
       ...(defaultBudget ? { defaultBudget } : {}),
       env,
-      cwd: "workflowPath" in command && command.workflowPath ? path.dirname(command.workflowPath) : path.dirname(command.caseFile),
+      cwd,
+      prestarted,
       onMessage: (m) => this.onMessage(m, handle),
       onInvalid: (problem) => this.log.warn(`runner: ${problem}`),
     });
@@ -141,6 +150,9 @@ export class RunSessions implements vscode.Disposable {
       void vscode.commands.executeCommand("setContext", "casefile.running", false);
       void vscode.commands.executeCommand("setContext", "casefile.paused", false);
       this.refreshViews();
+      // The next Run (most often of the same workflow) starts in a runner already up, with
+      // SQLite compiled; its workflow bundle comes from the bundle cache (src/runner/bundleCache.ts).
+      if (!this.disposed) this.spare = PrestartedRunner.start({ runnerPath, env, cwd });
     }
   }
 
@@ -225,6 +237,9 @@ export class RunSessions implements vscode.Disposable {
   }
 
   dispose(): void {
+    this.disposed = true;
+    this.spare?.dispose();
+    this.spare = undefined;
     clearTimeout(this.refreshTimer);
     this.active?.handle.control("stop");
     this.status.dispose();

@@ -5,6 +5,7 @@ import * as runtime from "../engine/index";
 import * as zod from "zod";
 import { CasefileError, errorMessage } from "../engine/errors";
 import type { Workflow } from "../engine/workflow";
+import { buildWorkflow, type WorkflowBuild } from "./bundleCache";
 
 /** The modules a workflow file may import without an npm install of its own. */
 const PROVIDED: Record<string, unknown> = { casefile: runtime, zod };
@@ -24,11 +25,10 @@ export interface LoadedWorkflow {
  */
 export async function loadWorkflow(file: string): Promise<LoadedWorkflow> {
   const abs = path.resolve(file);
-  // esbuild is loaded here, not at startup: it is heavy and only needed to run a workflow.
-  const esbuild = await import("esbuild");
-  let result: import("esbuild").BuildResult<{ write: false; metafile: true }>;
+  let result: WorkflowBuild;
   try {
-    result = await esbuild.build({
+    // esbuild is loaded (by buildWorkflow) only when the bundle is not cached: it is heavy.
+    result = await buildWorkflow({
       entryPoints: [abs],
       bundle: true,
       write: false,

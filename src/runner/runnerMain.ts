@@ -6,6 +6,7 @@
  * dropped.
  */
 import { randomUUID } from "node:crypto";
+import { baselineWasmOnly, loadSqlJs } from "../casefile/sqlite";
 import { RunControl } from "../engine/control";
 import { CasefileError, describeError, isCasefileError, zodIssue } from "../engine/errors";
 import type { ModelProvider, ModelRequest, ModelResponse } from "../engine/model";
@@ -38,6 +39,7 @@ class HostModelProvider implements ModelProvider {
 }
 
 function main(): void {
+  baselineWasmOnly();
   if (!process.send) {
     process.stderr.write("runner: must be started by the Casefile extension (no IPC channel)\n");
     process.exit(2);
@@ -79,6 +81,10 @@ function main(): void {
   // The host going away is a stop: finish the current superstep's commit and exit.
   process.on("disconnect", () => control?.stop());
   post({ type: "ready" });
+  // Every command opens a case file: SQLite's wasm compiles while the start message arrives and
+  // the workflow is bundled (a runner the editor starts ahead of a Run waits with it ready). A
+  // failure is not kept: the open that needs it reports it.
+  loadSqlJs().catch(() => {});
 }
 
 async function start(message: Extract<HostToRunner, { type: "start" }>, control: RunControl, host: HostModelProvider): Promise<void> {

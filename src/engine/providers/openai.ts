@@ -1,4 +1,4 @@
-import OpenAI, { AzureOpenAI } from "openai";
+import type OpenAI from "openai";
 import { CasefileError, errorMessage } from "../errors";
 import type { ModelProvider, ModelRequest, ModelResponse } from "../model";
 import type { Json } from "../records";
@@ -42,6 +42,15 @@ export interface OpenAICompatibleOptions {
   name?: string;
 }
 
+/**
+ * The `openai` package, required the first time a provider is made: it is the largest part of a
+ * run's code after zod and only runs that call an OpenAI-compatible model need it (in dist/ it is
+ * a bundle of its own beside the CLI and the runner, esbuild.mjs).
+ */
+function openaiPackage(): typeof import("openai") {
+  return require("openai") as typeof import("openai");
+}
+
 const defaultTimeoutMs = 60_000;
 const defaultMaxRetries = 3;
 const redacted = "[redacted]";
@@ -79,7 +88,7 @@ export class OpenAICompatibleProvider implements ModelProvider {
     };
     if (options.azure) {
       const { endpoint, deployment, apiVersion } = options.azure;
-      this.#client = new AzureOpenAI({ ...common, endpoint, deployment, apiVersion });
+      this.#client = new (openaiPackage().AzureOpenAI)({ ...common, endpoint, deployment, apiVersion });
       this.#target = `${displayUrl(endpoint).replace(/\/+$/, "")}/openai/deployments/${deployment}`;
       this.name = options.name ?? "azure";
     } else {
@@ -91,7 +100,7 @@ export class OpenAICompatibleProvider implements ModelProvider {
           `the base URL ${displayUrl(baseURL)} carries a user name or password; pass the key as the API key instead`,
         );
       }
-      this.#client = new OpenAI({ ...common, baseURL });
+      this.#client = new (openaiPackage().OpenAI)({ ...common, baseURL });
       this.#target = displayUrl(baseURL);
       this.name = options.name ?? "openai";
     }
@@ -155,6 +164,7 @@ export class OpenAICompatibleProvider implements ModelProvider {
   #failure(request: ModelRequest, e: unknown, elapsedMs: number): CasefileError {
     const details: Record<string, unknown> = { step: request.step, target: this.#target, elapsedMs };
     let what: string;
+    const OpenAI = openaiPackage().OpenAI;
     if (e instanceof OpenAI.APIConnectionTimeoutError) {
       what = "timed out";
     } else if (e instanceof OpenAI.APIUserAbortError) {
