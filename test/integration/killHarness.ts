@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startErp, type ErpServer } from "../../examples/erp/server";
@@ -273,7 +273,10 @@ export async function runKillTest(opts: KillTestOptions): Promise<KillTestReport
 function privateCli(seed: number): string {
   const dir = path.join(root, "node_modules", ".cache", "casefile-kill-test", `${process.pid}-${seed}`);
   mkdirSync(dir, { recursive: true });
-  for (const f of ["cli.js", "sql-wasm.wasm"]) copyFileSync(path.join(root, "dist", f), path.join(dir, f));
+  // The CLI loads its commands and the libraries it shares with the other bundles (ext-*.js,
+  // vendor-*.js) from files beside it: copy every bundle and the wasm, not the source maps.
+  for (const f of readdirSync(path.join(root, "dist")))
+    if (f.endsWith(".js") || f.endsWith(".wasm")) copyFileSync(path.join(root, "dist", f), path.join(dir, f));
   return path.join(dir, "cli.js");
 }
 
