@@ -478,6 +478,9 @@ function actions(s: SuperstepView, step: StepView | undefined): HTMLElement {
   const fork = button("repo-forked", "Fork with edited state", "fork", runBlocked ?? noCheckpoint, () =>
     post({ type: "forkWithEditedState", runId: m.run.id, checkpointId: s.checkpointId! }),
   );
+  const debug = button("debug-alt", "Debug from here", "debug", runBlocked ?? noCheckpoint, () =>
+    post({ type: "debugFromHere", runId: m.run.id, checkpointId: s.checkpointId! }),
+  );
   const modeSelect = el("select", { className: "replay-mode", ariaLabel: "Replay mode" });
   for (const mode of ReplayModeSchema.options) modeSelect.append(el("option", { value: mode }, mode));
   const replay = button("debug-rerun", "Replay step", "replay", runBlocked ?? notAgent, () =>
@@ -492,6 +495,7 @@ function actions(s: SuperstepView, step: StepView | undefined): HTMLElement {
   formatSelect.disabled = exportButton.disabled;
   return el("div", { className: "actions" }, [
     resume,
+    debug,
     fork,
     el("span", { className: "group" }, [replay, modeSelect]),
     el("span", { className: "group" }, [exportButton, formatSelect]),
