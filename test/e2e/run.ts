@@ -218,7 +218,7 @@ async function waitForResult(mode: Mode, page: Page, resultFile: string, exchang
   throw new Error(`no result from the suite within ${timeoutMs / 1000} s (${resultFile})`);
 }
 
-/** Finds the Run Inspector's webview frame and reads what a person would see in it. */
+/** Finds the frame showing `waitFor` (a webview's, or the workbench's own for the Debug views) and reads what a person would see in it. */
 async function readInspector(page: Page, request: InspectorDomRequest, mode: Mode): Promise<BrowserChecks> {
   const deadline = Date.now() + 20_000;
   let frame: Frame | undefined;
@@ -252,6 +252,11 @@ async function readInspector(page: Page, request: InspectorDomRequest, mode: Mod
       if (typeof post !== "function") throw new Error("no webview host function above this frame");
       (post as (channel: string, data: unknown) => void)("onmessage", { message: m });
     }, raw);
+  }
+  for (const k of request.keys ?? []) {
+    if (k.type) await page.keyboard.type(k.type, { delay: 20 });
+    if (k.press) await page.keyboard.press(k.press);
+    await sleep(500);
   }
   if (request.postRaw?.length) await sleep(500);
   for (const click of request.clickAfterRaw ?? []) {
