@@ -162,6 +162,13 @@ const handlers = {
       store.close();
     }
   },
+
+  /** DAP on stdin/stdout: the debug adapter the extension runs inline, for any DAP client. */
+  async dap(args, io) {
+    parse(args, {}, 0);
+    const { serveStdio } = await import("../debug/debugAdapter.js");
+    return serveStdio({ env: io.env });
+  },
 } satisfies Record<string, Command>;
 
 /**
@@ -202,6 +209,7 @@ export const COMMANDS: readonly { name: string; synopsis: readonly string[]; han
   },
   { name: "eval", synopsis: ["casefile eval <dir or files...> [--provider JSON] [--junit PATH] [--workflow F]"], handler: runEval },
   { name: "compact", synopsis: ["casefile compact <case file>"], handler: compact },
+  { name: "dap", synopsis: ["casefile dap"], handler: handlers.dap },
   { name: "rules", synopsis: RULES_USAGE.split("\n").map((l) => l.trim()), handler: rules },
 ];
 

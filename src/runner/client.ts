@@ -20,6 +20,10 @@ export interface RunnerOptions {
   /** Environment for the child: the CLI's env, or the editor's with a key from SecretStorage. */
   env?: NodeJS.ProcessEnv;
   cwd?: string;
+  /** Node options for the child, e.g. `--inspect=127.0.0.1:0` for the debugger's executor-code breakpoints. */
+  execArgv?: string[];
+  /** The child's stderr as it comes (the inspector prints its address there). */
+  onStderr?: (text: string) => void;
   /** Every well-formed message from the runner, in order. */
   onMessage?: (message: RunnerToHost) => void;
   /** Messages that failed the schema: dropped, but worth a line in the log. */
@@ -51,7 +55,7 @@ export interface RunnerHandle {
  */
 export function startRunner(opts: RunnerOptions): RunnerHandle {
   const child: ChildProcess = fork(opts.runnerPath, [], {
-    execArgv: [],
+    execArgv: opts.execArgv ?? [],
     env: opts.env ?? process.env,
     cwd: opts.cwd,
     stdio: ["ignore", "pipe", "pipe", "ipc"],
@@ -83,7 +87,11 @@ export function startRunner(opts: RunnerOptions): RunnerHandle {
     opts.onMessage?.(message);
   });
   const stderr: string[] = [];
-  child.stderr?.on("data", (d: Buffer) => stderr.push(d.toString("utf8")));
+  child.stderr?.on("data", (d: Buffer) => {
+    const text = d.toString("utf8");
+    stderr.push(text);
+    opts.onStderr?.(text);
+  });
   child.stdout?.on("data", (d: Buffer) => opts.onMessage?.({ type: "log", level: "info", message: d.toString("utf8").trimEnd() }));
 
   const finished = new Promise<RunnerOutcome>((resolve) => {
