@@ -60,10 +60,9 @@ export class CasefileConfigurationProvider implements vscode.DebugConfigurationP
       void vscode.window.showWarningMessage(trust.reason);
       return undefined;
     }
-    const resolved: vscode.DebugConfiguration = { ...config };
-    if (!resolved.type && !resolved.request && !resolved.name) {
-      Object.assign(resolved, { type: DEBUG_TYPE, request: "launch", stopOnEntry: true });
-    }
+    // F5 with no launch.json: VS Code passes nothing (or only the type picked in "Select debugger").
+    const unwritten = !config.request && !config.name;
+    const resolved: vscode.DebugConfiguration = { ...config, type: DEBUG_TYPE };
     if (!resolved.workflow && !resolved.resumeFrom) {
       const workflow = await workflowToDebug();
       if (!workflow) {
@@ -72,6 +71,8 @@ export class CasefileConfigurationProvider implements vscode.DebugConfigurationP
       }
       resolved.workflow = workflow.fsPath;
     }
+    // Unwritten, it runs to the file's first breakpoint, or pauses before the first superstep when it has none.
+    if (unwritten) resolved.stopOnEntry ??= !hasBreakpointIn(String(resolved.workflow));
     resolved.name ??= resolved.resumeFrom
       ? `Debug from ${String((resolved.resumeFrom as { checkpoint?: unknown }).checkpoint)}`
       : `Debug ${path.basename(String(resolved.workflow))}`;
@@ -153,6 +154,12 @@ export class CasefileConfigurationProvider implements vscode.DebugConfigurationP
     }
     return undefined;
   }
+}
+
+function hasBreakpointIn(file: string): boolean {
+  return vscode.debug.breakpoints.some(
+    (b) => b.enabled && b instanceof vscode.SourceBreakpoint && path.resolve(b.location.uri.fsPath) === path.resolve(file),
+  );
 }
 
 /** The workflow F5 debugs: the editor's file when it is a workflow, else one picked from the workspace. */

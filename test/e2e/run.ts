@@ -232,7 +232,11 @@ async function readInspector(page: Page, request: InspectorDomRequest, mode: Mod
     }
     if (!frame) await sleep(250);
   }
-  if (!frame) return { found: false, texts: {}, error: `no frame showed ${request.waitFor} within 20 s` };
+  if (!frame) {
+    // What the page showed instead, to look at.
+    await page.screenshot({ path: path.join(SHOTS, `${mode}-${request.name}-not-found.png`) });
+    return { found: false, texts: {}, error: `no frame showed ${request.waitFor} within 20 s` };
+  }
   const texts: Record<string, string[]> = {};
   for (const [name, selector] of Object.entries(request.read)) {
     texts[name] = await frame.$$eval(selector, (els) => els.map((e) => (e as HTMLElement).innerText.trim()));

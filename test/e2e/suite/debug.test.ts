@@ -13,6 +13,9 @@ const ROOT = path.resolve(__dirname, "../..");
 type Stop = { session: vscode.DebugSession; threadId: number; reason: string };
 type Frame = { id: number; name: string; line: number; source?: { path?: string } };
 
+/** A frame's source path as the workbench hands it back (a vscode-remote: URI under code-server), as a file path. */
+const pathOf = (p: string | undefined): string | undefined => (p && /^[a-z-]+:\/\//.test(p) ? vscode.Uri.parse(p).fsPath : p);
+
 /**
  * The `casefile` debugger in a real VS Code (code-server, which ships js-debug): F5 on the invoice
  * example with a breakpoint on a step, the Variables view as a person reads it, stepping forwards
@@ -80,6 +83,18 @@ describe("Debugging the invoice example with F5", function () {
     });
   });
 
+  // A failure says what the extension logged (the adapter's console lines go to the Debug Console, the session's start here).
+  afterEach(async function () {
+    const err = this.currentTest?.err;
+    if (!err) return;
+    let text = "";
+    for (const [name, type] of await vscode.workspace.fs.readDirectory(api.ctx.extension.logUri).then(undefined, () => [])) {
+      if (type === vscode.FileType.File && name.endsWith(".log"))
+        text += new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.joinPath(api.ctx.extension.logUri, name)));
+    }
+    err.message += `\n--- Casefile log (tail) ---\n${text.split("\n").slice(-25).join("\n")}`;
+  });
+
   after(async () => {
     await vscode.debug.stopDebugging();
     vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
@@ -92,22 +107,31 @@ describe("Debugging the invoice example with F5", function () {
     // The input box is prefilled with the last input given for this workflow: set as a person's earlier F5 would have.
     await api.ctx.extension.workspaceState.update("casefile.debug.lastInput", { [workflow.fsPath]: { invoiceId: "INV-1001" } });
     const seen = stops.length;
-    await vscode.commands.executeCommand("workbench.action.debug.start");
-    // The box appears once describe has read the input schema (a child process): accept it as Enter would.
+    void vscode.commands.executeCommand("workbench.action.debug.start");
+    // TypeScript has more than one debugger (js-debug's Node.js too): VS Code asks which, as a person would pick it.
+    if (browserAvailable()) {
+      const picked = await askBrowser({
+        name: "debug-select-debugger",
+        waitFor: '.quick-input-widget .monaco-list-row:has-text("Casefile Workflow")',
+        read: { choices: ".quick-input-widget .monaco-list-row" },
+        click: ['.quick-input-widget .monaco-list-row:has-text("Casefile Workflow")'],
+      });
+      assert.equal(picked.found, true, picked.error);
+    }
+    // The input box appears once describe has read the input schema (a child process): accept it as Enter would.
     const accepting = setInterval(() => void vscode.commands.executeCommand("workbench.action.acceptSelectedQuickOpenItem"), 500);
-    let entry: Stop;
+    let atBreakpoint: Stop;
     try {
-      entry = await nextStop("casefile", seen);
+      atBreakpoint = await nextStop("casefile", seen);
     } finally {
       clearInterval(accepting);
     }
-    assert.equal(entry.session.configuration.workflow, workflow.fsPath);
-    assert.deepEqual(entry.session.configuration.input, { invoiceId: "INV-1001" });
-    // stopOnEntry: paused before the first superstep; Continue runs to the breakpoint.
-    const atBreakpoint = await stopAfter("workbench.action.debug.continue");
+    assert.equal(atBreakpoint.session.configuration.workflow, workflow.fsPath);
+    assert.deepEqual(atBreakpoint.session.configuration.input, { invoiceId: "INV-1001" });
+    assert.equal(atBreakpoint.reason, "breakpoint", "with a breakpoint in the file, F5 runs to it");
     const [top] = await frames(atBreakpoint);
     assert.match(top?.name ?? "", /propose/);
-    assert.equal(top?.source?.path, workflow.fsPath);
+    assert.equal(pathOf(top?.source?.path), workflow.fsPath);
     assert.equal(top?.line, lineOf("propose: agent<State>(") + 1, "the frame is placed on the executor's first line");
   });
 
@@ -204,7 +228,9 @@ describe("Debugging the invoice example with F5", function () {
     let inCode: Stop | undefined;
     while (!inCode && Date.now() < deadline) {
       const before = stops.length;
-      await vscode.commands.executeCommand("workbench.action.debug.continue");
+      // The status bar's control (also the Run Inspector's Continue): it drives the casefile session even when js-debug has focus.
+      const went = (await vscode.commands.executeCommand("casefile.stepControl", "continue")) as { ok: boolean };
+      assert.equal(went.ok, true);
       const stop = await nextStop("*", before).catch(() => undefined);
       inCode = stops.slice(before).find((s) => s.session.type === "pwa-node");
       if (!stop && !inCode) break;
@@ -212,7 +238,7 @@ describe("Debugging the invoice example with F5", function () {
     assert.ok(inCode, `js-debug never stopped (stops: ${stops.map((s) => `${s.session.type}:${s.reason}`).join(", ")})`);
     assert.equal(inCode.session.parentSession?.type, "casefile", "js-debug runs as a child of the casefile session");
     const [top] = await frames(inCode);
-    assert.equal(top?.source?.path, workflow.fsPath, "the source map leads to the user's file");
+    assert.equal(pathOf(top?.source?.path), workflow.fsPath, "the source map leads to the user's file");
     assert.equal(top?.line, pctLine + 1);
     await sleep(1000);
     const editor = vscode.window.activeTextEditor;
