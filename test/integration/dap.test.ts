@@ -7,6 +7,7 @@ import { DebugClient } from "@vscode/debugadapter-testsupport";
 import type { DebugProtocol } from "@vscode/debugprotocol";
 import { startErp, type ErpServer } from "../../examples/erp/server";
 import { invoiceSeed } from "../../examples/invoice/erpData";
+import { supplierSeed } from "../../examples/supplier/erpSeed";
 import { openCaseFile } from "../../src/casefile/index";
 import { cliPath, root, runCli, tempDir } from "./helpers";
 
@@ -402,6 +403,50 @@ describe("casefile dap: the debug adapter over stdio, on the invoice example", f
     assert.equal(inspected.code, 0, inspected.stderr);
     const [run] = (JSON.parse(inspected.stdout) as { runs: { id: string; status: string }[] }).runs;
     assert.equal(run!.status, "stopped");
+  });
+
+  it("restart: a new run with the same configuration, hit counts counted again", async () => {
+    const s = await open();
+    const file = caseFile();
+    await launch(s, launchArgs(file), (dc) =>
+      dc.setBreakpointsRequest({ source: { path: workflow }, breakpoints: [{ line: LINE.variance + 2, hitCondition: "== 1" }] }),
+    );
+    const first = await stopped(s);
+    assert.equal((await frames(s, first.body.threadId!))[0]!.name, "variance (code)");
+    await Promise.all([s.dc.restartRequest({}), stopped(s)]).then(async ([, again]) => {
+      assert.notEqual(again.body.threadId, first.body.threadId, "a new run: a new thread");
+      assert.equal((await frames(s, again.body.threadId!))[0]!.name, "variance (code)");
+    });
+    const all = await runs(file);
+    assert.equal(all.length, 2);
+    assert.ok(
+      all.every((r) => !r.parentRunId),
+      "a new run, not a branch",
+    );
+    assert.equal(all.find((r) => r.id === all[0]!.id)!.status, "stopped", "the first run stopped, resumable");
+  });
+
+  it("before an effect acts: the filter stops at the boundary before the supplier example's first effect; the step shows its intent after", async () => {
+    const supplier = path.join(root, "examples/supplier/workflow.ts");
+    const erp2 = await startErp({ dataDir: path.join(dir, "erp-supplier"), seed: supplierSeed(2) });
+    try {
+      const s = await open();
+      await launch(s, { workflow: supplier, caseFile: caseFile(), input: { applicationId: "APP-0000", erpUrl: erp2.url } }, (dc) =>
+        dc.setExceptionBreakpointsRequest({ filters: ["beforeEffect"] }),
+      );
+      const ev = await stopped(s);
+      assert.equal(ev.body.reason, "exception");
+      assert.match(ev.body.description ?? "", /effect createSupplier is about to act/);
+      const stack = await frames(s, ev.body.threadId!);
+      assert.equal(stack[0]!.name, "createSupplier (effect)");
+      await s.dc.setExceptionBreakpointsRequest({ filters: [] });
+      await Promise.all([s.dc.nextRequest({ threadId: ev.body.threadId! }), stopped(s)]);
+      const after = await frames(s, ev.body.threadId!);
+      const step = await scopes(s, after.at(-1)!.id);
+      assert.equal((await dig(s, step.Step!, "steps", "createSupplier", "intent", "status")).value, '"done"');
+    } finally {
+      await erp2.close();
+    }
   });
 
   it("inputFile: the input read from a file; debugExecutorCode announces the runner's inspector port", async () => {
