@@ -95,10 +95,12 @@ export function stepOfSuperstep(store: CaseStore, cp: Checkpoint): Record<string
     return { superstep: cp.superstep, steps: cp.superstep === 0 ? "the run's input" : "none recorded" };
   const calls = store.listAgentCalls(cp.runId).filter((c) => c.superstep === cp.superstep);
   const verdicts = store.listVerdicts(cp.runId).filter((v) => v.superstep === cp.superstep);
+  const intents = store.listIntents({ runId: cp.runId }).filter((i) => i.superstep === cp.superstep);
   const out: Record<string, Json> = {};
   for (const s of steps) {
     const call = calls.find((c) => c.executor === s.executor);
     const verdict = verdicts.find((v) => v.executor === s.executor);
+    const intent = intents.find((i) => i.executor === s.executor);
     out[s.executor] = {
       kind: s.kind,
       status: s.status,
@@ -107,6 +109,9 @@ export function stepOfSuperstep(store: CaseStore, cp: Checkpoint): Record<string
       ...(s.error ? { error: s.error } : {}),
       ...(call ? { tokens: call.tokens?.count ?? null, proposal: call.proposal ?? null } : {}),
       ...(verdict ? { verdict: verdict.verdict, reason: verdict.reason } : {}),
+      ...(intent
+        ? { intent: { action: intent.action, target: intent.target, status: intent.status, reference: intent.reference ?? null } }
+        : {}),
     };
   }
   return { superstep: cp.superstep, steps: out };
