@@ -39,6 +39,8 @@ const lazyModules = {
   "src/protocol/runner.ts": "ext-runnerProtocol",
   "src/protocol/exportEval.ts": "ext-exportEval",
   "src/authoring/scaffold.ts": "ext-scaffold",
+  // The debug adapter (src/debug/) with the runner client and the case-file reader: when a session starts.
+  "src/extension/debugAdapter.ts": "ext-debugAdapter",
   zod: "ext-zod",
 };
 const lazyByPath = new Map(Object.entries(lazyModules).map(([m, out]) => [m === "zod" ? m : path.resolve(m), out]));

@@ -72,6 +72,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (require("./compactCommand") as typeof import("./compactCommand")).compact,
   },
   {
+    name: "dap",
+    synopsis: ["casefile dap"],
+    load: async () => (require("./dapCommand") as typeof import("./dapCommand")).dap,
+  },
+  {
     name: "rules",
     synopsis: RULES_USAGE.split("\n").map((l) => l.trim()),
     load: async () => (require("./ruleCommands") as typeof import("./ruleCommands")).rules,

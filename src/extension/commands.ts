@@ -8,6 +8,7 @@ import type { InspectorActions } from "./inspectorPanel";
 import { answerRequest, changeRule, exportStepAsEval, replayStep, resumeFrom, runWorkflow, setApiKey } from "./runCommands";
 import type { RunSessions } from "./runSessions";
 import type { CasefileViews } from "./views";
+import type { CasefileDebugging } from "./debugSessions";
 
 /**
  * Every command of the extension, as factories `(ctx) => handler`. extension.ts registers them in
@@ -23,6 +24,7 @@ export interface Ctx {
   readonly inspector: InspectorActions;
   readonly runs: RunSessions;
   readonly forks: ForkEditor;
+  readonly debug: CasefileDebugging;
 }
 
 export type CommandResult = { ok: true; message?: string } | { ok: false; reason: string };
@@ -71,9 +73,20 @@ export const commands = {
         : ((await vscode.window.showQuickPick(["continue", "step", "stop"], { title: "Casefile run" })) as
             "continue" | "step" | "stop" | undefined);
     if (!chosen) return { ok: false, reason: "Nothing chosen." } satisfies CommandResult;
-    return ctx.runs.control(chosen)
+    return ctx.debug.control(chosen) || ctx.runs.control(chosen)
       ? ({ ok: true } satisfies CommandResult)
       : ({ ok: false, reason: "No workflow is running." } satisfies CommandResult);
+  },
+  // A debug session resuming from a checkpoint (a Runs view item carries its case file and id; the inspector passes both).
+  debugFromHere: (ctx) => async (uri?: unknown, checkpointId?: unknown) => {
+    const target = await caseFileAndId(uri, checkpointId, "Checkpoint id to debug from");
+    return target ? ctx.debug.debugFromHere(target.caseFile, target.id) : noTarget;
+  },
+  // A debug session of a workflow file (a Uri or a Workflows view item); the input as given, else asked for.
+  debugWorkflow: (ctx) => (uri?: unknown, input?: unknown, caseFile?: unknown) => {
+    const workflow = uri instanceof vscode.Uri ? uri : isItemWithUri(uri) ? uri.resourceUri : vscode.window.activeTextEditor?.document.uri;
+    if (!workflow) return { ok: false, reason: "No workflow file chosen." } satisfies CommandResult;
+    return ctx.debug.debugWorkflow(workflow, input, typeof caseFile === "string" ? caseFile : undefined);
   },
   setApiKey: (ctx) => (provider?: unknown, key?: unknown) => setApiKey(ctx.extension, provider, key),
   // The Rules view's actions; a rule item carries its case file and id. `statement` lets the e2e suite skip the prompt.

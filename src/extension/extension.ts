@@ -10,6 +10,7 @@ import { inspectorRunState, loadInspector } from "./inspectorLoader";
 import { performInspectorAction } from "./runCommands";
 import { RunSessions } from "./runSessions";
 import { CasefileViews } from "./views";
+import { CasefileDebugging } from "./debugSessions";
 
 /**
  * Entry point, bundled alone into dist/extension.js. Activation only registers: commands, views,
@@ -50,8 +51,10 @@ export function activate(context: vscode.ExtensionContext): CasefileTestApi {
     () => authoring.liveChanged(),
   );
   const forks = new ForkEditor(context, runs, log);
-  const ctx: Ctx = { extension: context, log, views, runs, forks, inspector: inspectorActions(context, runs, forks, log) };
-  context.subscriptions.push(log, views, runs, forks);
+  // The `casefile` debugger: configurations, the inline adapter, js-debug for executor code (debugSessions.ts).
+  const debug = new CasefileDebugging(context, log, inspectorRunState, () => views.refresh());
+  const ctx: Ctx = { extension: context, log, views, runs, forks, debug, inspector: inspectorActions(context, runs, forks, debug, log) };
+  context.subscriptions.push(log, views, runs, forks, debug);
   for (const [name, factory] of Object.entries(commands)) {
     context.subscriptions.push(vscode.commands.registerCommand(`casefile.${name}`, factory(ctx)));
   }
@@ -77,6 +80,7 @@ function inspectorActions(
   context: vscode.ExtensionContext,
   runs: RunSessions,
   forks: ForkEditor,
+  debug: CasefileDebugging,
   log: vscode.LogOutputChannel,
 ): InspectorActions {
   return {
@@ -95,6 +99,7 @@ function inspectorActions(
         (c, id) => forks.edit(c, id),
         (c, id) => forks.editReplay(c, id),
       ),
-    control: (action) => runs.control(action),
+    // A casefile debug session, when one runs, is what the panel's buttons drive; else the step-mode run.
+    control: (action) => debug.control(action) || runs.control(action),
   };
 }

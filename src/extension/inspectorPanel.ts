@@ -181,6 +181,7 @@ export class InspectorPanel implements vscode.Disposable {
         if (!this.actions.control(message.action)) this.post({ type: "notice", level: "warning", message: "No workflow is running." });
         return;
       case "resumeFrom":
+      case "debugFromHere":
       case "forkWithEditedState":
       case "replayStep":
       case "exportStepAsEval": {

@@ -234,6 +234,10 @@ export async function performInspectorAction(
     case "forkWithEditedState":
       result = await forkEditor(caseFile, action.checkpointId);
       break;
+    case "debugFromHere":
+      // The debugger's own command (debugSessions.ts), so the panel and the Runs view start the same session.
+      result = (await vscode.commands.executeCommand("casefile.debugFromHere", caseFile, action.checkpointId)) as ActionResult;
+      break;
     case "replayStep": {
       const callId = await agentCallOfStep(caseFile, action.stepId);
       result =

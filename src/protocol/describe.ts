@@ -33,6 +33,12 @@ export const DescribedSchema = z.discriminatedUnion("ok", [
     }),
     /** Files the bundle was built from. */
     inputs: z.array(z.string()),
+    /**
+     * The JSON Schema of the run's input (zod 4's `toJSONSchema` of the workflow's `input`), for
+     * the forms that ask for it (F5 with no launch.json). Absent when the workflow declares no
+     * input schema or it has no JSON Schema form (a transform, a custom check).
+     */
+    inputSchema: z.record(z.string(), z.unknown()).optional(),
   }),
   z.object({ ok: z.literal(false), problems: z.array(WorkflowProblemSchema).min(1) }),
 ]);

@@ -52,6 +52,8 @@ export const RunCommandSchema = z.discriminatedUnion("kind", [
     /** Edit-then-fork: key -> new value, validated against the state schemas. */
     patch: z.record(z.string(), json).optional(),
     workflowPath: z.string().optional(),
+    /** Always start a branch run, even from the latest checkpoint of an unfinished run (the debugger's restartFrame). */
+    branch: z.boolean().optional(),
   }),
   z.object({
     kind: z.literal("respond"),
@@ -118,7 +120,18 @@ export const RunnerToHostSchema = z.discriminatedUnion("type", [
       data: json,
     }),
   }),
-  z.object({ type: z.literal("paused"), runId: z.string(), superstep: z.number() }),
+  /**
+   * The run waits at a superstep boundary. `superstep` is the superstep that runs next (so "paused
+   * before superstep N" is true); `checkpoint` is the one the run rests on (superstep N - 1), and
+   * `executors` are the ones due in superstep N.
+   */
+  z.object({
+    type: z.literal("paused"),
+    runId: z.string(),
+    superstep: z.number(),
+    checkpoint: z.object({ id: z.string(), superstep: z.number() }).optional(),
+    executors: z.array(z.string()).optional(),
+  }),
   // A run that ended failed carries why (the run record's error), for the editor to say.
   z.object({ type: z.literal("done"), runId: z.string(), status: z.string(), caseFile: z.string(), error: ErrorSchema.optional() }),
   z.object({ type: z.literal("error"), error: ErrorSchema }),

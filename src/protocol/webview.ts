@@ -258,6 +258,8 @@ export const InspectorToHostSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("ready") }),
   z.object({ type: z.literal("resumeFrom"), runId: id, checkpointId: id }),
   z.object({ type: z.literal("forkWithEditedState"), runId: id, checkpointId: id }),
+  /** Starts a `casefile` debug session resuming from the checkpoint (paused there). */
+  z.object({ type: z.literal("debugFromHere"), runId: id, checkpointId: id }),
   z.object({ type: z.literal("replayStep"), runId: id, stepId: id, mode: ReplayModeSchema }),
   z.object({ type: z.literal("exportStepAsEval"), runId: id, stepId: id, format: EvalFormatSchema }),
   z.object({ type: z.literal("selectRun"), runId: id }),

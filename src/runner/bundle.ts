@@ -36,7 +36,12 @@ export async function loadWorkflow(file: string): Promise<LoadedWorkflow> {
       platform: "node",
       format: "cjs",
       target: "node18",
+      // Inline, with `sources` relative to the workflow's folder (the output file named here is
+      // never written): js-debug, attached to the runner for breakpoints in executor code, finds
+      // the user's own file through it.
       sourcemap: "inline",
+      sourcesContent: false,
+      outfile: bundleFileOf(abs),
       logLevel: "silent",
       external: Object.keys(PROVIDED),
     });
@@ -53,7 +58,12 @@ export async function loadWorkflow(file: string): Promise<LoadedWorkflow> {
   const code = result.outputFiles[0]!.text;
   const userRequire = createRequire(abs);
   const module = { exports: {} as Record<string, unknown> };
-  const wrapper = vm.runInThisContext(`(function (exports, require, module, __filename, __dirname) {${code}\n})`, { filename: abs });
+  // The wrapper stays on the bundle's first line so the source map's lines still hold. The script
+  // is named as the bundle, not as the .ts file: a debugger would otherwise bind a breakpoint set
+  // in workflow.ts at that line of the bundle as well as at its mapped place.
+  const wrapper = vm.runInThisContext(`(function (exports, require, module, __filename, __dirname) {${code}\n})`, {
+    filename: bundleFileOf(abs),
+  });
   const req = (id: string): unknown => (id in PROVIDED ? PROVIDED[id] : userRequire(id));
   wrapper(module.exports, req, module, abs, path.dirname(abs));
 
@@ -64,6 +74,11 @@ export async function loadWorkflow(file: string): Promise<LoadedWorkflow> {
     });
   }
   return { workflow: exported, path: abs, inputs: Object.keys(result.metafile.inputs).map((p) => path.resolve(p)) };
+}
+
+/** The name a workflow's bundle runs under, beside the workflow file (never written to disk). */
+export function bundleFileOf(workflowFile: string): string {
+  return path.join(path.dirname(workflowFile), `${path.basename(workflowFile).replace(/\.[cm]?ts$/, "")}.casefile-bundle.js`);
 }
 
 function isWorkflow(v: unknown): v is Workflow {

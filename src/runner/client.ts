@@ -22,6 +22,10 @@ export interface RunnerOptions {
   /** Environment for the child: the CLI's env, or the editor's with a key from SecretStorage. */
   env?: NodeJS.ProcessEnv;
   cwd?: string;
+  /** Node options for the child, e.g. `--inspect=127.0.0.1:0` for the debugger's executor-code breakpoints. */
+  execArgv?: string[];
+  /** The child's stderr as it comes (the inspector prints its address there). */
+  onStderr?: (text: string) => void;
   /** Every well-formed message from the runner, in order. */
   onMessage?: (message: RunnerToHost) => void;
   /** Messages that failed the schema: dropped, but worth a line in the log. */
@@ -58,7 +62,8 @@ export interface RunnerHandle {
  * kill runners mid-run. Messages from the child are parsed with the shared schema.
  */
 export function startRunner(opts: RunnerOptions): RunnerHandle {
-  const taken = opts.prestarted?.take(opts);
+  // A runner with its own Node flags (--inspect for the debugger) is always forked for it.
+  const taken = opts.execArgv?.length ? undefined : opts.prestarted?.take(opts);
   const child: ChildProcess = taken?.child ?? forkRunner(opts);
   const outcome: RunnerOutcome = { exitCode: null, signal: null };
   const send = (message: HostToRunner): void => {
@@ -86,7 +91,12 @@ export function startRunner(opts: RunnerOptions): RunnerHandle {
       ...(opts.defaultBudget ? { defaultBudget: opts.defaultBudget } : {}),
     });
   const stderr: string[] = taken?.stderr ?? [];
-  child.stderr?.on("data", (d: Buffer) => stderr.push(d.toString("utf8")));
+  for (const text of stderr) opts.onStderr?.(text);
+  child.stderr?.on("data", (d: Buffer) => {
+    const text = d.toString("utf8");
+    stderr.push(text);
+    opts.onStderr?.(text);
+  });
   const stdout = (d: Buffer | string): void => opts.onMessage?.({ type: "log", level: "info", message: d.toString().trimEnd() });
   for (const d of taken?.stdout ?? []) stdout(d);
   child.stdout?.on("data", stdout);
@@ -120,9 +130,9 @@ export function startRunner(opts: RunnerOptions): RunnerHandle {
   };
 }
 
-function forkRunner(opts: Pick<RunnerOptions, "runnerPath" | "env" | "cwd">): ChildProcess {
+function forkRunner(opts: Pick<RunnerOptions, "runnerPath" | "env" | "cwd" | "execArgv">): ChildProcess {
   return fork(opts.runnerPath, [], {
-    execArgv: [],
+    execArgv: opts.execArgv ?? [],
     env: opts.env ?? process.env,
     cwd: opts.cwd,
     stdio: ["ignore", "pipe", "pipe", "ipc"],

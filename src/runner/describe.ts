@@ -2,6 +2,7 @@ import { fork } from "node:child_process";
 import path from "node:path";
 import { errorMessage, isCasefileError, WorkflowDefinitionError, zodIssue } from "../engine/errors";
 import { DescribedSchema, type Described, type WorkflowProblem } from "../protocol/describe";
+import { z } from "zod";
 import { loadWorkflow } from "./bundle";
 
 /**
@@ -12,11 +13,21 @@ import { loadWorkflow } from "./bundle";
 export async function describeWorkflow(file: string): Promise<Described> {
   try {
     const { workflow, inputs } = await loadWorkflow(file);
+    const inputSchema = workflow.input ? jsonSchemaOf(workflow.input) : undefined;
     return JSON.parse(
-      JSON.stringify({ ok: true, name: workflow.name, version: workflow.version, graph: workflow.graph, inputs }),
+      JSON.stringify({ ok: true, name: workflow.name, version: workflow.version, graph: workflow.graph, inputs, inputSchema }),
     ) as Described;
   } catch (e) {
     return { ok: false, problems: problemsOf(e, path.resolve(file)) };
+  }
+}
+
+/** The input schema as JSON Schema; undefined when zod cannot express it (a transform, a refinement on a custom type). */
+function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> | undefined {
+  try {
+    return z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
+  } catch {
+    return undefined;
   }
 }
 

@@ -11,6 +11,7 @@ import { RunControl } from "../engine/control";
 import { CasefileError, describeError, isCasefileError, zodIssue } from "../engine/errors";
 import type { ModelProvider, ModelRequest, ModelResponse } from "../engine/model";
 import { HostToRunnerSchema, type HostToRunner, type RunnerToHost } from "../protocol/runner";
+import { patchCheckMain } from "./patchCheck";
 import { runSession } from "./session";
 
 function post(message: RunnerToHost): void {
@@ -96,7 +97,17 @@ async function start(message: Extract<HostToRunner, { type: "start" }>, control:
       providerInstance: message.provider?.kind === "vscode-lm" ? host : undefined,
       onEvent: (event) => {
         post({ type: "event", event });
-        if (event.type === "run_paused") post({ type: "paused", runId: event.runId, superstep: event.superstep });
+        if (event.type === "run_paused") {
+          // The event is stamped with the checkpoint's superstep; the run waits before the next one.
+          const data = event.data as { checkpoint?: string; next?: string[] };
+          post({
+            type: "paused",
+            runId: event.runId,
+            superstep: event.superstep + 1,
+            ...(typeof data.checkpoint === "string" ? { checkpoint: { id: data.checkpoint, superstep: event.superstep } } : {}),
+            ...(Array.isArray(data.next) ? { executors: data.next } : {}),
+          });
+        }
       },
       log: (m) => post({ type: "log", level: m.startsWith("warning") ? "warn" : "info", message: m }),
     });
@@ -116,4 +127,6 @@ async function start(message: Extract<HostToRunner, { type: "start" }>, control:
   }
 }
 
-main();
+// `--check-patch`: the debugger's state-edit checker (patchCheck.ts), not a run.
+if (process.argv.includes("--check-patch")) patchCheckMain();
+else main();

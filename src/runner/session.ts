@@ -81,7 +81,10 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
         result = await engine.run((command.input ?? null) as Json);
         break;
       case "resume":
-        result = await engine.resume(command.checkpointId, { patch: command.patch as Record<string, Json> | undefined });
+        result = await engine.resume(command.checkpointId, {
+          patch: command.patch as Record<string, Json> | undefined,
+          ...(command.branch ? { branch: true } : {}),
+        });
         break;
       case "respond":
         result = await engine.respond(command.requestId, command.answer as Json, { by: command.by });

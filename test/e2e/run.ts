@@ -218,7 +218,7 @@ async function waitForResult(mode: Mode, page: Page, resultFile: string, exchang
   throw new Error(`no result from the suite within ${timeoutMs / 1000} s (${resultFile})`);
 }
 
-/** Finds the Run Inspector's webview frame and reads what a person would see in it. */
+/** Finds the frame showing `waitFor` (a webview's, or the workbench's own for the Debug views) and reads what a person would see in it. */
 async function readInspector(page: Page, request: InspectorDomRequest, mode: Mode): Promise<BrowserChecks> {
   const deadline = Date.now() + 20_000;
   let frame: Frame | undefined;
@@ -232,7 +232,11 @@ async function readInspector(page: Page, request: InspectorDomRequest, mode: Mod
     }
     if (!frame) await sleep(250);
   }
-  if (!frame) return { found: false, texts: {}, error: `no frame showed ${request.waitFor} within 20 s` };
+  if (!frame) {
+    // What the page showed instead, to look at.
+    await page.screenshot({ path: path.join(SHOTS, `${mode}-${request.name}-not-found.png`) });
+    return { found: false, texts: {}, error: `no frame showed ${request.waitFor} within 20 s` };
+  }
   const texts: Record<string, string[]> = {};
   for (const [name, selector] of Object.entries(request.read)) {
     texts[name] = await frame.$$eval(selector, (els) => els.map((e) => (e as HTMLElement).innerText.trim()));
@@ -252,6 +256,11 @@ async function readInspector(page: Page, request: InspectorDomRequest, mode: Mod
       if (typeof post !== "function") throw new Error("no webview host function above this frame");
       (post as (channel: string, data: unknown) => void)("onmessage", { message: m });
     }, raw);
+  }
+  for (const k of request.keys ?? []) {
+    if (k.type) await page.keyboard.type(k.type, { delay: 20 });
+    if (k.press) await page.keyboard.press(k.press);
+    await sleep(500);
   }
   if (request.postRaw?.length) await sleep(500);
   for (const click of request.clickAfterRaw ?? []) {

@@ -303,6 +303,7 @@ describe("Run Inspector webview (headless Chromium)", function () {
     await selectSuperstep(page, 1);
     const stepId = `${INVOICE_RUN}-s1-triage`;
     await page.click('button[data-action="resume"]');
+    await page.click('button[data-action="debug"]');
     await page.click('button[data-action="fork"]');
     await page.selectOption("select.replay-mode", "live");
     await page.click('button[data-action="replay"]');
@@ -313,6 +314,7 @@ describe("Run Inspector webview (headless Chromium)", function () {
     const messages = (await actions(page)).slice(1);
     assert.deepEqual(messages, [
       { type: "resumeFrom", runId: INVOICE_RUN, checkpointId: `${INVOICE_RUN}-cp1` },
+      { type: "debugFromHere", runId: INVOICE_RUN, checkpointId: `${INVOICE_RUN}-cp1` },
       { type: "forkWithEditedState", runId: INVOICE_RUN, checkpointId: `${INVOICE_RUN}-cp1` },
       { type: "replayStep", runId: INVOICE_RUN, stepId, mode: "live" },
       { type: "exportStepAsEval", runId: INVOICE_RUN, stepId, format: "openai-jsonl" },
@@ -338,6 +340,8 @@ describe("Run Inspector webview (headless Chromium)", function () {
       { type: "control", action: "stop" },
     ]);
     await deliver(page, { type: "runState", state: "running", runId: "r-7", superstep: 3 });
+    // window.postMessage is delivered after evaluate returns: wait for the bar to take the new state.
+    await page.waitForSelector('#run-controls[data-state="running"]');
     assert.equal(await text(page, "#run-controls .run-state"), "Running r-7, at superstep 3");
     assert.deepEqual(await page.$$eval("#run-controls button:disabled", (b) => b.map((e) => e.getAttribute("data-control"))), [
       "continue",
@@ -411,7 +415,7 @@ describe("Run Inspector webview (headless Chromium)", function () {
     const page = await openInspector(browser, invoiceModel(INVOICE_RUN, { ok: false, reason }));
     assert.match(await text(page, ".banner"), /Restricted Mode\. Casefile does not run workflow code/);
     await selectSuperstep(page, 1);
-    for (const action of ["resume", "fork", "replay"]) {
+    for (const action of ["resume", "debug", "fork", "replay"]) {
       assert.equal(await page.isDisabled(`button[data-action="${action}"]`), true, `${action} disabled`);
       assert.equal(await page.getAttribute(`button[data-action="${action}"]`, "title"), reason);
     }

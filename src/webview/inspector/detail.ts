@@ -121,6 +121,9 @@ function actions(state: InspectorState, on: InspectorCallbacks, s: SuperstepView
   const fork = button("repo-forked", "Fork with edited state", "fork", runBlocked ?? noCheckpoint, () =>
     on.act({ type: "forkWithEditedState", runId, checkpointId }),
   );
+  const debug = button("debug-alt", "Debug from here", "debug", runBlocked ?? noCheckpoint, () =>
+    on.act({ type: "debugFromHere", runId, checkpointId }),
+  );
   const replay = button("debug-rerun", "Replay step", "replay", runBlocked ?? notAgent, () =>
     on.act({ type: "replayStep", runId, stepId, mode: sel.replayMode }),
   );
@@ -149,6 +152,7 @@ function actions(state: InspectorState, on: InspectorCallbacks, s: SuperstepView
   );
   return el("div", { className: "actions" }, [
     resume,
+    debug,
     fork,
     el("span", { className: "group" }, [replay, modeSelect]),
     el("span", { className: "group" }, [exportButton, formatSelect]),

@@ -55,7 +55,10 @@ export interface InspectorState {
 }
 
 /** The run's actions the detail pane offers: posted to the host as they are. */
-export type RunAction = Extract<InspectorToHost, { type: "resumeFrom" | "forkWithEditedState" | "replayStep" | "exportStepAsEval" }>;
+export type RunAction = Extract<
+  InspectorToHost,
+  { type: "resumeFrom" | "debugFromHere" | "forkWithEditedState" | "replayStep" | "exportStepAsEval" }
+>;
 
 /** What the view calls when the person does something (from event handlers, never while rendering). */
 export interface InspectorCallbacks {

@@ -18,6 +18,8 @@ export interface InspectorDomRequest {
   /** Posted to the extension as if the webview's script had sent them (after the clicks). */
   postRaw?: unknown[];
   clickAfterRaw?: string[];
+  /** Typed on the page's keyboard after the clicks (into whatever has focus: the Debug Console's input, say), each then `press`ed. */
+  keys?: { type?: string; press?: string }[];
   /** Waited for (up to 20 s each) after the clicks, before reading: what the host's answers show. */
   waitAfterClicks?: string[];
   readAfterClicks?: Record<string, string>;

@@ -1,0 +1,262 @@
+import * as assert from "node:assert/strict";
+import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
+import * as path from "node:path";
+import * as vscode from "vscode";
+import { invoiceSeed } from "../../../examples/invoice/erpData";
+import type { CasefileTestApi } from "../../../src/extension/extension";
+import { useErp } from "./erp";
+import { askBrowser, browserAvailable } from "./exchange";
+
+/** The repository: the suite is bundled to dist/e2e/ (buildSuite.ts). */
+const ROOT = path.resolve(__dirname, "../..");
+
+type Stop = { session: vscode.DebugSession; threadId: number; reason: string };
+type Frame = { id: number; name: string; line: number; source?: { path?: string } };
+
+/** A frame's source path as the workbench hands it back (a vscode-remote: URI under code-server), as a file path. */
+const pathOf = (p: string | undefined): string | undefined => (p && /^[a-z-]+:\/\//.test(p) ? vscode.Uri.parse(p).fsPath : p);
+
+/**
+ * The `casefile` debugger in a real VS Code (code-server, which ships js-debug): F5 on the invoice
+ * example with a breakpoint on a step, the Variables view as a person reads it, stepping forwards
+ * and back between supersteps, a breakpoint inside an executor's run() (js-debug attached to the
+ * runner as a child session), and the Debug Console.
+ */
+describe("Debugging the invoice example with F5", function () {
+  this.timeout(180_000);
+  let api: CasefileTestApi;
+  useErp(invoiceSeed);
+  let workflow: vscode.Uri;
+  let source: string[];
+  const stops: Stop[] = [];
+  let tracker: vscode.Disposable | undefined;
+
+  /** The 0-based line of the first line of the workflow file that includes `text`. */
+  const lineOf = (text: string): number => {
+    const i = source.findIndex((l) => l.includes(text));
+    assert.ok(i >= 0, `no line with ${text}`);
+    return i;
+  };
+  const breakpointAt = (line: number): vscode.SourceBreakpoint =>
+    new vscode.SourceBreakpoint(new vscode.Location(workflow, new vscode.Position(line, 0)));
+
+  /** Waits for the next `stopped` event (after `seen` stops) of a session of the type. */
+  async function nextStop(type: string, seen: number, timeoutMs = 90_000): Promise<Stop> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const stop = stops.slice(seen).find((s) => type === "*" || s.session.type === type);
+      if (stop) return stop;
+      await sleep(100);
+    }
+    throw new Error(
+      `no ${type} session stopped within ${timeoutMs / 1000} s (stops: ${stops.map((s) => `${s.session.type}:${s.reason}`).join(", ")})`,
+    );
+  }
+  async function frames(stop: Stop): Promise<Frame[]> {
+    const { stackFrames } = (await stop.session.customRequest("stackTrace", { threadId: stop.threadId, levels: 20 })) as {
+      stackFrames: Frame[];
+    };
+    return stackFrames;
+  }
+  async function stopAfter(command: string, type = "casefile"): Promise<Stop> {
+    const seen = stops.length;
+    await vscode.commands.executeCommand(command);
+    return nextStop(type, seen);
+  }
+
+  before(async () => {
+    api = await vscode.extensions.getExtension<CasefileTestApi>("casefile.casefile")!.activate();
+    const folder = vscode.workspace.workspaceFolders![0]!.uri.fsPath;
+    mkdirSync(path.join(folder, "debugging"), { recursive: true });
+    for (const f of ["workflow.ts", "workflow.responses.json"]) {
+      copyFileSync(path.join(ROOT, "examples", "invoice", f), path.join(folder, "debugging", f));
+    }
+    workflow = vscode.Uri.file(path.join(folder, "debugging", "workflow.ts"));
+    source = readFileSync(workflow.fsPath, "utf8").split("\n");
+    tracker = vscode.debug.registerDebugAdapterTrackerFactory("*", {
+      createDebugAdapterTracker: (session) => ({
+        onDidSendMessage: (m: { type?: string; event?: string; body?: { threadId?: number; reason?: string } }) => {
+          if (m.type === "event" && m.event === "stopped")
+            stops.push({ session, threadId: m.body?.threadId ?? 1, reason: m.body?.reason ?? "" });
+        },
+      }),
+    });
+  });
+
+  // A failure says what the extension logged (the adapter's console lines go to the Debug Console, the session's start here).
+  afterEach(async function () {
+    const err = this.currentTest?.err;
+    if (!err) return;
+    let text = "";
+    for (const [name, type] of await vscode.workspace.fs.readDirectory(api.ctx.extension.logUri).then(undefined, () => [])) {
+      if (type === vscode.FileType.File && name.endsWith(".log"))
+        text += new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.joinPath(api.ctx.extension.logUri, name)));
+    }
+    err.message += `\n--- Casefile log (tail) ---\n${text.split("\n").slice(-25).join("\n")}`;
+  });
+
+  after(async () => {
+    await vscode.debug.stopDebugging();
+    vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
+    tracker?.dispose();
+  });
+
+  it("F5 on the workflow file (no launch.json) asks for the input, and stops at the breakpoint on propose", async () => {
+    vscode.debug.addBreakpoints([breakpointAt(lineOf("propose: agent<State>("))]);
+    await vscode.window.showTextDocument(workflow);
+    // The input box is prefilled with the last input given for this workflow: set as a person's earlier F5 would have.
+    await api.ctx.extension.workspaceState.update("casefile.debug.lastInput", { [workflow.fsPath]: { invoiceId: "INV-1001" } });
+    const seen = stops.length;
+    void vscode.commands.executeCommand("workbench.action.debug.start");
+    // TypeScript has more than one debugger (js-debug's Node.js too): VS Code asks which, as a person would pick it.
+    if (browserAvailable()) {
+      const picked = await askBrowser({
+        name: "debug-select-debugger",
+        waitFor: '.quick-input-widget .monaco-list-row:has-text("Casefile Workflow")',
+        read: { choices: ".quick-input-widget .monaco-list-row" },
+        click: ['.quick-input-widget .monaco-list-row:has-text("Casefile Workflow")'],
+      });
+      assert.equal(picked.found, true, picked.error);
+    }
+    // The input box appears once describe has read the input schema (a child process): accept it as Enter would.
+    const accepting = setInterval(() => void vscode.commands.executeCommand("workbench.action.acceptSelectedQuickOpenItem"), 500);
+    let atBreakpoint: Stop;
+    try {
+      atBreakpoint = await nextStop("casefile", seen);
+    } finally {
+      clearInterval(accepting);
+    }
+    assert.equal(atBreakpoint.session.configuration.workflow, workflow.fsPath);
+    assert.deepEqual(atBreakpoint.session.configuration.input, { invoiceId: "INV-1001" });
+    assert.equal(atBreakpoint.reason, "breakpoint", "with a breakpoint in the file, F5 runs to it");
+    const [top] = await frames(atBreakpoint);
+    assert.match(top?.name ?? "", /propose/);
+    assert.equal(pathOf(top?.source?.path), workflow.fsPath);
+    assert.equal(top?.line, lineOf("propose: agent<State>(") + 1, "the frame is placed on the executor's first line");
+  });
+
+  it("the Variables view shows variance with pct 9", async () => {
+    // What the adapter answers (any DAP client sees this) ...
+    const stop = stops.at(-1)!;
+    const [top] = await frames(stop);
+    const { scopes } = (await stop.session.customRequest("scopes", { frameId: top!.id })) as {
+      scopes: { name: string; variablesReference: number }[];
+    };
+    const stateScope = scopes.find((sc) => sc.name === "State");
+    assert.ok(stateScope, scopes.map((sc) => sc.name).join(", "));
+    const variables = async (ref: number) =>
+      (
+        (await stop.session.customRequest("variables", { variablesReference: ref })) as {
+          variables: { name: string; value: string; variablesReference: number }[];
+        }
+      ).variables;
+    const variance = (await variables(stateScope.variablesReference)).find((v) => v.name === "variance");
+    assert.ok(variance && variance.variablesReference > 0, "variance expands");
+    assert.equal((await variables(variance.variablesReference)).find((v) => v.name === "pct")?.value, "9");
+    if (!browserAvailable()) return;
+    // ... and what a person reads in the Variables view.
+    await vscode.commands.executeCommand("workbench.debug.action.focusVariablesView");
+    const checks = await askBrowser({
+      name: "debug-variables",
+      waitFor: '.debug-variables .monaco-list-row:has-text("State")',
+      read: { rows: ".debug-variables .monaco-list-row" },
+      // The scopes come collapsed: open State, then its variance, as a person would.
+      click: ['.debug-variables .monaco-list-row:has-text("State")', '.debug-variables .monaco-list-row:has-text("variance")'],
+      readAfterClicks: { rows: ".debug-variables .monaco-list-row" },
+    });
+    assert.equal(checks.found, true, checks.error);
+    const rows = (checks.after?.rows ?? []).map((r) => r.replace(/\s+/g, " "));
+    assert.ok(
+      rows.some((r) => /^variance\b/.test(r)),
+      rows.join(" | "),
+    );
+    assert.ok(
+      rows.some((r) => /^pct: 9$/.test(r)),
+      rows.join(" | "),
+    );
+  });
+
+  it("Step Over runs one superstep and reaches decide; Step Back returns to propose", async () => {
+    const next = await stopAfter("workbench.action.debug.stepOver");
+    assert.match((await frames(next))[0]?.name ?? "", /decide/);
+    const back = await stopAfter("workbench.action.debug.stepBack");
+    assert.match((await frames(back))[0]?.name ?? "", /propose/);
+  });
+
+  it("the Debug Console evaluates over the paused state", async function () {
+    const session = vscode.debug.activeDebugSession!;
+    const [stop] = stops.slice(-1);
+    const [top] = await frames(stop!);
+    const answer = (await session.customRequest("evaluate", {
+      expression: "state.variance.pct > 5",
+      frameId: top!.id,
+      context: "repl",
+    })) as {
+      result: string;
+    };
+    assert.equal(answer.result, "true");
+    if (!browserAvailable()) return;
+    await vscode.commands.executeCommand("workbench.debug.action.focusRepl");
+    const checks = await askBrowser({
+      name: "debug-console",
+      waitFor: ".repl .monaco-editor",
+      read: {},
+      keys: [{ type: "state.variance.pct", press: "Enter" }],
+      readAfterClicks: { lines: ".repl .monaco-list-row" },
+    });
+    assert.equal(checks.found, true, checks.error);
+    const lines = (checks.after?.lines ?? []).map((l) => l.replace(/\s+/g, " "));
+    assert.ok(lines.some((l) => l.includes("state.variance.pct")) && lines.some((l) => /^9$/.test(l.trim())), lines.join(" | "));
+  });
+
+  it("a breakpoint inside variance's run() binds in js-debug, stops there, and the editor shows the paused line", async () => {
+    await vscode.debug.stopDebugging();
+    await sleep(1000);
+    vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
+    const pctLine = lineOf("const pct =");
+    const inRun = breakpointAt(pctLine);
+    vscode.debug.addBreakpoints([inRun]);
+    const seen = stops.length;
+    const result = (await vscode.commands.executeCommand("casefile.debugWorkflow", workflow, { invoiceId: "INV-1002" })) as {
+      ok: boolean;
+      reason?: string;
+    };
+    assert.equal(result.ok, true, result.reason);
+    const entry = await nextStop("casefile", seen);
+    assert.equal(entry.session.configuration.debugExecutorCode, true, "on by default in a trusted workspace");
+    // Continue until js-debug (the child session attached to the runner) stops in the run() body.
+    const deadline = Date.now() + 120_000;
+    let inCode: Stop | undefined;
+    while (!inCode && Date.now() < deadline) {
+      const before = stops.length;
+      // The status bar's control (also the Run Inspector's Continue): it drives the casefile session even when js-debug has focus.
+      const went = (await vscode.commands.executeCommand("casefile.stepControl", "continue")) as { ok: boolean };
+      assert.equal(went.ok, true);
+      const stop = await nextStop("*", before).catch(() => undefined);
+      inCode = stops.slice(before).find((s) => s.session.type === "pwa-node");
+      if (!stop && !inCode) break;
+    }
+    assert.ok(inCode, `js-debug never stopped (stops: ${stops.map((s) => `${s.session.type}:${s.reason}`).join(", ")})`);
+    assert.equal(inCode.session.parentSession?.type, "casefile", "js-debug runs as a child of the casefile session");
+    const [top] = await frames(inCode);
+    assert.equal(pathOf(top?.source?.path), workflow.fsPath, "the source map leads to the user's file");
+    assert.equal(top?.line, pctLine + 1);
+    await sleep(1000);
+    const editor = vscode.window.activeTextEditor;
+    assert.equal(editor?.document.uri.fsPath, workflow.fsPath);
+    assert.equal(editor?.selection.active.line, pctLine, "the editor shows the paused line");
+    assert.ok(inRun.enabled);
+    if (browserAvailable()) {
+      const checks = await askBrowser({
+        name: "debug-executor-code",
+        waitFor: ".debug-top-stack-frame-line",
+        read: { paused: ".debug-top-stack-frame-line", callStack: ".debug-call-stack .monaco-list-row" },
+      });
+      assert.equal(checks.found, true, checks.error);
+    }
+  });
+});
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,475 @@
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import type { Readable, Writable } from "node:stream";
+import { DebugClient } from "@vscode/debugadapter-testsupport";
+import type { DebugProtocol } from "@vscode/debugprotocol";
+import { startErp, type ErpServer } from "../../examples/erp/server";
+import { invoiceSeed } from "../../examples/invoice/erpData";
+import { supplierSeed } from "../../examples/supplier/erpSeed";
+import { openCaseFile } from "../../src/casefile/index";
+import { cliPath, root, runCli, tempDir } from "./helpers";
+
+/** A DebugClient on the stdio of an adapter process spawned here (`node bin/casefile.js dap`: DebugClient spawns `runtime executable` only). */
+class StdioClient extends DebugClient {
+  attach(readable: Readable, writable: Writable): void {
+    this.connect(readable, writable);
+  }
+}
+
+/**
+ * The debug adapter as any DAP client sees it: `casefile dap` spawned from the built CLI and
+ * driven over stdio by @vscode/debugadapter-testsupport's DebugClient, on the invoice example
+ * with the ERP stand-in. Each test reads the case file the session left, from disk.
+ */
+
+const workflow = path.join(root, "examples/invoice/workflow.ts");
+/** Lines of executor definitions in examples/invoice/workflow.ts (`name: kind<State>({`). */
+const LINE = { load: 93, variance: 118, propose: 132, decide: 162, review: 182 };
+
+interface Session {
+  dc: DebugClient;
+  adapter: ChildProcess;
+  output: string[];
+}
+
+describe("casefile dap: the debug adapter over stdio, on the invoice example", function () {
+  this.timeout(120_000);
+  let dir: string;
+  let erp: ErpServer;
+  let env: NodeJS.ProcessEnv;
+  const sessions: Session[] = [];
+  let n = 0;
+
+  before(async function () {
+    if (!existsSync(path.join(root, "dist/cli.js"))) throw new Error("run `npm run build` first: the test spawns bin/casefile.js");
+    dir = tempDir("casefile-dap-");
+    erp = await startErp({ dataDir: path.join(dir, "erp"), seed: invoiceSeed });
+    env = { ...process.env, ERP_URL: erp.url };
+  });
+
+  // Each test's sessions end with it: disconnect (the adapter stops its runner), then the process.
+  afterEach(async () => {
+    for (const s of sessions.splice(0)) {
+      if (s.adapter.exitCode === null && s.adapter.signalCode === null)
+        await Promise.race([s.dc.stop().catch(() => {}), new Promise((r) => setTimeout(r, 10_000))]);
+      s.adapter.kill();
+    }
+  });
+
+  after(async () => {
+    await erp.close();
+  });
+
+  /** Spawns `node bin/casefile.js dap` and connects a DebugClient to its stdio. */
+  async function open(): Promise<Session> {
+    const adapter = spawn(process.execPath, [cliPath, "dap"], { env, stdio: ["pipe", "pipe", "pipe"] });
+    const dc = new StdioClient(process.execPath, cliPath, "casefile");
+    dc.defaultTimeout = 60_000;
+    dc.attach(adapter.stdout!, adapter.stdin!);
+    const output: string[] = [];
+    dc.on("output", (e: DebugProtocol.OutputEvent) => output.push(e.body.output));
+    const s = { dc, adapter, output };
+    sessions.push(s);
+    return s;
+  }
+
+  function caseFile(): string {
+    return path.join(dir, `case-${++n}.casefile`);
+  }
+
+  const launchArgs = (file: string, extra: Record<string, unknown> = {}) => ({
+    workflow,
+    caseFile: file,
+    input: { invoiceId: "INV-1001" },
+    ...extra,
+  });
+
+  /** initialize, launch, then set breakpoints and configurationDone once the adapter says initialized. */
+  async function launch(
+    s: Session,
+    args: Record<string, unknown>,
+    setup: (dc: DebugClient) => Promise<unknown> = async () => {},
+  ): Promise<void> {
+    const init = await s.dc.initializeRequest({ adapterID: "casefile", linesStartAt1: true, columnsStartAt1: true, pathFormat: "path" });
+    assert.equal(init.body?.supportsStepBack, true);
+    await Promise.all([
+      s.dc.waitForEvent("initialized").then(async () => {
+        await setup(s.dc);
+        await s.dc.configurationDoneRequest();
+      }),
+      s.dc.launchRequest(args as DebugProtocol.LaunchRequestArguments),
+    ]);
+  }
+
+  async function stopped(s: Session): Promise<DebugProtocol.StoppedEvent> {
+    return (await s.dc.waitForEvent("stopped")) as DebugProtocol.StoppedEvent;
+  }
+
+  async function frames(s: Session, threadId: number): Promise<DebugProtocol.StackFrame[]> {
+    return (await s.dc.stackTraceRequest({ threadId })).body.stackFrames;
+  }
+
+  /** Scope name -> its variables' name -> variable. */
+  async function scopes(s: Session, frameId: number): Promise<Record<string, Record<string, DebugProtocol.Variable>>> {
+    const out: Record<string, Record<string, DebugProtocol.Variable>> = {};
+    for (const scope of (await s.dc.scopesRequest({ frameId })).body.scopes) out[scope.name] = await vars(s, scope.variablesReference);
+    return out;
+  }
+
+  async function vars(s: Session, ref: number): Promise<Record<string, DebugProtocol.Variable>> {
+    const list = (await s.dc.variablesRequest({ variablesReference: ref })).body.variables;
+    return Object.fromEntries(list.map((v) => [v.name, v]));
+  }
+
+  /** Expands a variable path (`variance`, `pct`) from a scope's variables. */
+  async function dig(s: Session, from: Record<string, DebugProtocol.Variable>, ...names: string[]): Promise<DebugProtocol.Variable> {
+    let v = from[names[0]!];
+    for (const name of names.slice(1)) {
+      assert.ok(v && v.variablesReference > 0, `${name}'s parent expands`);
+      v = (await vars(s, v.variablesReference))[name];
+    }
+    assert.ok(v, `variable ${names.join(".")}`);
+    return v;
+  }
+
+  async function runs(file: string) {
+    const store = await openCaseFile(file, { readOnly: true });
+    try {
+      return store.listRuns().map((r) => ({ ...r, checkpoints: store.listCheckpoints(r.id).map((c) => c.id) }));
+    } finally {
+      store.close();
+    }
+  }
+
+  it("refuses a launch with a bad attribute, naming it", async () => {
+    const s = await open();
+    await s.dc.initializeRequest();
+    await assert.rejects(
+      s.dc.launchRequest({ caseFile: caseFile() } as DebugProtocol.LaunchRequestArguments),
+      /launch attribute "workflow"/,
+    );
+    const s2 = await open();
+    await s2.dc.initializeRequest();
+    await assert.rejects(
+      s2.dc.launchRequest({ workflow, tokenBudget: -3 } as unknown as DebugProtocol.LaunchRequestArguments),
+      /launch attribute "tokenBudget" is invalid/,
+    );
+  });
+
+  it("line breakpoint inside propose: verified on its first line, stops before superstep 3; stack, scopes and variables show the checkpoint", async () => {
+    const s = await open();
+    const file = caseFile();
+    let bps: DebugProtocol.Breakpoint[] = [];
+    await launch(s, launchArgs(file), async (dc) => {
+      bps = (await dc.setBreakpointsRequest({ source: { path: workflow }, breakpoints: [{ line: LINE.propose + 9 }, { line: 20 }] })).body
+        .breakpoints;
+    });
+    assert.equal(bps[0]!.verified, true);
+    assert.equal(bps[0]!.line, LINE.propose, "moved to the executor's first line");
+    assert.equal(bps[1]!.verified, false);
+    assert.match(bps[1]!.message ?? "", /not inside an executor's definition/);
+
+    const ev = await stopped(s);
+    assert.equal(ev.body.reason, "breakpoint");
+    assert.deepEqual(ev.body.hitBreakpointIds, [bps[0]!.id]);
+    assert.match(ev.body.description ?? "", /before propose \(paused before superstep 3 \(checkpoint run-\w+:2\)\)/);
+
+    const threads = (await s.dc.threadsRequest()).body.threads;
+    assert.equal(threads.length, 1, "one thread: the run");
+    assert.match(threads[0]!.name, /^run run-/);
+    const stack = await frames(s, ev.body.threadId!);
+    assert.equal(stack.length, 2);
+    assert.equal(stack[0]!.name, "propose (agent)");
+    assert.equal(stack[0]!.line, LINE.propose);
+    assert.equal(stack[0]!.source?.path, workflow);
+    assert.match(stack[1]!.name, /^superstep 3 · checkpoint run-\w+:2 \(before superstep 3\)$/);
+
+    const sc = await scopes(s, stack[0]!.id);
+    assert.deepEqual(Object.keys(sc), ["State", "Messages", "Step", "Run"]);
+    assert.equal((await dig(s, sc.State!, "variance", "pct")).value, "9");
+    // A fact expands to its value and provenance.
+    const invoice = await vars(s, sc.State!.invoice!.variablesReference);
+    assert.deepEqual(Object.keys(invoice), ["value", "provenance"]);
+    assert.match((await dig(s, sc.State!, "invoice", "provenance", "source")).value, /\/invoices\/INV-1001"$/);
+    assert.equal((await dig(s, sc.State!, "invoice", "value", "id")).value, '"INV-1001"');
+    assert.equal((await dig(s, sc.State!, "variance", "pct")).evaluateName, "state.variance.pct");
+    // Messages: what propose is about to receive (variance's output).
+    assert.equal((await dig(s, sc.Messages!, "propose", "0", "from")).value, '"variance"');
+    assert.match(sc.Step!.ran!.value, /not yet: propose runs in superstep 3/);
+    assert.match(sc.Run!.checkpoint!.value, /^"run-\w+:2"$/);
+    assert.equal(sc.Run!.superstep!.value, "2");
+    assert.equal(sc.Run!.parentRun!.value, "null");
+
+    // Next: one superstep, then the boundary before decide; the extract is in state with its document's version.
+    await Promise.all([s.dc.nextRequest({ threadId: ev.body.threadId! }), s.dc.assertStoppedLocation("step", { line: LINE.decide })]);
+    const after = await frames(s, ev.body.threadId!);
+    assert.equal(after[0]!.name, "decide (commit)");
+    const sc3 = await scopes(s, after[0]!.id);
+    const terms = await vars(s, sc3.State!.priceTerms!.variablesReference);
+    assert.ok(terms.value && terms.source && terms.sourceVersion, "the extract shows its document and version");
+    assert.match(terms.source!.value, /contracts/);
+    const superstep3 = await scopes(s, after[1]!.id);
+    assert.equal((await dig(s, superstep3.Step!, "steps", "propose", "proposal", "action")).value, '"approve_variance"');
+    assert.ok(Number((await dig(s, superstep3.Step!, "steps", "propose", "tokens")).value) > 0, "token count of the context");
+
+    // Next again: decide ran; its frame's Step shows the rules and the verdict.
+    await Promise.all([s.dc.nextRequest({ threadId: ev.body.threadId! }), stopped(s)]);
+    const cp4 = await frames(s, ev.body.threadId!);
+    assert.equal(cp4[0]!.name, "review (request)");
+    const decideStep = await scopes(s, cp4[1]!.id);
+    assert.equal((await dig(s, decideStep.Step!, "steps", "decide", "verdict")).value, '"escalated"');
+
+    // The agent frame's Step after it ran (step back twice to the boundary before decide: propose is history there).
+    await Promise.all([s.dc.stepBackRequest({ threadId: ev.body.threadId! }), s.dc.assertStoppedLocation("step", { line: LINE.decide })]);
+    const back = await frames(s, ev.body.threadId!);
+    const atDecide = await scopes(s, back[0]!.id);
+    assert.equal(atDecide.Step!.executor!.value, '"decide"');
+    await Promise.all([s.dc.stepBackRequest({ threadId: ev.body.threadId! }), s.dc.assertStoppedLocation("step", { line: LINE.propose })]);
+    const cp2 = await scopes(s, (await frames(s, ev.body.threadId!))[0]!.id);
+    assert.equal(cp2.State!.priceTerms, undefined, "the Variables show that checkpoint's state");
+    assert.equal((await dig(s, cp2.State!, "variance", "pct")).value, "9");
+  });
+
+  it("evaluate over the paused state; hover over a key; a bad expression says why", async () => {
+    const s = await open();
+    await launch(s, launchArgs(caseFile()), (dc) => dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: "propose" }] }));
+    const ev = await stopped(s);
+    assert.equal(ev.body.reason, "function breakpoint");
+    const frameId = (await frames(s, ev.body.threadId!))[0]!.id;
+    assert.equal((await s.dc.evaluateRequest({ expression: "state.variance.pct > 5", frameId, context: "repl" })).body.result, "true");
+    assert.equal((await s.dc.evaluateRequest({ expression: "message.pct", frameId, context: "watch" })).body.result, "9");
+    const hover = await s.dc.evaluateRequest({ expression: "variance", frameId, context: "hover" });
+    assert.equal(hover.body.result, '{"amount":90,"pct":9}');
+    assert.ok(hover.body.variablesReference > 0, "expandable");
+    await assert.rejects(
+      s.dc.evaluateRequest({ expression: "state.variance.pct >", frameId, context: "repl" }),
+      /EVALUATE_FAILED: the expression ends too early/,
+    );
+    await assert.rejects(s.dc.evaluateRequest({ expression: "process.exit()", frameId, context: "repl" }), /calls are not supported/);
+  });
+
+  it("conditions, hit counts, logpoints and exception filters: a false condition does not stop, the logpoint prints, the proposal filter stops after decide", async () => {
+    const s = await open();
+    const file = caseFile();
+    await launch(s, launchArgs(file), async (dc) => {
+      await dc.setBreakpointsRequest({
+        source: { path: workflow },
+        breakpoints: [
+          { line: LINE.variance, logMessage: "invoice {state.invoice.value.id} total {state.invoice.value.total}" },
+          { line: LINE.propose, condition: "state.variance.pct > 50" },
+          { line: LINE.load, hitCondition: "2" },
+        ],
+      });
+      await dc.setExceptionBreakpointsRequest({ filters: ["proposalRejected", "waitingForPerson"] });
+    });
+    const ev = await stopped(s);
+    assert.equal(ev.body.reason, "exception");
+    assert.match(ev.body.description ?? "", /decide: proposal escalated: .*exceeds the 5% tolerance/);
+    const info = await s.dc.exceptionInfoRequest({ threadId: ev.body.threadId! });
+    assert.equal(info.body.exceptionId, "proposalRejected");
+    assert.equal((await frames(s, ev.body.threadId!))[0]!.name, "review (request)");
+    assert.ok(
+      s.output.some((l) => /^invoice INV-1001 total \d+(\.\d+)?\n$/.test(l)),
+      `the logpoint printed: ${s.output.join("")}`,
+    );
+    // Continue: review asks a person; the run waits, and the waiting filter stops at its last checkpoint.
+    await Promise.all([s.dc.continueRequest({ threadId: ev.body.threadId! }), stopped(s)]).then(([, w]) => {
+      assert.equal(w.body.reason, "exception");
+      assert.match(w.body.description ?? "", /waits for a person: Review invoice INV-1001/);
+    });
+    const [run] = await runs(file);
+    assert.equal(run!.status, "waiting");
+  });
+
+  it("a failing step stops on the step-failed filter, with the error", async () => {
+    const s = await open();
+    await launch(s, launchArgs(caseFile(), { input: { invoiceId: "INV-NOPE" } }));
+    const ev = await stopped(s);
+    assert.equal(ev.body.reason, "exception");
+    assert.match(ev.body.description ?? "", /step load failed: .*404/);
+  });
+
+  it("setVariable: an invalid value is refused with key, path and message; a valid one forks a branch on Continue, the parent unchanged", async () => {
+    const s = await open();
+    const file = caseFile();
+    await launch(s, launchArgs(file), (dc) => dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: "propose" }] }));
+    const ev = await stopped(s);
+    const [frame] = await frames(s, ev.body.threadId!);
+    const sc = await scopes(s, frame!.id);
+    const variance = sc.State!.variance!;
+    await assert.rejects(
+      s.dc.setVariableRequest({ variablesReference: variance.variablesReference, name: "pct", value: '"high"' }),
+      /INVALID_PATCH: state "variance" at "variance.pct": .*expected number/i,
+    );
+    await assert.rejects(
+      s.dc.setVariableRequest({ variablesReference: variance.variablesReference, name: "pct", value: "high" }),
+      /is not JSON/,
+    );
+    const set = await s.dc.setVariableRequest({ variablesReference: variance.variablesReference, name: "pct", value: "3" });
+    assert.equal(set.body.value, "3");
+    assert.equal((await s.dc.evaluateRequest({ expression: "state.variance.pct", frameId: frame!.id })).body.result, "3");
+    const before = await runs(file);
+    await Promise.all([s.dc.continueRequest({ threadId: ev.body.threadId! }), s.dc.waitForEvent("terminated")]);
+    const after = await runs(file);
+    assert.equal(after.length, 2, "a branch run");
+    const branch = after.find((r) => r.parentRunId)!;
+    assert.equal(branch.parentRunId, before[0]!.id);
+    assert.equal(branch.parentCheckpointId, `${before[0]!.id}:2`);
+    assert.equal(branch.status, "completed", "3% is within tolerance: approved and settled");
+    assert.deepEqual(branch.patch, ["variance"]);
+    const parent = after.find((r) => r.id === before[0]!.id)!;
+    assert.deepEqual(parent.checkpoints, before[0]!.checkpoints, "the parent's history is unchanged");
+    assert.ok(s.output.some((l) => /branch run run-\w+ of run-\w+, from checkpoint run-\w+:2 with edited variance/.test(l)));
+  });
+
+  it("reverse continue to the previous breakpoint; restart frame re-runs the superstep as a branch, the parent unchanged", async () => {
+    const s = await open();
+    const file = caseFile();
+    await launch(s, launchArgs(file), (dc) =>
+      dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: "variance" }, { name: "decide" }] }),
+    );
+    let ev = await stopped(s);
+    assert.equal((await frames(s, ev.body.threadId!))[0]!.name, "variance (code)");
+    await Promise.all([
+      s.dc.continueRequest({ threadId: ev.body.threadId! }),
+      s.dc.assertStoppedLocation("function breakpoint", { line: LINE.decide }),
+    ]);
+    await Promise.all([
+      s.dc.reverseContinueRequest({ threadId: ev.body.threadId! }),
+      s.dc.assertStoppedLocation("breakpoint", { line: LINE.variance }),
+    ]);
+    const stack = await frames(s, ev.body.threadId!);
+    assert.match(stack[1]!.name, /checkpoint run-\w+:1/);
+
+    const before = await runs(file);
+    assert.ok(stack[1]!.canRestart);
+    const restarted = Promise.all([s.dc.restartFrameRequest({ frameId: stack[1]!.id }), stopped(s)]);
+    ev = (await restarted)[1];
+    assert.equal(ev.body.reason, "restart");
+    const threads = (await s.dc.threadsRequest()).body.threads;
+    assert.equal(threads.length, 2, "the branch is a thread of its own");
+    const after = await runs(file);
+    const branch = after.find((r) => r.parentRunId)!;
+    assert.equal(branch.parentCheckpointId, `${before[0]!.id}:1`);
+    const parent = after.find((r) => r.id === before[0]!.id)!;
+    assert.deepEqual(parent.checkpoints, before[0]!.checkpoints, "parent unchanged");
+    const bstack = await frames(s, ev.body.threadId!);
+    assert.equal(bstack[0]!.name, "variance (code)");
+    assert.match(bstack[1]!.name, new RegExp(`checkpoint ${branch.id}:1`));
+    // Next in the branch runs superstep 2 again.
+    await Promise.all([s.dc.nextRequest({ threadId: ev.body.threadId! }), s.dc.assertStoppedLocation("step", { line: LINE.propose })]);
+    assert.deepEqual((await runs(file)).find((r) => r.id === branch.id)!.checkpoints.at(-1), `${branch.id}:2`);
+  });
+
+  it("terminate mid-run leaves the run stopped and resumable; a session resuming from the case file finishes it in the same run", async () => {
+    const s = await open();
+    const file = caseFile();
+    await launch(s, launchArgs(file), (dc) => dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: "propose" }] }));
+    await stopped(s);
+    await Promise.all([s.dc.terminateRequest(), s.dc.waitForEvent("terminated")]);
+    const [run] = await runs(file);
+    assert.equal(run!.status, "stopped");
+    const latest = run!.checkpoints.at(-1)!;
+    assert.equal(latest, `${run!.id}:2`);
+
+    const s2 = await open();
+    await launch(s2, { caseFile: file, resumeFrom: { checkpoint: latest }, stopOnEntry: true });
+    const entry = await stopped(s2);
+    assert.equal(entry.body.reason, "entry");
+    assert.equal((await frames(s2, entry.body.threadId!))[0]!.name, "propose (agent)");
+    await s2.dc.setExceptionBreakpointsRequest({ filters: [] });
+    await Promise.all([s2.dc.continueRequest({ threadId: entry.body.threadId! }), s2.dc.waitForEvent("terminated")]);
+    const after = await runs(file);
+    assert.equal(after.length, 1, "the same run went on: no branch");
+    assert.equal(after[0]!.status, "waiting");
+    assert.ok(s2.output.some((l) => new RegExp(`run ${run!.id} goes on from checkpoint ${latest}`).test(l)));
+  });
+
+  it("an adapter killed mid-session leaves a case file that opens and a run that resumes", async () => {
+    const s = await open();
+    const file = caseFile();
+    let runnerPid: number | undefined;
+    s.dc.on("process", (e: DebugProtocol.ProcessEvent) => (runnerPid = e.body.systemProcessId));
+    await launch(s, launchArgs(file), (dc) => dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: "decide" }] }));
+    await stopped(s);
+    assert.ok(runnerPid, "the adapter said the runner's pid");
+    s.adapter.kill("SIGKILL");
+    // The runner sees its channel close, stops at the boundary and closes the case file.
+    for (let i = 0; i < 200 && alive(runnerPid!); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(alive(runnerPid!), false, "the runner exited");
+    const inspected = await runCli(["inspect", file, "--json"]);
+    assert.equal(inspected.code, 0, inspected.stderr);
+    const [run] = (JSON.parse(inspected.stdout) as { runs: { id: string; status: string }[] }).runs;
+    assert.equal(run!.status, "stopped");
+  });
+
+  it("restart: a new run with the same configuration, hit counts counted again", async () => {
+    const s = await open();
+    const file = caseFile();
+    await launch(s, launchArgs(file), (dc) =>
+      dc.setBreakpointsRequest({ source: { path: workflow }, breakpoints: [{ line: LINE.variance + 2, hitCondition: "== 1" }] }),
+    );
+    const first = await stopped(s);
+    assert.equal((await frames(s, first.body.threadId!))[0]!.name, "variance (code)");
+    await Promise.all([s.dc.restartRequest({}), stopped(s)]).then(async ([, again]) => {
+      assert.notEqual(again.body.threadId, first.body.threadId, "a new run: a new thread");
+      assert.equal((await frames(s, again.body.threadId!))[0]!.name, "variance (code)");
+    });
+    const all = await runs(file);
+    assert.equal(all.length, 2);
+    assert.ok(
+      all.every((r) => !r.parentRunId),
+      "a new run, not a branch",
+    );
+    assert.equal(all.find((r) => r.id === all[0]!.id)!.status, "stopped", "the first run stopped, resumable");
+  });
+
+  it("before an effect acts: the filter stops at the boundary before the supplier example's first effect; the step shows its intent after", async () => {
+    const supplier = path.join(root, "examples/supplier/workflow.ts");
+    const erp2 = await startErp({ dataDir: path.join(dir, "erp-supplier"), seed: supplierSeed(2) });
+    try {
+      const s = await open();
+      await launch(s, { workflow: supplier, caseFile: caseFile(), input: { applicationId: "APP-0000", erpUrl: erp2.url } }, (dc) =>
+        dc.setExceptionBreakpointsRequest({ filters: ["beforeEffect"] }),
+      );
+      const ev = await stopped(s);
+      assert.equal(ev.body.reason, "exception");
+      assert.match(ev.body.description ?? "", /effect createSupplier is about to act/);
+      const stack = await frames(s, ev.body.threadId!);
+      assert.equal(stack[0]!.name, "createSupplier (effect)");
+      await s.dc.setExceptionBreakpointsRequest({ filters: [] });
+      await Promise.all([s.dc.nextRequest({ threadId: ev.body.threadId! }), stopped(s)]);
+      const after = await frames(s, ev.body.threadId!);
+      const step = await scopes(s, after.at(-1)!.id);
+      assert.equal((await dig(s, step.Step!, "steps", "createSupplier", "intent", "status")).value, '"done"');
+    } finally {
+      await erp2.close();
+    }
+  });
+
+  it("inputFile: the input read from a file; debugExecutorCode announces the runner's inspector port", async () => {
+    const s = await open();
+    const input = path.join(dir, "input.json");
+    writeFileSync(input, JSON.stringify({ invoiceId: "INV-1002" }));
+    const inspector = s.dc.waitForEvent("casefile/inspector");
+    await launch(s, { workflow, caseFile: caseFile(), inputFile: input, stopOnEntry: true, debugExecutorCode: true });
+    const ev = (await inspector) as DebugProtocol.Event;
+    assert.ok(Number(ev.body.port) > 0);
+    assert.equal(ev.body.host, "127.0.0.1");
+    const entry = await stopped(s);
+    assert.equal(entry.body.reason, "entry");
+    const sc = await scopes(s, (await frames(s, entry.body.threadId!))[0]!.id);
+    assert.equal((await dig(s, sc.Messages!, "load", "0", "payload", "invoiceId")).value, '"INV-1002"');
+  });
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
