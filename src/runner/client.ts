@@ -91,20 +91,26 @@ export function startRunner(opts: RunnerOptions): RunnerHandle {
       ...(opts.defaultBudget ? { defaultBudget: opts.defaultBudget } : {}),
     });
   const stderr: string[] = taken?.stderr ?? [];
-  for (const text of stderr) opts.onStderr?.(text);
   child.stderr?.on("data", (d: Buffer) => {
     const text = d.toString("utf8");
     stderr.push(text);
     opts.onStderr?.(text);
   });
   const stdout = (d: Buffer | string): void => opts.onMessage?.({ type: "log", level: "info", message: d.toString().trimEnd() });
-  for (const d of taken?.stdout ?? []) stdout(d);
   child.stdout?.on("data", stdout);
   // A prestarted runner said it was ready before this command was known: the same messages, in
-  // the same order, as from a runner forked now.
-  if (taken?.ready) {
-    opts.onMessage?.({ type: "ready" });
-    sendStart();
+  // the same order, as from a runner forked now — and, like those, after startRunner has
+  // returned (a caller's listener may use the handle it returns).
+  if (taken) {
+    const early = { stderr: [...stderr], stdout: taken.stdout, ready: taken.ready };
+    queueMicrotask(() => {
+      for (const text of early.stderr) opts.onStderr?.(text);
+      for (const d of early.stdout) stdout(d);
+      if (early.ready) {
+        opts.onMessage?.({ type: "ready" });
+        sendStart();
+      }
+    });
   }
 
   const finished = new Promise<RunnerOutcome>((resolve) => {

@@ -44,7 +44,7 @@ describe("Restricted Mode", () => {
       assert.match(checks.texts.banner?.[0] ?? "", /Restricted Mode\. Casefile does not run workflow code/);
       assert.deepEqual(
         checks.after?.disabled?.map((t) => t.trim()),
-        ["Resume from here", "Fork with edited state", "Replay step"],
+        ["Resume from here", "Debug from here", "Fork with edited state", "Replay step"],
       );
       assert.deepEqual(
         checks.after?.enabled?.map((t) => t.trim()),

@@ -145,15 +145,16 @@ describe("Running the invoice example from the editor", function () {
     };
     /** The highlight once it shows where the run waits now, checked against the case file's checkpoint. */
     const highlightAtPause = async () => {
+      // Paused before superstep N: the graph shows the checkpoint the run waits at, N - 1.
       const at = await until("the run to pause", () => api.ctx.runs.pausedAt);
-      const live = await until(`the graph to show superstep ${at.superstep}`, () => {
+      const live = await until(`the graph to show checkpoint ${at.superstep - 1}`, () => {
         const l = panel.live;
-        return l && l.runId === at.runId && l.superstep === at.superstep ? l : undefined;
+        return l && l.runId === at.runId && l.superstep === at.superstep - 1 ? l : undefined;
       });
       const store = await openCaseFile(stepped.fsPath, { readOnly: true });
       try {
         const pending = [...new Set(store.latestCheckpoint(at.runId)!.pending.map((m) => m.to))];
-        assert.deepEqual(live, { source: "checkpoint", runId: at.runId, superstep: at.superstep, executors: pending });
+        assert.deepEqual(live, { source: "checkpoint", runId: at.runId, superstep: at.superstep - 1, executors: pending });
       } finally {
         store.close();
       }
