@@ -73,38 +73,8 @@ export async function runEffect(
   const id = intentRecordId(key, input.runId, input.caseId);
   const held = input.store.listIntents().filter((i) => keyOf(i) === key);
   let record = held.find((i) => i.runId === input.runId);
-  if (record?.status === "done") {
-    io.log(`intent ${record.id} already done; not acting again`);
-    return finish(record.reference ?? null);
-  }
-  if (record && (record.status === "open" || record.status === "failed")) {
-    // The act may have reached the system before the crash or the error: look before acting.
-    const found = await lookUp(spec, record, io);
-    if (found !== null) return finish(found);
-  } else {
-    // This run has not acted under the key: another run of the case may have.
-    const holder = holderOf(held, input.runId);
-    if (holder) {
-      const proposed: IntentRecord = {
-        id,
-        key,
-        runId: input.runId,
-        superstep: input.superstep,
-        executor: input.executor,
-        action: declared.action,
-        target: declared.target,
-        payload: declared.payload,
-        reliesOn: declared.reliesOn,
-        status: "open",
-        createdAt: record?.createdAt ?? input.now(),
-        updatedAt: input.now(),
-      };
-      const reused = await againstHolder(spec, proposed, holder, input.runId === input.caseId ? "this run" : "this branch", io);
-      if (reused !== null) return finish(reused);
-    }
-  }
-  const planned: PlannedEffect = { ...declared, key };
-  const base: IntentRecord = {
+  /** This run's intent for the key, open, as declared (the one compared with a holder, then recorded). */
+  const openRecord = (): IntentRecord => ({
     id,
     key,
     runId: input.runId,
@@ -117,7 +87,26 @@ export async function runEffect(
     status: "open",
     createdAt: record?.createdAt ?? input.now(),
     updatedAt: input.now(),
-  };
+  });
+  if (record?.status === "done") {
+    io.log(`intent ${record.id} already done; not acting again`);
+    return finish(record.reference ?? null);
+  }
+  if (record && (record.status === "open" || record.status === "failed")) {
+    // The act may have reached the system before the crash or the error: look before acting.
+    const found = await lookUp(spec, record, io);
+    if (found !== null) return finish(found);
+  } else {
+    // This run has not acted under the key: another run of the case may have.
+    const holder = holderOf(held, input.runId);
+    if (holder) {
+      const proposed = openRecord();
+      const reused = await againstHolder(spec, proposed, holder, input.runId === input.caseId ? "this run" : "this branch", io);
+      if (reused !== null) return finish(reused);
+    }
+  }
+  const planned: PlannedEffect = { ...declared, key };
+  const base = openRecord();
   if (declared.basis) base.basis = declared.basis;
   record = base;
   return finish(await checkThenAct(spec, planned, record, ctx, io));
