@@ -160,6 +160,18 @@ export class RulesTree extends CaseTree {
   }
 }
 
+/** Each run status's word and icon in the Runs tree: a distinct icon per status, coloured like the Testing view's. */
+const RUN_STATUS: Record<string, { label: string; icon: string; color?: string }> = {
+  completed: { label: "completed", icon: "pass", color: "testing.iconPassed" },
+  failed: { label: "failed", icon: "error", color: "testing.iconFailed" },
+  waiting: { label: "waiting", icon: "person", color: "editorWarning.foreground" },
+  running: { label: "running", icon: "sync~spin" },
+  paused: { label: "paused", icon: "debug-pause" },
+  stopped: { label: "stopped", icon: "debug-stop" },
+  needs_replanning: { label: "needs replanning", icon: "warning", color: "editorWarning.foreground" },
+  superseded: { label: "superseded", icon: "history" },
+};
+
 function treeItem(node: CaseNode): vscode.TreeItem {
   const { Collapsed, None } = vscode.TreeItemCollapsibleState;
   const file = path.basename(node.caseFile.fsPath);
@@ -176,16 +188,21 @@ function treeItem(node: CaseNode): vscode.TreeItem {
       item.command = { command: "casefile.openInspector", title: "Open Run Inspector", arguments: [node.caseFile] };
       return item;
     }
-    case "run":
-      item = new vscode.TreeItem(node.id, Collapsed);
-      item.description = `${node.workflow} · ${node.status}${node.parentCheckpointId ? ` · from ${node.parentCheckpointId}` : ""}`;
-      item.iconPath = new vscode.ThemeIcon(node.parentCheckpointId ? "git-branch" : "run");
+    case "run": {
+      // Status first: the default sidebar cuts the end of a label, and the status is what a person scans for.
+      const status = RUN_STATUS[node.status] ?? { label: node.status, icon: "circle-outline" };
+      item = new vscode.TreeItem(`${status.label} · ${node.id}`, Collapsed);
+      item.description = `${node.workflow}${node.parentCheckpointId ? ` · branch from ${node.parentCheckpointId}` : ""}`;
+      item.tooltip = `${node.id}: ${node.workflow}, ${status.label}${node.parentCheckpointId ? `, a branch from checkpoint ${node.parentCheckpointId}` : ""}`;
+      item.iconPath = new vscode.ThemeIcon(status.icon, status.color ? new vscode.ThemeColor(status.color) : undefined);
       item.contextValue = "casefile.run";
       item.command = { command: "casefile.openInspector", title: "Open Run Inspector", arguments: [node.caseFile, node.id] };
       return item;
+    }
     case "checkpoint":
+      // "#3", not "#3 run-f6538af9:3": the run is the parent row; the id is on hover.
       item = new vscode.TreeItem(`#${node.superstep}`, Collapsed);
-      item.description = node.id;
+      item.tooltip = `checkpoint ${node.id}`;
       item.iconPath = new vscode.ThemeIcon("debug-breakpoint-log");
       item.contextValue = "casefile.checkpoint";
       return item;

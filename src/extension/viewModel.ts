@@ -119,7 +119,10 @@ export function buildSuperstepDetail(store: CaseStore, runId: string, superstep:
       stepId: s.id,
       context: contextView(s, { call, countMessageTokens: opts.countMessageTokens, records, others }),
       decision: decisionView(s, { verdict: decisionFor(s, records), callById: records.callById }),
-      intents: s.kind === "effect" ? intents.map(intentView) : { absent: `Only effect steps record intents; this is a ${s.kind} step.` },
+      intents:
+        s.kind === "effect"
+          ? intents.map(intentView)
+          : { absent: `Only effect steps record intents; this is ${/^[aeiou]/.test(s.kind) ? "an" : "a"} ${s.kind} step.` },
     };
   });
   return { runId, superstep, steps, state: buildStateView(store, runId, superstep) };

@@ -49,9 +49,23 @@ export function jsonBlock(value: unknown, className = ""): HTMLElement {
   return el("pre", { className: `json ${className}` }, JSON.stringify(value, null, 2));
 }
 
+/**
+ * JSON in a table cell: wrapped at spaces to the column's width, never scrolled sideways. A long
+ * string without spaces (a URL, an id, a hash) is one token that is never broken mid-word: it is
+ * ellipsised when the column is narrower than it, with the full text on hover.
+ */
 export function jsonInline(value: unknown): HTMLElement {
-  const text = JSON.stringify(value, null, 2);
-  return el("pre", { className: "json inline" }, text.length > 2000 ? `${text.slice(0, 2000)}…` : text);
+  const full = JSON.stringify(value, null, 2) ?? "undefined";
+  const text = full.length > 2000 ? `${full.slice(0, 2000)}…` : full;
+  const parts: (string | Node)[] = [];
+  let last = 0;
+  for (const m of text.matchAll(/"(?:[^"\\\s]|\\.){24,}"/g)) {
+    parts.push(text.slice(last, m.index));
+    parts.push(el("span", { className: "json-token", title: m[0] }, m[0]));
+    last = m.index + m[0].length;
+  }
+  parts.push(text.slice(last));
+  return el("pre", { className: "json inline" }, parts);
 }
 
 export function table(headers: string[], rows: Child[][], className: string): HTMLElement {

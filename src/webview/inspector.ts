@@ -34,7 +34,7 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
     case "load": {
       const m = message.model;
       if (m.run.id !== state.selection.runId) {
-        state.selection = { ...state.selection, runId: m.run.id, superstepIndex: 0, stepIndex: 0 };
+        state.selection = { ...state.selection, runId: m.run.id, ...openingSelection(new TimelineRows(m.timeline)) };
         // Another run starts at the top (on the first load the timeline is not drawn yet: nothing to scroll).
         if (state.timelineWindow) {
           state.timelineWindow = { ...state.timelineWindow, top: 0 };
@@ -230,3 +230,23 @@ function draw(): void {
 }
 
 host.post({ type: "ready" });
+
+/**
+ * Where a run opens (called on the first load of each run): on its decision, the last step with a
+ * verdict, in the Proposal vs Commit tab; without one, on the first superstep where a step ran.
+ * Superstep #0 of a run that starts from its input often ran nothing, and opening there showed
+ * "No step ran" to someone who came to see what was decided.
+ */
+function openingSelection(rows: TimelineRows): Pick<typeof state.selection, "superstepIndex" | "stepIndex" | "tab"> {
+  let firstRan: number | undefined;
+  let decision: { superstepIndex: number; stepIndex: number } | undefined;
+  for (let i = 0; i < rows.length; i++) {
+    const steps = rows.at(i)?.steps ?? [];
+    if (firstRan === undefined && steps.length > 0) firstRan = i;
+    const j = steps.findIndex((st) => st.verdict !== null && st.kind === "commit");
+    const k = j >= 0 ? j : steps.findIndex((st) => st.verdict !== null);
+    if (k >= 0) decision = { superstepIndex: i, stepIndex: k };
+  }
+  if (decision) return { ...decision, tab: "decision" };
+  return { superstepIndex: firstRan ?? 0, stepIndex: 0, tab: state.selection.tab };
+}

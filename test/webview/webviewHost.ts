@@ -3,11 +3,13 @@ import * as path from "node:path";
 import { pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
 import type { Browser, Page } from "playwright-core";
+import { bodyClass, themeCss } from "./themes";
+import type { Theme } from "./themes";
 
 /**
  * Loads a built webview bundle (media/*.js) into a page of Debian's headless Chromium, the way
  * VS Code hosts it: a CSP as strict as the panel's (default-src 'none', scripts by nonce only),
- * the theme's CSS variables on :root, a `vscode-<theme>` class on body, and `acquireVsCodeApi()`
+ * the theme's CSS variables on :root (real values, from ./themes), a `vscode-<theme>` class on body, and `acquireVsCodeApi()`
  * provided by the host. CSP violations are collected in `window.__csp`. Here the host's API is a recorder: what the webview
  * posts lands in `window.__posted`, in order, for the test to read.
  */
@@ -25,7 +27,7 @@ const ARGS = [
   "--disable-sync",
 ];
 
-export type Theme = "dark" | "light" | "hc";
+export type { Theme } from "./themes";
 const NONCE = "dGVzdC1ub25jZS1mb3ItdGhlLXBhZ2U=";
 
 export function launchBrowser(): Promise<Browser> {
@@ -49,13 +51,14 @@ export async function openWebview(
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `${path.basename(opts.script, ".js")}-${theme}.html`);
   const url = (p: string): string => pathToFileURL(path.join(ROOT, p)).toString();
-  const bodyClass = theme === "hc" ? "vscode-high-contrast" : `vscode-${theme}`;
+  const themeFile = path.join(dir, `theme-${theme}.css`);
+  writeFileSync(themeFile, themeCss(theme));
   writeFileSync(
     file,
     `<!DOCTYPE html>
 <html lang="en"><head><meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src file:; font-src file:; img-src file:; script-src 'nonce-${NONCE}'">
-<link rel="stylesheet" href="${url(`test/fixtures/webview/theme-${theme}.css`)}">
+<link rel="stylesheet" href="${pathToFileURL(themeFile).toString()}">
 ${["media/base.css", ...opts.styles].map((s) => `<link rel="stylesheet" href="${url(s)}">`).join("\n")}
 <script nonce="${NONCE}">
   window.__csp = [];
@@ -72,7 +75,7 @@ ${["media/base.css", ...opts.styles].map((s) => `<link rel="stylesheet" href="${
   });
 </script>
 </head>
-<body class="${bodyClass}">
+<body class="${bodyClass(theme)}">
 <div id="app" class="app"></div>
 <script nonce="${NONCE}" src="${url(opts.script)}"></script>
 </body></html>`,

@@ -15,7 +15,8 @@ export interface ContextInputs {
 }
 
 export function contextView(s: StepRecord, { call, countMessageTokens, records, others }: ContextInputs): ContextView | { absent: string } {
-  if (s.kind !== "agent") return { absent: `Only agent steps give a model a context; this is a ${s.kind} step.` };
+  if (s.kind !== "agent")
+    return { absent: `Only agent steps give a model a context; this is ${/^[aeiou]/.test(s.kind) ? "an" : "a"} ${s.kind} step.` };
   if (!call) return { absent: "No model call was recorded for this step." };
   const model = call.request.model;
   return {

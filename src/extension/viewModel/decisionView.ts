@@ -21,7 +21,9 @@ export function decisionView(
   { verdict, callById }: { verdict: VerdictRecord | undefined; callById: Map<string, AgentCallRecord> },
 ): DecisionView | { absent: string } {
   if (s.kind !== "agent" && s.kind !== "commit") {
-    return { absent: `Proposal vs commit applies to agent and commit steps; this is a ${s.kind} step.` };
+    return {
+      absent: `Proposal vs commit applies to agent and commit steps; this is ${/^[aeiou]/.test(s.kind) ? "an" : "a"} ${s.kind} step.`,
+    };
   }
   if (!verdict) {
     return {

@@ -37,6 +37,8 @@ export function decisionTab(d: DecisionView | Absent): HTMLElement {
       ),
     ),
     businessRulesSection(d.businessRules),
+  ]);
+  const diff = el("section", { className: "state-diff" }, [
     el("h4", {}, "State diff"),
     d.diff.length === 0
       ? el("p", { className: "muted" }, "The commit changed no state.")
@@ -50,7 +52,7 @@ export function decisionTab(d: DecisionView | Absent): HTMLElement {
           "diff",
         ),
   ]);
-  return el("div", { className: "columns" }, [proposal, commit]);
+  return el("div", {}, [el("div", { className: "columns" }, [proposal, commit]), diff]);
 }
 
 /** The business rules the commit step was given, each marked with the commit rules that read it. */
