@@ -96,7 +96,12 @@ export class RunSessions implements vscode.Disposable {
     const { startRunner, PrestartedRunner } = await import("../runner/client.js");
     this.log.info(`${opts.title}: ${JSON.stringify(command)}${opts.stepMode ? " (step mode)" : ""}`);
     const runnerPath = vscode.Uri.joinPath(this.extension.extensionUri, "dist", "runner.js").fsPath;
-    const cwd = "workflowPath" in command && command.workflowPath ? path.dirname(command.workflowPath) : path.dirname(command.caseFile);
+    const cwd =
+      command.kind === "run"
+        ? path.dirname(command.workflowPath)
+        : "workflowPath" in command && command.workflowPath
+          ? path.dirname(command.workflowPath)
+          : path.dirname(command.caseFile);
     // The runner kept ready after the last run, if it fits (same env and folder); else a new one.
     const prestarted = this.spare;
     this.spare = undefined;
