@@ -7,6 +7,7 @@ import type { InspectorAction } from "./inspectorPanel";
 import type { Json } from "../engine/records";
 import type { RunResult, RunSessions } from "./runSessions";
 import { API_KEY_SECRETS } from "./runSessions";
+import { readCaseFile } from "./caseFiles";
 import { askWorkflowInput } from "./inputForm";
 import { loadInspector } from "./inspectorLoader";
 import { prepareLaunch } from "./launchTask";
@@ -133,7 +134,7 @@ export async function answerRequest(
 ): Promise<ActionResult> {
   const refused = refuseIfUntrusted(log, "respond");
   if (refused) return refused;
-  const given = answer ?? (await askJson(`Answer to request ${requestId} (JSON)`, '{"decision": "approve"}'));
+  const given = answer ?? (await askAnswer(caseFile, requestId));
   if (given === undefined) return { ok: false, reason: "No answer given." };
   const result = await sessions.start(
     { kind: "respond", caseFile: caseFile.fsPath, requestId, answer: given, by: userName() },
@@ -393,4 +394,44 @@ function userName(): string | undefined {
   } catch {
     return undefined; // no passwd entry for this uid: the answer is recorded without a name
   }
+}
+
+/**
+ * A person's answer from the Requests view: a quick pick of the request's options (or, with
+ * none, approve / reject), then an optional comment. The runner checks it against the request's
+ * answer schema; a refused answer is shown with the reason and the request stays open.
+ */
+async function askAnswer(caseFile: vscode.Uri, requestId: string): Promise<Json | undefined> {
+  const prompt = await readCaseFile(caseFile, (store) => {
+    for (const run of store.listRuns()) {
+      const hit = store.latestCheckpoint(run.id)?.waiting.find((w) => w.id === requestId);
+      if (hit) return hit.prompt;
+    }
+    return undefined;
+  }).catch(() => undefined);
+  const options = prompt?.options?.length ? prompt.options : ["approve", "reject"];
+  const picked = await vscode.window.showQuickPick(
+    [...options.map((o) => ({ label: o })), { label: "$(json) Answer as JSON…", json: true }],
+    { title: prompt?.title ?? `Answer request ${requestId}`, placeHolder: prompt?.detail ?? "Your answer", ignoreFocusOut: true },
+  );
+  if (!picked) return undefined;
+  if ("json" in picked) return askJson(`Answer to request ${requestId} (JSON)`, '{"decision": "approve"}');
+  const comment = await vscode.window.showInputBox({
+    title: `${picked.label}: comment (optional)`,
+    prompt: "Recorded with your answer, your name and the time",
+    ignoreFocusOut: true,
+  });
+  if (comment === undefined) return undefined;
+  return answerFromOption(picked.label, comment);
+}
+
+/**
+ * The answer an option stands for, in the default approval shape (engine ApprovalAnswer):
+ * approve and reject are decisions, any other option is a choice. Shared by the Requests view and
+ * the inspector's request section, so both record the same answer for the same click.
+ */
+export function answerFromOption(option: string, comment: string): Json {
+  const base: Record<string, Json> =
+    option === "approve" || option === "reject" ? { decision: option } : { decision: "choose", choice: option };
+  return comment.trim() ? { ...base, comment: comment.trim() } : base;
 }
