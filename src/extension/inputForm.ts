@@ -15,6 +15,7 @@ import { fieldStart, fieldValue, formFields, keepInput, keptChoices, readKeptInp
  */
 
 const FORM = "$(list-flat) Fill in the form";
+const LAST_INPUT = "casefile.debug.lastInput";
 const JSON_EDITOR = "$(json) Edit as JSON…";
 
 export async function askWorkflowInput(
@@ -24,7 +25,10 @@ export async function askWorkflowInput(
   title: string,
 ): Promise<Json | undefined> {
   const schema = await inputSchemaOf(extension, log, workflow);
-  const { kept, problem } = readKeptInputs(workflow.fsPath);
+  const { kept: fromFile, problem } = readKeptInputs(workflow.fsPath);
+  // Before workflow.inputs.json, F5 kept the last input in workspaceState: still offered when the file has none.
+  const earlier = extension.workspaceState.get<Record<string, Json>>(LAST_INPUT, {})[workflow.fsPath];
+  const kept = fromFile.last === undefined && earlier !== undefined ? { ...fromFile, last: earlier } : fromFile;
   if (problem) log.warn(`input form: ${problem}`);
   const fields = formFields(schema);
   const choices = keptChoices(kept);
@@ -58,6 +62,7 @@ export async function askWorkflowInput(
     void vscode.window.showErrorMessage(`Input for ${path.basename(workflow.fsPath)} refused: ${wrong}`);
     return undefined;
   }
+  await extension.workspaceState.update(LAST_INPUT, { ...extension.workspaceState.get(LAST_INPUT, {}), [workflow.fsPath]: input });
   try {
     keepInput(workflow.fsPath, input);
   } catch (e) {
