@@ -87,7 +87,12 @@ export default defineWorkflow({
   name: "invoice-variance",
   version: 1,
   state,
-  input: z.object({ invoiceId: z.string(), erpUrl: z.string().url().optional() }),
+  input: z.object({
+    invoiceId: z.string().min(1).describe("The invoice to check against its purchase order, e.g. INV-1001"),
+    erpUrl: z.string().url().optional().describe("The ERP's address; left out, $ERP_URL (the ERP stand-in task sets it)"),
+  }),
+  // One case file per case: cases/INV-1001.casefile beside this file.
+  caseId: (input: { invoiceId: string }) => input.invoiceId,
   start: "load",
   executors: {
     load: loader<State>({

@@ -142,7 +142,12 @@ export default defineWorkflow({
   name: "supplier-onboarding",
   version: 1,
   state,
-  input: z.object({ applicationId: z.string(), erpUrl: z.string().url().optional() }),
+  input: z.object({
+    applicationId: z.string().min(1).describe("The supplier application to onboard, e.g. APP-0000"),
+    erpUrl: z.string().url().optional().describe("The ERP's address; left out, $ERP_URL (the ERP stand-in task sets it)"),
+  }),
+  // One case file per case: cases/APP-0000.casefile beside this file.
+  caseId: (input: { applicationId: string }) => input.applicationId,
   start: "readDocuments",
   executors: {
     readDocuments: loader<State>({

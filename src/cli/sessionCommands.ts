@@ -60,9 +60,10 @@ export const sessionCommands = {
     );
     const workflowPath = positionals[0];
     if (!workflowPath) throw new CasefileError("USAGE", "run needs a workflow file");
-    const caseFile = values["case-file"] ?? defaultCaseFile(workflowPath);
+    // No --case-file: the runner names it from the input (cases/<caseId>.casefile, engine/caseName.ts).
+    const caseFile = values["case-file"];
     return session(
-      { kind: "run", workflowPath, caseFile, input: jsonArg(values.input, "input") },
+      { kind: "run", workflowPath, ...(caseFile ? { caseFile } : {}), input: jsonArg(values.input, "input") },
       providerArg(values.provider, io),
       io,
       values["token-budget"],
@@ -140,9 +141,4 @@ function osUser(): string | undefined {
   } catch {
     return undefined; // no passwd entry for this uid: the answer is recorded without a name
   }
-}
-
-/** `examples/invoice/workflow.ts` -> `examples/invoice/workflow.casefile`. */
-function defaultCaseFile(workflowPath: string): string {
-  return workflowPath.replace(/\.[cm]?[tj]s$/, "") + ".casefile";
 }

@@ -14,6 +14,13 @@ export interface WorkflowSpec {
   /** Schema of the run's input, delivered to `start` as its first message. */
   input?: z.ZodType;
   /**
+   * How a case is named from its (parsed) input, e.g. `(input) => input.invoiceId`: a new run's
+   * case file is then `cases/<caseId>.casefile` beside the workflow (caseName.ts), so each
+   * invoice has its own history instead of showing as a branch of another's.
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the input's type is the workflow's own
+  caseId?: (input: any) => string;
+  /**
    * State migrations keyed by the version they migrate *to*: `{ 2: (state) => state }` turns a
    * version-1 checkpoint's state into version 2. Applied in order on resume. The object form also
    * routes the messages a checkpoint holds for executors the new version removed:

@@ -120,7 +120,15 @@ const noTarget = { ok: false, reason: "Nothing chosen." } satisfies CommandResul
 /** Run and Step both execute workflow code: refused in Restricted Mode, with the reason shown (runCommands.ts). */
 function startWorkflow(ctx: Ctx, mode: "run" | "step", uri: unknown, input: unknown, caseFile: unknown) {
   const workflow = uri instanceof vscode.Uri ? uri : isItemWithUri(uri) ? uri.resourceUri : undefined;
-  return runWorkflow(ctx.runs, ctx.log, mode, workflow, input as Json | undefined, typeof caseFile === "string" ? caseFile : undefined);
+  return runWorkflow(
+    ctx.extension,
+    ctx.runs,
+    ctx.log,
+    mode,
+    workflow,
+    input as Json | undefined,
+    typeof caseFile === "string" ? caseFile : undefined,
+  );
 }
 
 function isItemWithUri(value: unknown): value is { resourceUri: vscode.Uri } {

@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { Json } from "../engine/records";
-import { inputOutline, inputProblem, inputSkeleton } from "./debugInput";
+import { askWorkflowInput } from "./inputForm";
 import { providerFromSettingValues } from "./modelSettings";
 import { caseFileFor, findWorkflowFiles } from "./runCommands";
 import { budgetFromSettings } from "./runSessions";
@@ -19,9 +19,6 @@ import { canRunWorkflowCode } from "./trust";
  */
 
 export const DEBUG_TYPE = "casefile";
-
-/** Where the last input given for a workflow is kept (workspaceState), offered first next time. */
-const LAST_INPUT = "casefile.debug.lastInput";
 
 export class CasefileConfigurationProvider implements vscode.DebugConfigurationProvider {
   constructor(
@@ -116,43 +113,9 @@ export class CasefileConfigurationProvider implements vscode.DebugConfigurationP
     return out;
   }
 
-  /**
-   * Asks for a run's input in a JSON box, prefilled with the last input given for this workflow
-   * or else a skeleton of its input schema (from the describe child process), and checked against
-   * that schema as the person types.
-   */
+  /** The run's input, from the input form Run and Step use too (inputForm.ts): kept inputs first, then the form or JSON. */
   private async askInput(workflow: vscode.Uri): Promise<Json | undefined> {
-    const schema = await this.inputSchema(workflow);
-    const remembered = this.extension.workspaceState.get<Record<string, Json>>(LAST_INPUT, {})[workflow.fsPath];
-    const text = await vscode.window.showInputBox({
-      title: `Input for ${path.basename(workflow.fsPath)} (JSON)`,
-      prompt: inputOutline(schema),
-      value: JSON.stringify(remembered ?? inputSkeleton(schema)),
-      ignoreFocusOut: true,
-      validateInput: (v) => inputProblem(v, schema),
-    });
-    if (text === undefined) return undefined;
-    const input = JSON.parse(text) as Json;
-    const all = this.extension.workspaceState.get<Record<string, Json>>(LAST_INPUT, {});
-    await this.extension.workspaceState.update(LAST_INPUT, { ...all, [workflow.fsPath]: input });
-    return input;
-  }
-
-  /** The workflow's input schema, from the describe child process; undefined when it cannot say (the box then takes any JSON). */
-  private async inputSchema(workflow: vscode.Uri): Promise<Record<string, unknown> | undefined> {
-    try {
-      const { describeInChild } = await import("../runner/describe.js");
-      const described = await describeInChild(
-        vscode.Uri.joinPath(this.extension.extensionUri, "dist", "describe.js").fsPath,
-        workflow.fsPath,
-        { timeoutMs: 20_000 },
-      );
-      if (described.ok) return described.inputSchema;
-      this.log.warn(`debug: ${workflow.fsPath} has problems: ${described.problems.map((p) => p.message).join("; ")}`);
-    } catch (err) {
-      this.log.warn(`debug: cannot read the input schema of ${workflow.fsPath}: ${String(err)}`);
-    }
-    return undefined;
+    return askWorkflowInput(this.extension, this.log, workflow, `Input for ${path.basename(workflow.fsPath)}`);
   }
 }
 

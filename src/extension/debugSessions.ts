@@ -1,8 +1,10 @@
+import { existsSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { ControlAction } from "../protocol/runner";
 import { CasefileConfigurationProvider, DEBUG_TYPE } from "./debugConfig";
 import { canRunWorkflowCode } from "./trust";
+import { parseEnvFile } from "./workflowInputs";
 
 /**
  * The editor's side of the `casefile` debugger. Registered once by activate() (extension.ts):
@@ -81,7 +83,8 @@ export class CasefileDebugging implements vscode.Disposable {
     this.log.info(`debug session ${session.name}: ${JSON.stringify(session.configuration)}`);
     return inlineAdapter({
       runnerPath: vscode.Uri.joinPath(this.extension.extensionUri, "dist", "runner.js").fsPath,
-      env: await this.environment(),
+      // The configuration's envFile (the ERP stand-in task's address), read now: after its preLaunchTask ran.
+      env: { ...(await this.environment()), ...envFileOf(session.configuration.envFile) },
       log: this.log,
     });
   }
@@ -277,4 +280,10 @@ export class CasefileDebugging implements vscode.Disposable {
   dispose(): void {
     for (const d of this.disposables.splice(0)) d.dispose();
   }
+}
+
+/** The variables of a launch configuration's `envFile` (KEY=VALUE lines); none when it names none or the file is missing. */
+function envFileOf(file: unknown): Record<string, string> {
+  if (typeof file !== "string" || !existsSync(file)) return {};
+  return parseEnvFile(readFileSync(file, "utf8"));
 }

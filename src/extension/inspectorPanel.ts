@@ -148,6 +148,26 @@ export class InspectorPanel implements vscode.Disposable {
     }
   }
 
+  /**
+   * Called when a run of this case file ends that was started, resumed or forked from the editor
+   * (runCommands.ts): the panel switches to that run and says so, instead of staying on the old one.
+   */
+  async follow(runId: string, status: string): Promise<void> {
+    const before = this.runId;
+    await this.reload(runId);
+    if (before !== undefined && before !== runId)
+      this.post({
+        type: "notice",
+        level: "info",
+        message: `Now showing run ${runId} (${status}), the run just started; it was ${before}.`,
+      });
+  }
+
+  /** The run the panel shows: read by the e2e suite. */
+  get shownRunId(): string | undefined {
+    return this.runId;
+  }
+
   private post(message: HostToInspector): void {
     if (message.type === "load") this.latest = message;
     this.channel.post(message);

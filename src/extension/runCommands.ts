@@ -7,6 +7,10 @@ import type { InspectorAction } from "./inspectorPanel";
 import type { Json } from "../engine/records";
 import type { RunResult, RunSessions } from "./runSessions";
 import { API_KEY_SECRETS } from "./runSessions";
+import { readCaseFile } from "./caseFiles";
+import { askWorkflowInput } from "./inputForm";
+import { loadInspector } from "./inspectorLoader";
+import { prepareLaunch } from "./launchTask";
 import { canRunWorkflowCode } from "./trust";
 
 /**
@@ -26,16 +30,33 @@ function refuseIfUntrusted(log: vscode.LogOutputChannel, what: string): ActionRe
   return { ok: false, reason: trust.reason };
 }
 
-/** Where a workflow's case file goes: casefile.caseFileFolder, else beside the workflow. */
+/**
+ * Where a workflow's case file goes when a run names none and its case is not known (the
+ * Workflow Graph's, F5's with no launch.json): casefile.caseFileFolder, else beside the workflow.
+ * A new run from Run or Step leaves the name to the runner, which names the case from the input
+ * (cases/<caseId>.casefile, engine/caseName.ts).
+ */
 export function caseFileFor(workflow: vscode.Uri): string {
-  const folder = vscode.workspace.getConfiguration("casefile").get<string>("caseFileFolder", "");
+  const { folder, root } = caseFolderOf(workflow);
   const name = path.basename(workflow.fsPath).replace(/\.[cm]?ts$/, "") + ".casefile";
   if (!folder) return path.join(path.dirname(workflow.fsPath), name);
-  const root = vscode.workspace.getWorkspaceFolder(workflow)?.uri.fsPath ?? path.dirname(workflow.fsPath);
   return path.resolve(root, folder, name);
 }
 
+/** The casefile.caseFileFolder setting, and the workspace folder it is relative to. */
+function caseFolderOf(workflow: vscode.Uri): { folder: string; root: string } {
+  const folder = vscode.workspace.getConfiguration("casefile").get<string>("caseFileFolder", "");
+  return { folder, root: vscode.workspace.getWorkspaceFolder(workflow)?.uri.fsPath ?? path.dirname(workflow.fsPath) };
+}
+
+/**
+ * Run and Step (the Workflows view, CodeLens, the palette): what the workflow's launch
+ * configuration needs started first (launchTask.ts: the ERP stand-in for the examples), the input
+ * from the form (inputForm.ts, unless given), then the run. The case file is the one given, else
+ * the case's own, named by the runner from the input.
+ */
 export async function runWorkflow(
+  extension: vscode.ExtensionContext,
   sessions: RunSessions,
   log: vscode.LogOutputChannel,
   mode: "run" | "step",
@@ -47,11 +68,25 @@ export async function runWorkflow(
   if (refused) return refused;
   const file = workflow ?? (await pickWorkflow());
   if (!file) return { ok: false, reason: "No workflow file chosen." };
-  const given = input ?? (await askJson(`Input for ${path.basename(file.fsPath)} (JSON)`, "{}"));
+  const given =
+    input ??
+    (await askWorkflowInput(extension, log, file, `${mode === "step" ? "Step through" : "Run"} ${path.basename(file.fsPath)}: input`));
   if (given === undefined) return { ok: false, reason: "No input given." };
+  const prepared = await prepareLaunch(file, log);
+  if (!prepared.ok) return tell(prepared);
+  const { folder, root } = caseFolderOf(file);
   const result = await sessions.start(
-    { kind: "run", workflowPath: file.fsPath, caseFile: caseFile ?? caseFileFor(file), input: given },
-    { stepMode: mode === "step", title: `${mode === "step" ? "Stepping through" : "Running"} ${path.basename(file.fsPath)}` },
+    {
+      kind: "run",
+      workflowPath: file.fsPath,
+      ...(caseFile ? { caseFile } : folder ? { caseFolder: folder, caseFolderRoot: root } : {}),
+      input: given,
+    },
+    {
+      stepMode: mode === "step",
+      title: `${mode === "step" ? "Stepping through" : "Running"} ${path.basename(file.fsPath)}`,
+      env: prepared.env,
+    },
   );
   return tell(result);
 }
@@ -69,6 +104,7 @@ export async function resumeFrom(
     { kind: "resume", caseFile: caseFile.fsPath, checkpointId, ...(patch ? { patch } : {}) },
     { stepMode: false, title: `${patch ? "Forking" : "Resuming"} from checkpoint ${checkpointId}` },
   );
+  if (patch && result.ok) void followInOpenInspector(caseFile, result.runId, result.status); // the fork editor tells the rest
   return patch ? result : tell(result);
 }
 
@@ -98,7 +134,7 @@ export async function answerRequest(
 ): Promise<ActionResult> {
   const refused = refuseIfUntrusted(log, "respond");
   if (refused) return refused;
-  const given = answer ?? (await askJson(`Answer to request ${requestId} (JSON)`, '{"decision": "approve"}'));
+  const given = answer ?? (await askAnswer(caseFile, requestId));
   if (given === undefined) return { ok: false, reason: "No answer given." };
   const result = await sessions.start(
     { kind: "respond", caseFile: caseFile.fsPath, requestId, answer: given, by: userName() },
@@ -278,10 +314,32 @@ async function agentCallOfStep(caseFile: vscode.Uri, stepId: string): Promise<st
   }
 }
 
+/**
+ * Tells the person how an action ended. A run's notification offers "Open in Inspector"; an
+ * inspector already open on its case file follows the run (the new branch of a resume or fork).
+ */
 function tell(result: ActionResult): ActionResult {
-  if (result.ok) void vscode.window.showInformationMessage(result.message);
-  else void vscode.window.showErrorMessage(result.reason);
+  if (!result.ok) {
+    void vscode.window.showErrorMessage(result.reason);
+    return result;
+  }
+  if (!("runId" in result)) {
+    void vscode.window.showInformationMessage(result.message);
+    return result;
+  }
+  const caseFile = vscode.Uri.file(result.caseFile);
+  void followInOpenInspector(caseFile, result.runId, result.status);
+  void vscode.window.showInformationMessage(result.message, OPEN_IN_INSPECTOR).then((pick) => {
+    if (pick === OPEN_IN_INSPECTOR) void vscode.commands.executeCommand("casefile.openInspector", caseFile, result.runId);
+  });
   return result;
+}
+
+export const OPEN_IN_INSPECTOR = "Open in Inspector";
+
+async function followInOpenInspector(caseFile: vscode.Uri, runId: string, status: string): Promise<void> {
+  const { InspectorPanel } = await loadInspector();
+  await InspectorPanel.get(caseFile)?.follow(runId, status);
 }
 
 async function askJson(title: string, value: string): Promise<Json | undefined> {
@@ -336,4 +394,44 @@ function userName(): string | undefined {
   } catch {
     return undefined; // no passwd entry for this uid: the answer is recorded without a name
   }
+}
+
+/**
+ * A person's answer from the Requests view: a quick pick of the request's options (or, with
+ * none, approve / reject), then an optional comment. The runner checks it against the request's
+ * answer schema; a refused answer is shown with the reason and the request stays open.
+ */
+async function askAnswer(caseFile: vscode.Uri, requestId: string): Promise<Json | undefined> {
+  const prompt = await readCaseFile(caseFile, (store) => {
+    for (const run of store.listRuns()) {
+      const hit = store.latestCheckpoint(run.id)?.waiting.find((w) => w.id === requestId);
+      if (hit) return hit.prompt;
+    }
+    return undefined;
+  }).catch(() => undefined);
+  const options = prompt?.options?.length ? prompt.options : ["approve", "reject"];
+  const picked = await vscode.window.showQuickPick(
+    [...options.map((o) => ({ label: o })), { label: "$(json) Answer as JSON…", json: true }],
+    { title: prompt?.title ?? `Answer request ${requestId}`, placeHolder: prompt?.detail ?? "Your answer", ignoreFocusOut: true },
+  );
+  if (!picked) return undefined;
+  if ("json" in picked) return askJson(`Answer to request ${requestId} (JSON)`, '{"decision": "approve"}');
+  const comment = await vscode.window.showInputBox({
+    title: `${picked.label}: comment (optional)`,
+    prompt: "Recorded with your answer, your name and the time",
+    ignoreFocusOut: true,
+  });
+  if (comment === undefined) return undefined;
+  return answerFromOption(picked.label, comment);
+}
+
+/**
+ * The answer an option stands for, in the default approval shape (engine ApprovalAnswer):
+ * approve and reject are decisions, any other option is a choice. Shared by the Requests view and
+ * the inspector's request section, so both record the same answer for the same click.
+ */
+export function answerFromOption(option: string, comment: string): Json {
+  const base: Record<string, Json> =
+    option === "approve" || option === "reject" ? { decision: option } : { decision: "choose", choice: option };
+  return comment.trim() ? { ...base, comment: comment.trim() } : base;
 }

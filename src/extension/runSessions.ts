@@ -88,15 +88,21 @@ export class RunSessions implements vscode.Disposable {
   }
 
   /** Starts the runner with one command and settles when it exits. */
-  async start(command: RunCommand, opts: { stepMode: boolean; title: string }): Promise<RunResult> {
+  async start(command: RunCommand, opts: { stepMode: boolean; title: string; env?: Record<string, string> }): Promise<RunResult> {
     if (this.active) return { ok: false, reason: "A workflow is already running in this window: stop it first (Casefile: Stop)." };
     const provider = providerFromSettings();
     const defaultBudget = budgetFromSettings(this.log);
-    const env = await this.environment(provider);
+    // opts.env: what the workflow's launch configuration adds (the ERP stand-in's address, launchTask.ts).
+    const env = { ...(await this.environment(provider)), ...opts.env };
     const { startRunner, PrestartedRunner } = await import("../runner/client.js");
     this.log.info(`${opts.title}: ${JSON.stringify(command)}${opts.stepMode ? " (step mode)" : ""}`);
     const runnerPath = vscode.Uri.joinPath(this.extension.extensionUri, "dist", "runner.js").fsPath;
-    const cwd = "workflowPath" in command && command.workflowPath ? path.dirname(command.workflowPath) : path.dirname(command.caseFile);
+    const cwd =
+      command.kind === "run"
+        ? path.dirname(command.workflowPath)
+        : "workflowPath" in command && command.workflowPath
+          ? path.dirname(command.workflowPath)
+          : path.dirname(command.caseFile);
     // The runner kept ready after the last run, if it fits (same env and folder); else a new one.
     const prestarted = this.spare;
     this.spare = undefined;

@@ -44,7 +44,16 @@ export type ReplayMode = z.infer<typeof ReplayModeSchema>;
 export const ChatMessageSchema = z.object({ role: z.enum(["system", "user", "assistant"]), content: z.string() });
 
 export const RunCommandSchema = z.discriminatedUnion("kind", [
-  z.object({ kind: z.literal("run"), workflowPath: z.string(), caseFile: z.string(), input: json.optional() }),
+  z.object({
+    kind: z.literal("run"),
+    workflowPath: z.string(),
+    /** Left out: the case's own file, named from the input by the workflow's caseId (engine/caseName.ts). */
+    caseFile: z.string().optional(),
+    /** Where case files go when caseFile is left out (casefile.caseFileFolder), relative to caseFolderRoot. */
+    caseFolder: z.string().optional(),
+    caseFolderRoot: z.string().optional(),
+    input: json.optional(),
+  }),
   z.object({
     kind: z.literal("resume"),
     caseFile: z.string(),

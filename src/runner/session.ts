@@ -1,7 +1,9 @@
+import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { openCaseFile, type SqlJsStore } from "../casefile/index";
 import type { AgentReplay, EngineHooks } from "../engine/task";
 import { RunControl } from "../engine/control";
+import { caseIdOf, defaultCaseFile } from "../engine/caseName";
 import { Engine, type RunResult } from "../engine/engine";
 import { CasefileError } from "../engine/errors";
 import type { ModelProvider } from "../engine/model";
@@ -39,7 +41,6 @@ export interface SessionResult extends RunResult {
  * (SqlJsStore.close): the one place every command's clean exit folds the journal in.
  */
 export async function runSession(command: RunCommand, opts: SessionOptions = {}): Promise<SessionResult> {
-  const caseFile = path.resolve(command.caseFile);
   const env = opts.env ?? process.env;
   // The model the run names replaces each agent step's (a step that pins its own refuses it).
   const runModel = runModelOf(opts.provider);
@@ -47,6 +48,19 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
     withRunModel(withDefaultBudget((await loadWorkflow(workflowPath)).workflow, opts.defaultBudget), runModel, overrides);
   // A new run's workflow is known before its case file: a refusal (a pinned model) creates none.
   const prepared = command.kind === "run" ? await prepare(path.resolve(command.workflowPath)) : undefined;
+  // A new run's input is checked (and its case named) before the case file exists: refused, it leaves none.
+  const caseFile = path.resolve(
+    command.kind === "run"
+      ? (command.caseFile ??
+          defaultCaseFile(command.workflowPath, caseIdOf(prepared!, command.input as Json | undefined), {
+            folder: command.caseFolder,
+            root: command.caseFolderRoot,
+          }))
+      : command.caseFile,
+  );
+  if (command.kind === "run" && command.caseFile) caseIdOf(prepared!, command.input as Json | undefined);
+  // The default folder (cases/ beside the workflow, or the configured one) is made on a case's first run.
+  else if (command.kind === "run") mkdirSync(path.dirname(caseFile), { recursive: true });
   const store = await openCaseFile(caseFile, {
     create: command.kind === "run",
     tenant: opts.tenant,
