@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { DebugClient } from "@vscode/debugadapter-testsupport";
@@ -25,8 +25,16 @@ class StdioClient extends DebugClient {
  */
 
 const workflow = path.join(root, "examples/invoice/workflow.ts");
-/** Lines of executor definitions in examples/invoice/workflow.ts (`name: kind<State>({`). */
-const LINE = { load: 93, variance: 118, propose: 132, decide: 162, review: 182 };
+/** Lines (1-based) of executor definitions in examples/invoice/workflow.ts (`name: kind<State>({`). */
+const LINE = (() => {
+  const lines = readFileSync(workflow, "utf8").split("\n");
+  const at = (name: string): number => {
+    const i = lines.findIndex((l) => new RegExp(`^\\s+${name}: \\w+(<\\w+>)?\\(\\{`).test(l));
+    assert.ok(i >= 0, `no definition of executor "${name}" in ${workflow}`);
+    return i + 1;
+  };
+  return { load: at("load"), variance: at("variance"), propose: at("propose"), decide: at("decide"), review: at("review") };
+})();
 
 interface Session {
   dc: DebugClient;
