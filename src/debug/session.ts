@@ -592,7 +592,8 @@ export class CasefileDebugSession extends LoggingDebugSession {
   protected override customRequest(command: string, response: DebugProtocol.Response, args: unknown): void {
     if (command !== EXECUTOR_DEBUGGER_ATTACHED) return super.customRequest(command, response, args);
     const parsed = ExecutorDebuggerAttachedSchema.safeParse(args);
-    if (!parsed.success) return this.refuse(response, "INVALID_REQUEST", `${command} needs { pid }: ${parsed.error.issues[0]!.message}`);
+    if (!parsed.success)
+      return this.refuse(response, "INVALID_REQUEST", `${command} needs the runner's pid: ${parsed.error.issues[0]!.message}`);
     const live = this.live;
     if (live?.handle.pid === parsed.data.pid && live.executorDebugger) {
       this.console(`executor code: a debugger is attached to the runner (pid ${parsed.data.pid})`);
