@@ -21,6 +21,8 @@ import { openCaseFile, type SqlJsStore } from "../casefile/index";
 import type { Checkpoint, Json } from "../engine/records";
 import {
   EXCEPTION_FILTERS,
+  EXECUTOR_DEBUGGER_ATTACHED,
+  ExecutorDebuggerAttachedSchema,
   INSPECTOR_EVENT,
   LaunchArgumentsSchema,
   PatchCheckResultSchema,
@@ -63,6 +65,14 @@ export interface CasefileDebugSessionOptions {
     messages: { role: string; content: string }[];
     model: string;
   }) => Promise<{ ok: true; text: string; model?: string } | { ok: false; error: string }>;
+  /**
+   * With `debugExecutorCode`, no superstep of a runner starts until the client says a JavaScript
+   * debugger is attached to it (custom request `casefile/executorDebuggerAttached`), or
+   * `executorDebuggerTimeoutMs` (default 30 s) has passed. The extension sets it: it attaches
+   * js-debug itself. A plain DAP client (`casefile dap`) does not wait.
+   */
+  waitForExecutorDebugger?: boolean;
+  executorDebuggerTimeoutMs?: number;
 }
 
 /** What going forwards is for: it decides what the next boundary does. */
@@ -82,6 +92,8 @@ interface Live {
   exceptions: { filter: ExceptionFilter; description: string }[];
   /** Commit or agent steps completed since the last boundary (for the proposal filter). */
   judged: boolean;
+  /** Set when supersteps wait for a JavaScript debugger to attach (waitForExecutorDebugger): resolves once it has, or on timeout. */
+  executorDebugger?: { ready: Promise<void>; attached: () => void };
 }
 
 /** A variables container: the JSON it shows, and for state, the key and path an edit goes to. */
@@ -266,6 +278,21 @@ export class CasefileDebugSession extends LoggingDebugSession {
       onInvalid: (problem) => this.console(`runner: ${problem}`, "stderr"),
     });
     this.live = live;
+    if (a.debugExecutorCode && this.opts.waitForExecutorDebugger) {
+      let attached!: () => void;
+      const ready = new Promise<void>((r) => (attached = r));
+      const ms = this.opts.executorDebuggerTimeoutMs ?? 30_000;
+      const timer = setTimeout(() => {
+        this.console(
+          `executor code: no debugger attached to the runner within ${ms / 1000} s: breakpoints in executor code may not bind`,
+          "stderr",
+        );
+        attached();
+      }, ms);
+      void ready.then(() => clearTimeout(timer));
+      void live.handle.finished.then(() => attached());
+      live.executorDebugger = { ready, attached };
+    }
     if (live.handle.pid !== undefined) {
       this.sendEvent(
         new DapEvent("process", { name: this.workflowFile, systemProcessId: live.handle.pid, isLocalProcess: true, startMethod: "launch" }),
@@ -406,7 +433,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
       if (extra.hitBreakpointIds) ev.body.hitBreakpointIds = extra.hitBreakpointIds;
       this.sendEvent(ev);
     };
-    const go = (): void => live.handle.control("step");
+    const go = (): void => this.release(live);
 
     if (this.intent === "pause") return stop("pause");
     if (first && this.intent === "entry") return stop("entry");
@@ -519,7 +546,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     this.containers.reset();
     if (live && atLive && !edited && !opts.branch) {
       live.paused = undefined;
-      live.handle.control("step");
+      this.release(live);
       return undefined;
     }
     if (!from) return "there is no checkpoint to go on from";
@@ -551,6 +578,28 @@ export class CasefileDebugSession extends LoggingDebugSession {
       { skipFirst: true },
     );
     return undefined;
+  }
+
+  /** Lets the runner run its next superstep: at once, or once a JavaScript debugger is attached to it (waitForExecutorDebugger). */
+  private release(live: Live): void {
+    if (!live.executorDebugger) return live.handle.control("step");
+    void live.executorDebugger.ready.then(() => {
+      if (this.live === live && !live.handedOff) live.handle.control("step");
+    });
+  }
+
+  /** `casefile/executorDebuggerAttached`: the client's JavaScript debugger is attached to the runner with this pid. */
+  protected override customRequest(command: string, response: DebugProtocol.Response, args: unknown): void {
+    if (command !== EXECUTOR_DEBUGGER_ATTACHED) return super.customRequest(command, response, args);
+    const parsed = ExecutorDebuggerAttachedSchema.safeParse(args);
+    if (!parsed.success)
+      return this.refuse(response, "INVALID_REQUEST", `${command} needs the runner's pid: ${parsed.error.issues[0]!.message}`);
+    const live = this.live;
+    if (live?.handle.pid === parsed.data.pid && live.executorDebugger) {
+      this.console(`executor code: a debugger is attached to the runner (pid ${parsed.data.pid})`);
+      live.executorDebugger.attached();
+    }
+    this.sendResponse(response);
   }
 
   /** Stops the live runner to go on elsewhere; the run it ran ends `stopped` at its checkpoint (resumable). */

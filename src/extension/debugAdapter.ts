@@ -17,6 +17,8 @@ export function inlineAdapter(opts: {
   const session = new CasefileDebugSession({
     runnerPath: opts.runnerPath,
     env: opts.env,
+    // js-debug is attached by debugSessions.ts, which says when (casefile/executorDebuggerAttached).
+    waitForExecutorDebugger: true,
     answerModelRequest: (request) => answerWithLanguageModel(request, opts.log),
   });
   return new vscode.DebugAdapterInlineImplementation(session);

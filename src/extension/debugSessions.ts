@@ -19,6 +19,8 @@ import { parseEnvFile } from "./workflowInputs";
  */
 
 export const INSPECTOR_EVENT = "casefile/inspector";
+/** The adapter's custom request (src/protocol/debug.ts, not imported: zod loads lazily): js-debug is attached to the runner. */
+const EXECUTOR_DEBUGGER_ATTACHED = "casefile/executorDebuggerAttached";
 
 type RunState = { state: "idle" | "running" | "paused"; runId?: string; superstep?: number };
 
@@ -60,6 +62,7 @@ export class CasefileDebugging implements vscode.Disposable {
       ),
       vscode.debug.registerDebugAdapterDescriptorFactory(DEBUG_TYPE, { createDebugAdapterDescriptor: (s) => this.createAdapter(s) }),
       vscode.debug.registerDebugAdapterTrackerFactory(DEBUG_TYPE, { createDebugAdapterTracker: (s) => this.track(s) }),
+      vscode.debug.registerDebugAdapterTrackerFactory("pwa-node", { createDebugAdapterTracker: (s) => this.trackChild(s) }),
       vscode.debug.onDidReceiveDebugSessionCustomEvent((e) => void this.onCustomEvent(e)),
       vscode.debug.onDidStartDebugSession((s) => this.onChildStarted(s)),
       vscode.debug.onDidTerminateDebugSession((s) => this.onTerminated(s)),
@@ -195,7 +198,7 @@ export class CasefileDebugging implements vscode.Disposable {
    */
   private async onCustomEvent(e: vscode.DebugSessionCustomEvent): Promise<void> {
     if (e.session.type !== DEBUG_TYPE || e.event !== INSPECTOR_EVENT) return;
-    const body = (e.body ?? {}) as { port?: unknown; host?: unknown };
+    const body = (e.body ?? {}) as { port?: unknown; host?: unknown; pid?: unknown };
     if (typeof body.port !== "number") {
       this.log.warn(`debug: ${INSPECTOR_EVENT} without a port: ${JSON.stringify(e.body)}`);
       return;
@@ -215,15 +218,43 @@ export class CasefileDebugging implements vscode.Disposable {
       skipFiles: ["<node_internals>/**", `${vscode.Uri.joinPath(this.extension.extensionUri, "dist").fsPath}/**`],
       continueOnAttach: true,
       __casefileChild: e.session.id,
+      ...(typeof body.pid === "number" ? { __casefileRunnerPid: body.pid } : {}),
     };
     this.log.info(`debug: attaching js-debug to the runner on ${String(attach.address)}:${body.port}`);
+    // Not `compact`: VS Code would then move the focus to the child as it starts, and the toolbar's
+    // Step Over and the Debug Console would go to js-debug while the casefile session is the paused one.
     const ok = await vscode.debug.startDebugging(e.session.workspaceFolder, attach, {
       parentSession: e.session,
       lifecycleManagedByParent: true,
       consoleMode: vscode.DebugConsoleMode.MergeWithParent,
-      compact: true,
     });
     if (!ok) this.log.warn("debug: js-debug did not attach to the runner: breakpoints in executor code will not bind");
+  }
+
+  /**
+   * Follows each js-debug session under a casefile session. js-debug's attach session starts a
+   * session of its own for the runner process; once that one has answered `attach`, its
+   * breakpoints are set, and the casefile session may let the runner's supersteps start
+   * (the adapter waits for this, src/debug/session.ts).
+   */
+  private trackChild(s: vscode.DebugSession): vscode.DebugAdapterTracker | undefined {
+    let attachSession: vscode.DebugSession | undefined = s;
+    while (attachSession && attachSession.configuration.__casefileChild === undefined) attachSession = attachSession.parentSession;
+    if (!attachSession || attachSession === s) return undefined;
+    const casefile = this.sessions.get(String(attachSession.configuration.__casefileChild))?.session;
+    const pid = attachSession.configuration.__casefileRunnerPid as number | undefined;
+    if (!casefile || pid === undefined) return undefined;
+    return {
+      onDidSendMessage: (m: { type?: string; command?: string; success?: boolean }) => {
+        if (m.type !== "response" || m.command !== "attach") return;
+        // Told either way: a failed attach must not hold the runner until the adapter's timeout.
+        if (m.success) this.log.info(`debug: js-debug attached to the runner (pid ${pid})`);
+        else this.log.warn(`debug: js-debug did not attach to the runner (pid ${pid}): breakpoints in executor code will not bind`);
+        void casefile.customRequest(EXECUTOR_DEBUGGER_ATTACHED, { pid }).then(undefined, (err: unknown) => {
+          this.log.warn(`debug: ${EXECUTOR_DEBUGGER_ATTACHED}: ${String(err)}`);
+        });
+      },
+    };
   }
 
   private onChildStarted(s: vscode.DebugSession): void {

@@ -71,6 +71,15 @@ export const InspectorEventSchema = z.object({
 export type InspectorEvent = z.infer<typeof InspectorEventSchema>;
 export const INSPECTOR_EVENT = "casefile/inspector";
 
+/**
+ * Custom DAP request the client sends once a JavaScript debugger is attached to the runner whose
+ * inspector `casefile/inspector` announced (its breakpoints set). An adapter created with
+ * `waitForExecutorDebugger` lets no superstep of that runner start before it (or a timeout), so a
+ * breakpoint in an executor's run() cannot be missed because js-debug was still attaching.
+ */
+export const EXECUTOR_DEBUGGER_ATTACHED = "casefile/executorDebuggerAttached";
+export const ExecutorDebuggerAttachedSchema = z.object({ pid: z.number().int() });
+
 /** The exception-breakpoint filters the adapter offers (initialize's exceptionBreakpointFilters). */
 export const EXCEPTION_FILTERS = [
   { filter: "proposalRejected", label: "Proposal rejected or escalated", default: false },

@@ -241,6 +241,11 @@ async function readInspector(page: Page, request: InspectorDomRequest, mode: Mod
   for (const [name, selector] of Object.entries(request.read)) {
     texts[name] = await frame.$$eval(selector, (els) => els.map((e) => (e as HTMLElement).innerText.trim()));
   }
+  for (const row of request.expand ?? []) {
+    const el = await frame.waitForSelector(row, { timeout: 20_000 });
+    if ((await el.getAttribute("aria-expanded")) === "false") await el.click();
+    await frame.waitForSelector(`${row}[aria-expanded="true"]`, { timeout: 20_000 });
+  }
   for (const click of request.click ?? []) {
     await frame.click(click);
     await sleep(300);

@@ -1,5 +1,6 @@
 import * as assert from "node:assert/strict";
-import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { invoiceSeed } from "../../../examples/invoice/erpData";
@@ -16,11 +17,20 @@ type Frame = { id: number; name: string; line: number; source?: { path?: string 
 /** A frame's source path as the workbench hands it back (a vscode-remote: URI under code-server), as a file path. */
 const pathOf = (p: string | undefined): string | undefined => (p && /^[a-z-]+:\/\//.test(p) ? vscode.Uri.parse(p).fsPath : p);
 
+/** A session and the sessions above it (js-debug's session for the runner sits under its attach session, under the casefile one). */
+const lineage = (s: vscode.DebugSession | undefined): vscode.DebugSession[] => (s ? [s, ...lineage(s.parentSession)] : []);
+
 /**
  * The `casefile` debugger in a real VS Code (code-server, which ships js-debug): F5 on the invoice
  * example with a breakpoint on a step, the Variables view as a person reads it, stepping forwards
  * and back between supersteps, a breakpoint inside an executor's run() (js-debug attached to the
  * runner as a child session), and the Debug Console.
+ *
+ * Each test that needs a session paused at `propose` gets one (pausedAtPropose: the one the test
+ * before left, or a new one), so a failure does not take the next tests with it. The workflow is
+ * copied into the workspace (F5 debugs the editor's file) and removed after, with the case file F5
+ * writes beside it; the other sessions write their case files in a temporary folder outside the
+ * workspace, so the suites after this one see the workspace as the harness made it.
  */
 describe("Debugging the invoice example with F5", function () {
   this.timeout(180_000);
@@ -29,7 +39,12 @@ describe("Debugging the invoice example with F5", function () {
   let workflow: vscode.Uri;
   let source: string[];
   const stops: Stop[] = [];
-  let tracker: vscode.Disposable | undefined;
+  /** What the sessions said (Debug Console lines and events), for a failure's message. */
+  const said: string[] = [];
+  const running = new Set<vscode.DebugSession>();
+  const disposables: vscode.Disposable[] = [];
+  let caseFiles: string;
+  let debugging: string;
 
   /** The 0-based line of the first line of the workflow file that includes `text`. */
   const lineOf = (text: string): number => {
@@ -63,24 +78,70 @@ describe("Debugging the invoice example with F5", function () {
     await vscode.commands.executeCommand(command);
     return nextStop(type, seen);
   }
+  /** Ends every casefile session (js-debug's under it end with it) and waits until no debug session is left. */
+  async function stopAll(): Promise<void> {
+    for (const s of [...running].filter((r) => r.type === "casefile")) await vscode.debug.stopDebugging(s);
+    const deadline = Date.now() + 30_000;
+    while (running.size > 0 && Date.now() < deadline) await sleep(100);
+    assert.equal(running.size, 0, `sessions still running: ${[...running].map((r) => `${r.type} ${r.name}`).join(", ")}`);
+  }
+  /** A new session of the workflow (its case file outside the workspace), at its entry stop. */
+  async function debugAtEntry(invoiceId: string): Promise<Stop> {
+    const seen = stops.length;
+    const caseFile = path.join(caseFiles, `${invoiceId}-${Date.now()}.casefile`);
+    const result = (await vscode.commands.executeCommand("casefile.debugWorkflow", workflow, { invoiceId }, caseFile)) as {
+      ok: boolean;
+      reason?: string;
+    };
+    assert.equal(result.ok, true, result.reason);
+    const entry = await nextStop("casefile", seen);
+    assert.equal(entry.reason, "entry");
+    return entry;
+  }
+  /** The last casefile stop if its session is still paused at propose, else a new session run to the breakpoint on propose. */
+  async function pausedAtPropose(): Promise<Stop> {
+    const last = stops.filter((s) => s.session.type === "casefile").at(-1);
+    if (last && running.has(last.session)) {
+      const [top] = await frames(last).catch(() => []);
+      if (/propose/.test(top?.name ?? "")) return last;
+    }
+    await stopAll();
+    vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
+    vscode.debug.addBreakpoints([breakpointAt(lineOf("propose: agent<State>("))]);
+    const entry = await debugAtEntry("INV-1001");
+    const seen = stops.length;
+    await entry.session.customRequest("continue", { threadId: entry.threadId });
+    const stop = await nextStop("casefile", seen);
+    assert.match((await frames(stop))[0]?.name ?? "", /propose/);
+    return stop;
+  }
 
   before(async () => {
     api = await vscode.extensions.getExtension<CasefileTestApi>("casefile.casefile")!.activate();
     const folder = vscode.workspace.workspaceFolders![0]!.uri.fsPath;
-    mkdirSync(path.join(folder, "debugging"), { recursive: true });
+    debugging = path.join(folder, "debugging");
+    mkdirSync(debugging, { recursive: true });
     for (const f of ["workflow.ts", "workflow.responses.json"]) {
-      copyFileSync(path.join(ROOT, "examples", "invoice", f), path.join(folder, "debugging", f));
+      copyFileSync(path.join(ROOT, "examples", "invoice", f), path.join(debugging, f));
     }
-    workflow = vscode.Uri.file(path.join(folder, "debugging", "workflow.ts"));
+    caseFiles = mkdtempSync(path.join(os.tmpdir(), "casefile-e2e-debug-"));
+    workflow = vscode.Uri.file(path.join(debugging, "workflow.ts"));
     source = readFileSync(workflow.fsPath, "utf8").split("\n");
-    tracker = vscode.debug.registerDebugAdapterTrackerFactory("*", {
-      createDebugAdapterTracker: (session) => ({
-        onDidSendMessage: (m: { type?: string; event?: string; body?: { threadId?: number; reason?: string } }) => {
-          if (m.type === "event" && m.event === "stopped")
-            stops.push({ session, threadId: m.body?.threadId ?? 1, reason: m.body?.reason ?? "" });
-        },
+    disposables.push(
+      vscode.debug.registerDebugAdapterTrackerFactory("*", {
+        createDebugAdapterTracker: (session) => ({
+          onDidSendMessage: (m: { type?: string; event?: string; body?: { threadId?: number; reason?: string; output?: string } }) => {
+            if (m.type !== "event") return;
+            if (m.event === "stopped") stops.push({ session, threadId: m.body?.threadId ?? 1, reason: m.body?.reason ?? "" });
+            if (m.event === "output") said.push(`${session.type}: ${(m.body?.output ?? "").trimEnd()}`);
+            else if (m.event === "stopped" || m.event === "continued" || m.event === "terminated" || m.event?.startsWith("casefile/"))
+              said.push(`${session.type}: (${m.event}) ${JSON.stringify(m.body ?? {})}`);
+          },
+        }),
       }),
-    });
+      vscode.debug.onDidStartDebugSession((s) => running.add(s)),
+      vscode.debug.onDidTerminateDebugSession((s) => running.delete(s)),
+    );
   });
 
   // A failure says what the extension logged (the adapter's console lines go to the Debug Console, the session's start here).
@@ -93,12 +154,19 @@ describe("Debugging the invoice example with F5", function () {
         text += new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.joinPath(api.ctx.extension.logUri, name)));
     }
     err.message += `\n--- Casefile log (tail) ---\n${text.split("\n").slice(-25).join("\n")}`;
+    err.message += `\n--- what the debug sessions said (tail) ---\n${said.slice(-30).join("\n")}`;
   });
 
   after(async () => {
-    await vscode.debug.stopDebugging();
-    vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
-    tracker?.dispose();
+    try {
+      await stopAll();
+    } finally {
+      vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
+      for (const d of disposables.splice(0)) d.dispose();
+      // The workflow copy and the case file F5 wrote beside it: the Runs and Workflows views of the suites after this one list the workspace.
+      rmSync(debugging, { recursive: true, force: true });
+      rmSync(caseFiles, { recursive: true, force: true });
+    }
   });
 
   it("F5 on the workflow file (no launch.json) asks for the input, and stops at the breakpoint on propose", async () => {
@@ -137,7 +205,7 @@ describe("Debugging the invoice example with F5", function () {
 
   it("the Variables view shows variance with pct 9", async () => {
     // What the adapter answers (any DAP client sees this) ...
-    const stop = stops.at(-1)!;
+    const stop = await pausedAtPropose();
     const [top] = await frames(stop);
     const { scopes } = (await stop.session.customRequest("scopes", { frameId: top!.id })) as {
       scopes: { name: string; variablesReference: number }[];
@@ -158,10 +226,13 @@ describe("Debugging the invoice example with F5", function () {
     await vscode.commands.executeCommand("workbench.debug.action.focusVariablesView");
     const checks = await askBrowser({
       name: "debug-variables",
-      waitFor: '.debug-variables .monaco-list-row:has-text("State")',
+      waitFor: '.debug-variables .monaco-list-row[aria-level="1"]:has-text("State")',
       read: { rows: ".debug-variables .monaco-list-row" },
-      // The scopes come collapsed: open State, then its variance, as a person would.
-      click: ['.debug-variables .monaco-list-row:has-text("State")', '.debug-variables .monaco-list-row:has-text("variance")'],
+      // VS Code opens the first scope that is not expensive (State) by itself; opened here if it has not yet, then its variance, as a person would.
+      expand: [
+        '.debug-variables .monaco-list-row[aria-level="1"]:has-text("State")',
+        '.debug-variables .monaco-list-row[aria-level="2"]:has-text("variance")',
+      ],
       readAfterClicks: { rows: ".debug-variables .monaco-list-row" },
     });
     assert.equal(checks.found, true, checks.error);
@@ -171,12 +242,15 @@ describe("Debugging the invoice example with F5", function () {
       rows.join(" | "),
     );
     assert.ok(
-      rows.some((r) => /^pct: 9$/.test(r)),
+      rows.some((r) => /^pct\s*[:=]\s*9$/.test(r)),
       rows.join(" | "),
     );
   });
 
   it("Step Over runs one superstep and reaches decide; Step Back returns to propose", async () => {
+    const at = await pausedAtPropose();
+    // The toolbar acts on the focused session: the paused casefile one, not js-debug's (running) session for the runner.
+    assert.equal(vscode.debug.activeDebugSession?.id, at.session.id, `focused: ${vscode.debug.activeDebugSession?.type}`);
     const next = await stopAfter("workbench.action.debug.stepOver");
     assert.match((await frames(next))[0]?.name ?? "", /decide/);
     const back = await stopAfter("workbench.action.debug.stepBack");
@@ -184,9 +258,10 @@ describe("Debugging the invoice example with F5", function () {
   });
 
   it("the Debug Console evaluates over the paused state", async function () {
-    const session = vscode.debug.activeDebugSession!;
-    const [stop] = stops.slice(-1);
-    const [top] = await frames(stop!);
+    const stop = await pausedAtPropose();
+    const session = stop.session;
+    assert.equal(vscode.debug.activeDebugSession?.id, session.id, "the Debug Console evaluates in the focused (casefile) session");
+    const [top] = await frames(stop);
     const answer = (await session.customRequest("evaluate", {
       expression: "state.variance.pct > 5",
       frameId: top!.id,
@@ -210,19 +285,12 @@ describe("Debugging the invoice example with F5", function () {
   });
 
   it("a breakpoint inside variance's run() binds in js-debug, stops there, and the editor shows the paused line", async () => {
-    await vscode.debug.stopDebugging();
-    await sleep(1000);
+    await stopAll();
     vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
     const pctLine = lineOf("const pct =");
     const inRun = breakpointAt(pctLine);
     vscode.debug.addBreakpoints([inRun]);
-    const seen = stops.length;
-    const result = (await vscode.commands.executeCommand("casefile.debugWorkflow", workflow, { invoiceId: "INV-1002" })) as {
-      ok: boolean;
-      reason?: string;
-    };
-    assert.equal(result.ok, true, result.reason);
-    const entry = await nextStop("casefile", seen);
+    const entry = await debugAtEntry("INV-1002");
     assert.equal(entry.session.configuration.debugExecutorCode, true, "on by default in a trusted workspace");
     // Continue until js-debug (the child session attached to the runner) stops in the run() body.
     const deadline = Date.now() + 120_000;
@@ -237,7 +305,12 @@ describe("Debugging the invoice example with F5", function () {
       if (!stop && !inCode) break;
     }
     assert.ok(inCode, `js-debug never stopped (stops: ${stops.map((s) => `${s.session.type}:${s.reason}`).join(", ")})`);
-    assert.equal(inCode.session.parentSession?.type, "casefile", "js-debug runs as a child of the casefile session");
+    assert.ok(
+      lineage(inCode.session).some((s) => s.id === entry.session.id),
+      `js-debug runs under the casefile session (${lineage(inCode.session)
+        .map((s) => `${s.type} ${s.name}`)
+        .join(" < ")})`,
+    );
     const [top] = await frames(inCode);
     assert.equal(pathOf(top?.source?.path), workflow.fsPath, "the source map leads to the user's file");
     assert.equal(top?.line, pctLine + 1);
@@ -254,6 +327,8 @@ describe("Debugging the invoice example with F5", function () {
       });
       assert.equal(checks.found, true, checks.error);
     }
+    // Let the runner go on (js-debug holds it at the line) before the session ends.
+    await inCode.session.customRequest("continue", { threadId: inCode.threadId });
   });
 });
 

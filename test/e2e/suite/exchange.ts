@@ -14,6 +14,12 @@ export interface InspectorDomRequest {
   name: string;
   waitFor: string;
   read: Record<string, string>;
+  /**
+   * Tree rows to open, in order, before the clicks: each is waited for (up to 20 s), clicked only
+   * when it shows collapsed (aria-expanded="false"; VS Code may have opened it itself), and waited
+   * for until it shows expanded.
+   */
+  expand?: string[];
   click?: string[];
   /** Posted to the extension as if the webview's script had sent them (after the clicks). */
   postRaw?: unknown[];
