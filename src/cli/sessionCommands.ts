@@ -2,6 +2,7 @@ import os from "node:os";
 import type { Json } from "../engine/records";
 import type { ProviderConfig, RunCommand } from "../protocol/runner";
 import { runSession, type SessionResult } from "../runner/session";
+import { STORE_OPTIONS, locationFromOptions, type StoreLocation } from "../runner/storeLocation";
 import { CasefileError } from "../engine/errors";
 import {
   jsonOption as jsonArg,
@@ -28,8 +29,10 @@ async function session(
   provider: ProviderConfig | undefined,
   io: Io,
   tokenBudget: string | undefined,
+  location: StoreLocation,
 ): Promise<number> {
   const result: SessionResult = await runSession(command, {
+    location,
     provider,
     defaultBudget: tokenBudgetOption(tokenBudget, io),
     env: io.env,
@@ -40,7 +43,7 @@ async function session(
       ? `run ${result.runId} ${result.status} at superstep ${result.failedAt} (last checkpoint ${result.checkpointId})`
       : `run ${result.runId} ${result.status} at superstep ${result.superstep} (checkpoint ${result.checkpointId})`,
   );
-  io.out(`case file: ${result.caseFile}`);
+  io.out(`${location.kind === "file" ? "case file" : "case"}: ${result.caseFile}`);
   if (result.error) io.err(`casefile: ${result.error.code}: ${result.error.message}`);
   return result.status === "completed" || result.status === "waiting" ? 0 : 1;
 }
@@ -52,6 +55,7 @@ export const sessionCommands = {
       args,
       {
         "case-file": { type: "string" },
+        ...STORE_OPTIONS,
         input: { type: "string" },
         provider: { type: "string" },
         "token-budget": { type: "string" },
@@ -60,12 +64,13 @@ export const sessionCommands = {
     );
     const workflowPath = positionals[0];
     if (!workflowPath) throw new CasefileError("USAGE", "run needs a workflow file");
-    const caseFile = values["case-file"] ?? defaultCaseFile(workflowPath);
+    const location = locationFromOptions("run", values, values["case-file"]) ?? { kind: "file", file: defaultCaseFile(workflowPath) };
     return session(
-      { kind: "run", workflowPath, caseFile, input: jsonArg(values.input, "input") },
+      { kind: "run", workflowPath, caseFile: caseFileOf(location), input: jsonArg(values.input, "input") },
       providerArg(values.provider, io),
       io,
       values["token-budget"],
+      location,
     );
   },
 
@@ -73,6 +78,7 @@ export const sessionCommands = {
     const { values, positionals } = parse(
       args,
       {
+        ...STORE_OPTIONS,
         checkpoint: { type: "string" },
         patch: { type: "string" },
         workflow: { type: "string" },
@@ -81,8 +87,9 @@ export const sessionCommands = {
       },
       1,
     );
-    const caseFile = positionals[0];
-    if (!caseFile || !values.checkpoint) throw new CasefileError("USAGE", "resume needs a case file and --checkpoint ID");
+    const location = locationFromOptions("resume", values, positionals[0]);
+    if (!location || !values.checkpoint)
+      throw new CasefileError("USAGE", "resume needs a case file (or --store URL --case ID) and --checkpoint ID");
     const patch = jsonArg(values.patch, "patch");
     if (patch !== undefined && (typeof patch !== "object" || patch === null || Array.isArray(patch))) {
       throw new CasefileError("USAGE", "--patch must be a JSON object of state key -> new value");
@@ -90,7 +97,7 @@ export const sessionCommands = {
     return session(
       {
         kind: "resume",
-        caseFile,
+        caseFile: caseFileOf(location),
         checkpointId: values.checkpoint,
         patch: patch as Record<string, Json> | undefined,
         workflowPath: values.workflow,
@@ -98,6 +105,7 @@ export const sessionCommands = {
       providerArg(values.provider, io),
       io,
       values["token-budget"],
+      location,
     );
   },
 
@@ -105,6 +113,7 @@ export const sessionCommands = {
     const { values, positionals } = parse(
       args,
       {
+        ...STORE_OPTIONS,
         request: { type: "string" },
         answer: { type: "string" },
         by: { type: "string" },
@@ -114,13 +123,13 @@ export const sessionCommands = {
       },
       1,
     );
-    const caseFile = positionals[0];
-    if (!caseFile || !values.request || values.answer === undefined)
-      throw new CasefileError("USAGE", "respond needs a case file, --request ID and --answer JSON");
+    const location = locationFromOptions("respond", values, positionals[0]);
+    if (!location || !values.request || values.answer === undefined)
+      throw new CasefileError("USAGE", "respond needs a case file (or --store URL --case ID), --request ID and --answer JSON");
     return session(
       {
         kind: "respond",
-        caseFile,
+        caseFile: caseFileOf(location),
         requestId: values.request,
         answer: jsonArg(values.answer, "answer"),
         by: values.by ?? osUser(),
@@ -129,6 +138,7 @@ export const sessionCommands = {
       providerArg(values.provider, io),
       io,
       values["token-budget"],
+      location,
     );
   },
 } satisfies Record<string, Command>;
@@ -140,6 +150,11 @@ function osUser(): string | undefined {
   } catch {
     return undefined; // no passwd entry for this uid: the answer is recorded without a name
   }
+}
+
+/** The command's caseFile field: the file, or for a case of a store its id (the session opens the location). */
+function caseFileOf(location: StoreLocation): string {
+  return location.kind === "file" ? location.file : location.caseId;
 }
 
 /** `examples/invoice/workflow.ts` -> `examples/invoice/workflow.casefile`. */

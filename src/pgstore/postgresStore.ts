@@ -62,7 +62,8 @@ const STORED: Record<TableName, { name: string; identity: string[] }> = {
   events: { name: "events", identity: ["run_id", "superstep", "seq"] },
 };
 
-const ROWS = "jsonb_array_elements($3::jsonb) WITH ORDINALITY AS t(d, n)";
+/** $3: the rows' lookup columns (a JSON array of small objects, see `columnsOf`); $4: the records' JSON texts. */
+const ROWS = "json_array_elements($3::json) WITH ORDINALITY AS t(d, n) JOIN unnest($4::text[]) WITH ORDINALITY AS u(data, m) ON m = n";
 const INT = (f: string): string => `(d->>'${f}')::integer`;
 
 /**
@@ -73,41 +74,42 @@ const INT = (f: string): string => `(d->>'${f}')::integer`;
 const WRITE_SQL: Record<TableName, string> = {
   runs:
     `INSERT INTO ${S}.runs (tenant, case_id, id, parent_run_id, status, created_at, data) ` +
-    `SELECT $1, $2, d->>'id', d->>'parentRunId', d->>'status', d->>'createdAt', d FROM ${ROWS} ORDER BY n ` +
+    `SELECT $1, $2, d->>'id', d->>'parentRunId', d->>'status', d->>'createdAt', data::json FROM ${ROWS} ORDER BY n ` +
     "ON CONFLICT (tenant, case_id, id) DO UPDATE SET parent_run_id = excluded.parent_run_id, status = excluded.status, " +
     "created_at = excluded.created_at, data = excluded.data",
   checkpoints:
     `INSERT INTO ${S}.checkpoints (tenant, case_id, id, run_id, superstep, parent_id, created_at, pending, waiting, data) ` +
     `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, d->>'parentId', d->>'createdAt', ` +
-    `jsonb_array_length(d->'pending'), jsonb_array_length(d->'waiting'), d FROM ${ROWS} ORDER BY n`,
+    `${INT("pending")}, ${INT("waiting")}, data::json FROM ${ROWS} ORDER BY n`,
   values:
     `INSERT INTO ${S}.state_values (tenant, case_id, run, key, version, data) ` +
-    `SELECT $1, $2, d->>'run', d->>'key', ${INT("version")}, d FROM ${ROWS} ORDER BY n`,
+    `SELECT $1, $2, d->>'run', d->>'key', ${INT("version")}, data::json FROM ${ROWS} ORDER BY n`,
   steps:
     `INSERT INTO ${S}.steps (tenant, case_id, id, run_id, superstep, data) ` +
-    `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, d FROM ${ROWS} ORDER BY n`,
+    `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, data::json FROM ${ROWS} ORDER BY n`,
   facts:
     `INSERT INTO ${S}.facts (tenant, case_id, run_id, key, version, superstep, data) ` +
-    `SELECT $1, $2, d->>'runId', d->>'key', ${INT("version")}, ${INT("superstep")}, d FROM ${ROWS} ORDER BY n`,
+    `SELECT $1, $2, d->>'runId', d->>'key', ${INT("version")}, ${INT("superstep")}, data::json FROM ${ROWS} ORDER BY n`,
   agentCalls:
-    `INSERT INTO ${S}.agent_calls (tenant, case_id, id, run_id, superstep, hash, data) ` +
-    `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, d->>'hash', d FROM ${ROWS} ORDER BY n`,
+    `INSERT INTO ${S}.agent_calls (tenant, case_id, id, run_id, superstep, hash, executor, tokens, data) ` +
+    `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, d->>'hash', d->>'executor', ${INT("tokens")}, data::json FROM ${ROWS} ORDER BY n`,
   verdicts:
     `INSERT INTO ${S}.verdicts (tenant, case_id, id, run_id, superstep, agent_call_id, data) ` +
-    `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, d->>'agentCallId', d FROM ${ROWS} ORDER BY n`,
+    `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, d->>'agentCallId', data::json FROM ${ROWS} ORDER BY n`,
   intents:
     `INSERT INTO ${S}.intents (tenant, case_id, id, run_id, status, data) ` +
-    `SELECT $1, $2, d->>'id', d->>'runId', d->>'status', d FROM ${ROWS} ORDER BY n ` +
+    `SELECT $1, $2, d->>'id', d->>'runId', d->>'status', data::json FROM ${ROWS} ORDER BY n ` +
     "ON CONFLICT (tenant, case_id, id) DO UPDATE SET run_id = excluded.run_id, status = excluded.status, data = excluded.data",
   rules:
     `INSERT INTO ${S}.rules (tenant, case_id, id, deleted, data) ` +
-    `SELECT $1, $2, d->>'id', coalesce(d->'deleted' = 'true'::jsonb, false), d FROM ${ROWS} ORDER BY n ` +
+    `SELECT $1, $2, d->>'id', (d->>'deleted')::boolean, data::json FROM ${ROWS} ORDER BY n ` +
     "ON CONFLICT (tenant, case_id, id) DO UPDATE SET deleted = excluded.deleted, data = excluded.data",
   // The store numbers events: one more than the case's last seq, in the same transaction (the case
-  // row is locked first, so two writers cannot both take the same numbers).
+  // row is locked first, so two writers cannot both take the same numbers). The seq in `data` is a
+  // placeholder; a read puts the column's value in its place.
   events:
     `INSERT INTO ${S}.events (tenant, case_id, seq, run_id, superstep, type, data) ` +
-    `SELECT $1, $2, base.m + n::integer, d->>'runId', ${INT("superstep")}, d->>'type', jsonb_set(d, '{seq}', to_jsonb(base.m + n::integer)) ` +
+    `SELECT $1, $2, base.m + n::integer, d->>'runId', ${INT("superstep")}, d->>'type', data::json ` +
     `FROM ${ROWS} CROSS JOIN (SELECT coalesce(max(seq), 0) AS m FROM ${S}.events WHERE tenant = $1 AND case_id = $2) base ORDER BY n`,
 };
 
@@ -117,12 +119,13 @@ const UPSERT_TABLES: ReadonlySet<TableName> = new Set(["runs", "intents", "rules
  * A CaseStore over one case of a Postgres store (src/pgstore/schema.ts): what a case file holds,
  * as rows keyed by (tenant, case). Opened by the CLI and by workers; many processes may open the
  * same store, each its own case (a worker's lease decides who writes a case, and `fence` refuses
- * a commit from one that lost it). Reads parse `data` as JSON (node-postgres's jsonb parser) and
+ * a commit from one that lost it). Reads parse `data` as JSON (node-postgres parses json with JSON.parse) and
  * check each record's shape, as the case file does.
  *
- * Differences from a case file a reader may notice: jsonb does not keep the order of an object's
- * members (deepEqual does not care; printed JSON does), and refuses "\u0000" in a string
- * (INVALID_BATCH naming Postgres's message).
+ * `data` is `json`, not `jsonb`: jsonb reorders an object's members, and the engine rebuilds an
+ * agent step's context from state read back, so a resumed or replayed step would hash differently
+ * from the recorded one (replay refused with WORKFLOW_MISMATCH). `json` keeps the text as written;
+ * it is still only JSON, parsed with JSON.parse, never code.
  */
 export class PostgresStore implements CaseStore {
   private closed = false;
@@ -210,7 +213,10 @@ export class PostgresStore implements CaseStore {
     for (const table of TABLES) {
       const rows = UPSERT_TABLES.has(table) ? lastOfEach(b[table] as { id: string }[]) : (b[table] as unknown[]);
       if (rows.length === 0) continue;
-      statements.push({ sql: WRITE_SQL[table], params: [this.tenant, this.caseId, JSON.stringify(rows)] });
+      statements.push({
+        sql: WRITE_SQL[table],
+        params: [this.tenant, this.caseId, JSON.stringify(rows.map((r) => columnsOf(table, r))), rows.map((r) => JSON.stringify(r))],
+      });
     }
     try {
       this.client.transaction(statements);
@@ -253,7 +259,7 @@ export class PostgresStore implements CaseStore {
         `commit refused: a row already exists (${f.detail ?? f.message}); append-only rows cannot be replaced`,
       );
     }
-    // Class 22 (data exception): a value Postgres cannot hold, such as "\u0000" in a jsonb string.
+    // Class 22 (data exception): a value Postgres cannot hold (an integer column out of range...).
     if (f.code?.startsWith("22")) return new CasefileError("INVALID_BATCH", `commit refused by Postgres: ${f.message}`);
     return unavailable(this.where, "commit", e);
   }
@@ -298,7 +304,16 @@ export class PostgresStore implements CaseStore {
       }
     }
     if (parts.length === 0) return found;
-    const rows = this.read<{ t: TableName; a: string; b: string | null; c: number | null }>(parts.join(" UNION ALL "), params);
+    let rows: { t: TableName; a: string; b: string | null; c: number | null }[];
+    try {
+      rows = this.client.query(parts.join(" UNION ALL "), params);
+    } catch (e) {
+      // An id Postgres cannot hold as text ("\u0000"): the batch is refused before any write.
+      if (e instanceof PgError && e.failure.code?.startsWith("22")) {
+        throw new CasefileError("INVALID_BATCH", `commit refused by Postgres: ${e.failure.message}`);
+      }
+      throw e instanceof PgError ? unavailable(this.where, "read", e) : e;
+    }
     for (const r of rows) found.add(`${r.t}\0${r.t === "values" ? valueKey(r.a, r.b!, r.c!) : r.a}`);
     return found;
   }
@@ -390,7 +405,7 @@ export class PostgresStore implements CaseStore {
   }
 
   /**
-   * Every agent call summarised, in commit order, from columns and two jsonb paths. The same
+   * Every agent call summarised, in commit order, from columns and two json paths. The same
    * (frozen) array comes back until a call is added; then only the new rows are read.
    */
   agentCallSummaries(): readonly PgAgentCallSummary[] {
@@ -401,9 +416,9 @@ export class PostgresStore implements CaseStore {
       superstep: number;
       hash: string;
       executor: string;
-      tokens: string | null;
+      tokens: number | null;
     }>(
-      `SELECT pos, id, run_id, superstep, hash, data->>'executor' AS executor, data->'tokens'->>'count' AS tokens FROM ${S}.agent_calls ` +
+      `SELECT pos, id, run_id, superstep, hash, executor, tokens FROM ${S}.agent_calls ` +
         "WHERE tenant = $1 AND case_id = $2 AND pos > $3 ORDER BY pos",
       [this.tenant, this.caseId, this.summaries.lastPos],
     );
@@ -415,7 +430,7 @@ export class PostgresStore implements CaseStore {
         superstep: r.superstep,
         executor: r.executor,
         hash: r.hash,
-        tokens: r.tokens === null ? null : Number(r.tokens),
+        tokens: r.tokens,
       }),
     );
     this.summaries = { rows: Object.freeze([...this.summaries.rows, ...added]), lastPos: Number(rows[rows.length - 1]!.pos) };
@@ -489,12 +504,76 @@ export class PostgresStore implements CaseStore {
           problem,
         });
       }
+      // An event's seq is the column's (numbered in the commit's transaction); the member is already there, so its place stays.
+      if (table === "events") (r.data as { seq?: number }).seq = r.seq as number;
       return r.data as T;
     });
   }
 
   private one<T>(table: TableName, rest: string, params: PgParam[]): T | undefined {
     return this.records<T>(table, rest, params)[0];
+  }
+}
+
+/**
+ * The columns a row is looked up by, as a small JSON object the INSERT reads with ->>. The record
+ * itself goes as its own JSON text: Postgres's json operators unescape a whole object to read one
+ * member, and refuse "\u0000" anywhere in it, which a state value may hold.
+ */
+function columnsOf(table: TableName, row: unknown): Record<string, Json | undefined> {
+  switch (table) {
+    case "runs": {
+      const r = row as RunRecord;
+      return { id: r.id, parentRunId: r.parentRunId, status: r.status, createdAt: r.createdAt };
+    }
+    case "checkpoints": {
+      const c = row as Checkpoint;
+      return {
+        id: c.id,
+        runId: c.runId,
+        superstep: c.superstep,
+        parentId: c.parentId,
+        createdAt: c.createdAt,
+        pending: c.pending.length,
+        waiting: c.waiting.length,
+      };
+    }
+    case "values": {
+      const v = row as StateValueRow;
+      return { run: v.run, key: v.key, version: v.version };
+    }
+    case "steps": {
+      const s = row as StepRecord;
+      return { id: s.id, runId: s.runId, superstep: s.superstep };
+    }
+    case "facts": {
+      const f = row as FactRecord;
+      return { runId: f.runId, key: f.key, version: f.version, superstep: f.superstep };
+    }
+    case "agentCalls": {
+      const a = row as AgentCallRecord;
+      return { id: a.id, runId: a.runId, superstep: a.superstep, hash: a.hash, executor: a.executor, tokens: a.tokens?.count };
+    }
+    case "verdicts": {
+      const v = row as VerdictRecord;
+      return { id: v.id, runId: v.runId, superstep: v.superstep, agentCallId: v.agentCallId };
+    }
+    case "intents": {
+      const i = row as IntentRecord;
+      return { id: i.id, runId: i.runId, status: i.status };
+    }
+    case "rules": {
+      const r = row as RuleRecord;
+      return { id: r.id, deleted: r.deleted === true };
+    }
+    case "events": {
+      const e = row as EventRecord;
+      return { runId: e.runId, superstep: e.superstep, type: e.type };
+    }
+    default: {
+      const never: never = table;
+      throw new Error(`no columns for table ${String(never)}`);
+    }
   }
 }
 

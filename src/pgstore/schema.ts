@@ -4,8 +4,8 @@ import type { PgError, Statement, SyncPgClient } from "./syncClient";
 /**
  * The Postgres layout of a store: many cases (each what one case file holds), of several tenants,
  * in the schema `casefile`. Every table carries (tenant, case_id) first; each record is whole in a
- * `jsonb` column `data` beside the columns rows are looked up by, as in the case file, so reading a
- * row is parsing JSON and nothing else. `pos` (an identity column) is commit order: the order every
+ * `json` column `data` (not jsonb, which reorders members: see PostgresStore) beside the columns
+ * rows are looked up by, as in the case file, so reading a row is parsing JSON and nothing else. `pos` (an identity column) is commit order: the order every
  * list returns, kept by an upsert (ON CONFLICT DO UPDATE leaves it alone).
  *
  * `schema_meta` is a single row whose `app` and `schema_version` columns are frozen for every
@@ -23,37 +23,37 @@ const V1: string[] = [
      tenant text NOT NULL, id text NOT NULL, created_at text NOT NULL,
      pos bigint GENERATED ALWAYS AS IDENTITY,
      -- The queue (casefile enqueue / worker): what to run, whether it is runnable, who holds it.
-     queue_status text NOT NULL DEFAULT 'none', workflow text, input jsonb,
+     queue_status text NOT NULL DEFAULT 'none', workflow text, input json,
      lease_owner text, lease_generation bigint NOT NULL DEFAULT 0, lease_expires_at timestamptz,
      PRIMARY KEY (tenant, id))`,
   `CREATE INDEX IF NOT EXISTS cases_runnable ON ${S}.cases (queue_status, lease_expires_at)`,
   `CREATE TABLE IF NOT EXISTS ${S}.runs (${CASE_COLS}, id text NOT NULL, parent_run_id text, status text NOT NULL,
-     created_at text NOT NULL, data jsonb NOT NULL, PRIMARY KEY (tenant, case_id, id))`,
+     created_at text NOT NULL, data json NOT NULL, PRIMARY KEY (tenant, case_id, id))`,
   `CREATE TABLE IF NOT EXISTS ${S}.checkpoints (${CASE_COLS}, id text NOT NULL, run_id text NOT NULL, superstep integer NOT NULL,
-     parent_id text, created_at text NOT NULL, pending integer NOT NULL, waiting integer NOT NULL, data jsonb NOT NULL,
+     parent_id text, created_at text NOT NULL, pending integer NOT NULL, waiting integer NOT NULL, data json NOT NULL,
      PRIMARY KEY (tenant, case_id, id))`,
   `CREATE INDEX IF NOT EXISTS checkpoints_by_run ON ${S}.checkpoints (tenant, case_id, run_id, superstep)`,
   `CREATE TABLE IF NOT EXISTS ${S}.state_values (${CASE_COLS}, run text NOT NULL, key text NOT NULL, version integer NOT NULL,
-     data jsonb NOT NULL, PRIMARY KEY (tenant, case_id, run, key, version))`,
+     data json NOT NULL, PRIMARY KEY (tenant, case_id, run, key, version))`,
   `CREATE TABLE IF NOT EXISTS ${S}.steps (${CASE_COLS}, id text NOT NULL, run_id text NOT NULL, superstep integer NOT NULL,
-     data jsonb NOT NULL, PRIMARY KEY (tenant, case_id, id))`,
+     data json NOT NULL, PRIMARY KEY (tenant, case_id, id))`,
   `CREATE INDEX IF NOT EXISTS steps_by_run ON ${S}.steps (tenant, case_id, run_id, superstep)`,
   `CREATE TABLE IF NOT EXISTS ${S}.facts (${CASE_COLS}, run_id text NOT NULL, key text NOT NULL, version integer NOT NULL,
-     superstep integer NOT NULL, data jsonb NOT NULL, PRIMARY KEY (tenant, case_id, pos))`,
+     superstep integer NOT NULL, data json NOT NULL, PRIMARY KEY (tenant, case_id, pos))`,
   `CREATE INDEX IF NOT EXISTS facts_by_run ON ${S}.facts (tenant, case_id, run_id, key, version)`,
   `CREATE TABLE IF NOT EXISTS ${S}.agent_calls (${CASE_COLS}, id text NOT NULL, run_id text NOT NULL, superstep integer NOT NULL,
-     hash text NOT NULL, data jsonb NOT NULL, PRIMARY KEY (tenant, case_id, id))`,
+     hash text NOT NULL, executor text NOT NULL, tokens integer, data json NOT NULL, PRIMARY KEY (tenant, case_id, id))`,
   `CREATE INDEX IF NOT EXISTS agent_calls_by_run ON ${S}.agent_calls (tenant, case_id, run_id, superstep)`,
   `CREATE TABLE IF NOT EXISTS ${S}.verdicts (${CASE_COLS}, id text NOT NULL, run_id text NOT NULL, superstep integer NOT NULL,
-     agent_call_id text, data jsonb NOT NULL, PRIMARY KEY (tenant, case_id, id))`,
+     agent_call_id text, data json NOT NULL, PRIMARY KEY (tenant, case_id, id))`,
   `CREATE INDEX IF NOT EXISTS verdicts_by_run ON ${S}.verdicts (tenant, case_id, run_id, superstep)`,
   `CREATE TABLE IF NOT EXISTS ${S}.intents (${CASE_COLS}, id text NOT NULL, run_id text NOT NULL, status text NOT NULL,
-     data jsonb NOT NULL, PRIMARY KEY (tenant, case_id, id))`,
+     data json NOT NULL, PRIMARY KEY (tenant, case_id, id))`,
   `CREATE INDEX IF NOT EXISTS intents_by_status ON ${S}.intents (tenant, case_id, status)`,
-  `CREATE TABLE IF NOT EXISTS ${S}.rules (${CASE_COLS}, id text NOT NULL, deleted boolean NOT NULL, data jsonb NOT NULL,
+  `CREATE TABLE IF NOT EXISTS ${S}.rules (${CASE_COLS}, id text NOT NULL, deleted boolean NOT NULL, data json NOT NULL,
      PRIMARY KEY (tenant, case_id, id))`,
   `CREATE TABLE IF NOT EXISTS ${S}.events (${CASE_COLS}, seq integer NOT NULL, run_id text NOT NULL, superstep integer NOT NULL,
-     type text NOT NULL, data jsonb NOT NULL, PRIMARY KEY (tenant, case_id, seq))`,
+     type text NOT NULL, data json NOT NULL, PRIMARY KEY (tenant, case_id, seq))`,
 ];
 
 export interface PgMigration {

@@ -1,3 +1,4 @@
+import { createRequire } from "node:module";
 import { MessageChannel, Worker, receiveMessageOnPort } from "node:worker_threads";
 import type { MessagePort } from "node:worker_threads";
 import { CasefileError } from "../engine/errors";
@@ -17,7 +18,7 @@ import { CasefileError } from "../engine/errors";
  * round trip and one Postgres transaction.
  */
 
-export type PgParam = string | number | boolean | null;
+export type PgParam = string | number | boolean | null | string[];
 
 export interface Statement {
   sql: string;
@@ -97,6 +98,14 @@ port.on("message", async (req) => {
 });
 `;
 
+/**
+ * Where the worker loads node-postgres from: resolved from this file (a bundle in dist/, or the
+ * source under tsx), through createRequire so that esbuild leaves the lookup to run time.
+ */
+function pgModulePath(): string {
+  return createRequire(__filename).resolve("pg");
+}
+
 export interface SyncClientOptions {
   /** Postgres run-time settings for the session, as `-c name=value` options (e.g. default_transaction_read_only=on). */
   settings?: Record<string, string>;
@@ -125,7 +134,7 @@ export class SyncPgClient {
       .join(" ");
     this.worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { url, options, pgPath: require.resolve("pg"), signal: this.signal.buffer, port: port2 },
+      workerData: { url, options, pgPath: pgModulePath(), signal: this.signal.buffer, port: port2 },
       transferList: [port2],
     });
     // Neither keeps the process alive: a caller that forgets close() still exits.

@@ -1,5 +1,5 @@
 import path from "node:path";
-import { openCaseFile, type SqlJsStore } from "../casefile/index";
+import type { SqlJsStore } from "../casefile/index";
 import type { AgentReplay, EngineHooks } from "../engine/task";
 import { RunControl } from "../engine/control";
 import { Engine, type RunResult } from "../engine/engine";
@@ -8,10 +8,12 @@ import type { ModelProvider } from "../engine/model";
 import { withRunModel } from "../engine/modelChoice";
 import { createProvider, runModelOf } from "../engine/providers/index";
 import type { AgentCallRecord, EventRecord, Json } from "../engine/records";
+import type { CaseStore } from "../engine/store";
 import type { ProviderConfig, RunCommand, TokenBudget } from "../protocol/runner";
 import { withDefaultBudget } from "./budget";
 import { loadWorkflow } from "./bundle";
 import { compactAtFromEnv, openRuleBook } from "./ruleBook";
+import { locationLabel, openLocation, type StoreLocation } from "./storeLocation";
 
 export interface SessionOptions {
   control?: RunControl;
@@ -25,9 +27,12 @@ export interface SessionOptions {
   env?: NodeJS.ProcessEnv;
   replay?: AgentReplay;
   tenant?: string;
+  /** A case of a Postgres store (`--store URL --case ID`) instead of the command's case file. */
+  location?: StoreLocation;
 }
 
 export interface SessionResult extends RunResult {
+  /** The case file's absolute path, or `<store url> case <id>` for a case of a store. */
   caseFile: string;
   workflowPath: string;
 }
@@ -39,7 +44,8 @@ export interface SessionResult extends RunResult {
  * (SqlJsStore.close): the one place every command's clean exit folds the journal in.
  */
 export async function runSession(command: RunCommand, opts: SessionOptions = {}): Promise<SessionResult> {
-  const caseFile = path.resolve(command.caseFile);
+  const location: StoreLocation = opts.location ?? { kind: "file", file: command.caseFile };
+  const caseFile = locationLabel(location);
   const env = opts.env ?? process.env;
   // The model the run names replaces each agent step's (a step that pins its own refuses it).
   const runModel = runModelOf(opts.provider);
@@ -47,14 +53,14 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
     withRunModel(withDefaultBudget((await loadWorkflow(workflowPath)).workflow, opts.defaultBudget), runModel, overrides);
   // A new run's workflow is known before its case file: a refusal (a pinned model) creates none.
   const prepared = command.kind === "run" ? await prepare(path.resolve(command.workflowPath)) : undefined;
-  const store = await openCaseFile(caseFile, {
+  const { store, warnings } = await openLocation(location, {
     create: command.kind === "run",
     tenant: opts.tenant,
     compactAtBytes: compactAtFromEnv(env),
   });
   let ruleBook: SqlJsStore | undefined;
-  const reported = store.warnings.length;
-  for (const w of store.warnings) opts.log?.(`warning: ${w}`);
+  const reported = warnings.length;
+  for (const w of warnings) opts.log?.(`warning: ${w}`);
   try {
     const workflowPath = command.kind === "run" ? path.resolve(command.workflowPath) : resolveWorkflowPath(store, caseFile, command);
     const replayed = command.kind === "replay" ? replayOf(store, caseFile, command) : undefined;
@@ -108,7 +114,7 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
       // plain SQLite client sees the whole case. Warnings raised since open (a compaction that
       // failed mid-run or on close) are reported here, once.
       store.close();
-      for (const w of store.warnings.slice(reported)) opts.log?.(`warning: ${w}`);
+      for (const w of warnings.slice(reported)) opts.log?.(`warning: ${w}`);
     }
   }
 }
@@ -123,7 +129,7 @@ function hooksFromEnv(env: NodeJS.ProcessEnv): EngineHooks {
 }
 
 /** A resumed or answered run finds its workflow file where the run that made it recorded it. */
-function resolveWorkflowPath(store: SqlJsStore, caseFile: string, command: Exclude<RunCommand, { kind: "run" }>): string {
+function resolveWorkflowPath(store: CaseStore, caseFile: string, command: Exclude<RunCommand, { kind: "run" }>): string {
   if (command.workflowPath) return path.resolve(command.workflowPath);
   let runId: string | undefined;
   if (command.kind === "resume") {
@@ -146,7 +152,7 @@ function resolveWorkflowPath(store: SqlJsStore, caseFile: string, command: Exclu
  * run before the call's superstep.
  */
 function replayOf(
-  store: SqlJsStore,
+  store: CaseStore,
   caseFile: string,
   command: Extract<RunCommand, { kind: "replay" }>,
 ): { replay: AgentReplay; checkpointId: string } {
@@ -176,7 +182,7 @@ function replayOf(
 }
 
 /** The agent call with that id, or a usage error listing the ones the case file has. */
-export function findAgentCall(store: SqlJsStore, caseFile: string, id: string): AgentCallRecord {
+export function findAgentCall(store: CaseStore, caseFile: string, id: string): AgentCallRecord {
   const call = store.getAgentCall(id);
   if (call) return call;
   const known = store.listAgentCalls().map((c) => c.id);
