@@ -71,6 +71,18 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (require("./evalCommands") as typeof import("./evalCommands")).runEval,
   },
   {
+    name: "enqueue",
+    synopsis: ["casefile enqueue <workflow.ts> --store URL --case ID [--input JSON] [--tenant T]"],
+    load: async () => (require("./queueCommands") as typeof import("./queueCommands")).enqueue,
+  },
+  {
+    name: "worker",
+    synopsis: [
+      "casefile worker <workflow.ts> --store URL [--concurrency N] [--lease-ms N] [--idle-exit-ms N] [--tenant T] [--provider JSON]",
+    ],
+    load: async () => (require("./queueCommands") as typeof import("./queueCommands")).worker,
+  },
+  {
     name: "compact",
     synopsis: ["casefile compact <case file>"],
     load: async () => (require("./compactCommand") as typeof import("./compactCommand")).compact,

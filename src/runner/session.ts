@@ -123,7 +123,7 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
  * The engine's test hooks, from the variables the kill and reconcile tests set on a spawned CLI
  * (test/integration/killHarness.ts, forkEffects.test.ts); unset outside tests, so no pauses.
  */
-function hooksFromEnv(env: NodeJS.ProcessEnv): EngineHooks {
+export function hooksFromEnv(env: NodeJS.ProcessEnv): EngineHooks {
   const ms = (name: string): number | undefined => (env[name] === undefined ? undefined : Number(env[name]));
   return { pauseBeforeActMs: ms("CASEFILE_TEST_PAUSE_BEFORE_ACT_MS"), pauseAfterActMs: ms("CASEFILE_TEST_PAUSE_AFTER_ACT_MS") };
 }
