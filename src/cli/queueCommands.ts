@@ -30,7 +30,7 @@ export const enqueue: Command = async (args, io) => {
   );
   const workflow = positionals[0];
   if (!workflow || !values.case) throw new CasefileError("USAGE", "enqueue needs a workflow file, --store URL and --case ID");
-  const queue = new PgQueue(storeUrl("enqueue", values.store), values.tenant ?? io.env.CASEFILE_TENANT ?? "");
+  const queue = new PgQueue(storeUrl("enqueue", values.store), values.tenant ?? io.env.CASEFILE_TENANT);
   try {
     queue.enqueue(values.case, path.resolve(workflow), jsonOption(values.input, "input") ?? null);
   } finally {
@@ -62,7 +62,7 @@ export const worker: Command = async (args, io) => {
   try {
     const report = await runWorker(workflow, {
       url: storeUrl("worker", values.store),
-      tenant: values.tenant ?? io.env.CASEFILE_TENANT ?? "",
+      tenant: values.tenant ?? io.env.CASEFILE_TENANT,
       concurrency: positiveInt("concurrency", values.concurrency),
       leaseMs: positiveInt("lease-ms", values["lease-ms"]),
       idleExitMs: positiveInt("idle-exit-ms", values["idle-exit-ms"]),

@@ -6,7 +6,7 @@ export { PostgresStore, redact } from "./postgresStore";
 export type { PgOpenOptions, PgAgentCallSummary } from "./postgresStore";
 export { PgQueue } from "./queue";
 export type { Claim, QueueStatus } from "./queue";
-export { PG_MIGRATIONS, PG_SCHEMA, PG_SCHEMA_VERSION, migratePg } from "./schema";
+export { PG_MIGRATIONS, PG_SCHEMA, PG_SCHEMA_VERSION, migratePg, tenantRoleSql } from "./schema";
 export type { PgMigration } from "./schema";
 
 /** Whether a --store value names a Postgres store. */

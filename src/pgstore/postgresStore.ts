@@ -16,14 +16,18 @@ import type {
 import type { CaseFileMeta, CaseStore, CheckpointSummary, CommitBatch } from "../engine/store";
 import { TABLES, missingValue, prepareBatch, storedRowProblem, valueKey } from "../engine/storeBatch";
 import type { TableName } from "../engine/storeBatch";
-import { PG_SCHEMA, PG_SCHEMA_VERSION, migratePg, newer, storedSchemaVersion } from "./schema";
+import { PG_SCHEMA, PG_SCHEMA_VERSION, connectionTenant, migratePg, newer, storedSchemaVersion } from "./schema";
 import { PgError, SyncPgClient } from "./syncClient";
 import type { PgParam, Statement } from "./syncClient";
 
 export interface PgOpenOptions {
   /** The case this store reads and writes: what one case file holds. */
   caseId: string;
-  /** The tenant the connection acts for. Default: none (the empty tenant). */
+  /**
+   * The tenant to act for. Default: the tenant of the role the URL logs in as (schema.ts,
+   * tenant_roles), else none (the empty tenant). Row-level security decides what a tenant role
+   * sees whatever is asked for here: naming another tenant finds nothing and creates nothing.
+   */
   tenant?: string;
   /** Create the case when the store does not hold it (writers only). */
   create?: boolean;
@@ -153,12 +157,11 @@ export class PostgresStore implements CaseStore {
       throw new CasefileError("USAGE", `${where}: a case id is needed to open a case of a Postgres store (--case ID)`);
     }
     const readOnly = opts.readOnly === true;
-    const tenant = opts.tenant ?? "";
     const client = new SyncPgClient(url, { where, settings: readOnly ? { default_transaction_read_only: "on" } : {} });
     try {
       if (readOnly) {
         const v = wrap(where, "read the schema version", () => storedSchemaVersion(client));
-        if (v === 0) throw unknownCase(where, opts.caseId, tenant);
+        if (v === 0) throw unknownCase(where, opts.caseId, opts.tenant ?? "");
         if (v > PG_SCHEMA_VERSION) throw newer(where, v, PG_SCHEMA_VERSION);
         if (v < PG_SCHEMA_VERSION) {
           throw new CasefileError(
@@ -169,19 +172,23 @@ export class PostgresStore implements CaseStore {
       } else {
         wrap(where, "migrate the schema", () => migratePg(client, where));
       }
+      const tenant = opts.tenant ?? wrap(where, "read the connection's tenant", () => connectionTenant(client)) ?? "";
       const find = (): { created_at: string } | undefined =>
         wrap(where, "read the case", () =>
           client.query<{ created_at: string }>(`SELECT created_at FROM ${S}.cases WHERE tenant = $1 AND id = $2`, [tenant, opts.caseId]),
         )[0];
       let row = find();
       if (!row && opts.create === true && !readOnly) {
-        wrap(where, "create the case", () =>
+        try {
           client.query(`INSERT INTO ${S}.cases (tenant, id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [
             tenant,
             opts.caseId,
             new Date().toISOString(),
-          ]),
-        );
+          ]);
+        } catch (e) {
+          if (e instanceof PgError && e.failure.code === "42501") throw foreignTenant(where, tenant, e);
+          throw e instanceof PgError ? unavailable(where, "create the case", e) : e;
+        }
         row = find();
       }
       if (!row) throw unknownCase(where, opts.caseId, tenant);
@@ -253,6 +260,7 @@ export class PostgresStore implements CaseStore {
       );
     }
     if (f.code === "CASEFILE_EXPECT") return unknownCase(this.where, this.caseId, this.tenant);
+    if (f.code === "42501") return foreignTenant(this.where, this.tenant, e);
     if (f.code === "23505") {
       return new CasefileError(
         "INVALID_BATCH",
@@ -608,6 +616,13 @@ function unavailable(where: string, what: string, e: PgError): CasefileError {
   const f = e.failure;
   return new CasefileError("STORE_UNAVAILABLE", `${where}: cannot ${what}: ${f.message}${f.code ? ` (${f.code})` : ""}`, {
     pgCode: f.code ?? null,
+  });
+}
+
+/** Row-level security refused a row of another tenant than the connection's. */
+function foreignTenant(where: string, tenant: string, e: PgError): CasefileError {
+  return new CasefileError("FOREIGN_TENANT", `${where}: this connection may not write for tenant "${tenant}": ${e.failure.message}`, {
+    tenant,
   });
 }
 

@@ -1,7 +1,7 @@
 import { CasefileError } from "../engine/errors";
 import type { Json } from "../engine/records";
 import { redact } from "./postgresStore";
-import { PG_SCHEMA, migratePg } from "./schema";
+import { PG_SCHEMA, connectionTenant, migratePg } from "./schema";
 import { PgError, SyncPgClient } from "./syncClient";
 
 /**
@@ -35,15 +35,16 @@ export class PgQueue {
   private readonly client: SyncPgClient;
   readonly where: string;
 
-  /** `tenant`: the tenant this connection acts for (default: the empty tenant). */
-  constructor(
-    url: string,
-    private readonly tenant = "",
-  ) {
+  /** The tenant this queue's connection acts for. */
+  readonly tenant: string;
+
+  /** `tenant`: default the tenant of the role the URL logs in as, else the empty tenant (see PostgresStore). */
+  constructor(url: string, tenant?: string) {
     this.where = redact(url);
     this.client = new SyncPgClient(url, { where: this.where });
     try {
       this.wrap("migrate the schema", () => migratePg(this.client, this.where));
+      this.tenant = tenant ?? this.wrap("read the connection's tenant", () => connectionTenant(this.client)) ?? "";
     } catch (e) {
       this.client.close();
       throw e;

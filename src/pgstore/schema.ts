@@ -64,7 +64,74 @@ export interface PgMigration {
 }
 
 /** Every schema change of the Postgres store, oldest first; each runs in its own transaction. */
-export const PG_MIGRATIONS: readonly PgMigration[] = [{ to: 1, description: "initial schema", statements: V1 }];
+const TENANT_TABLES = [
+  "cases",
+  "runs",
+  "checkpoints",
+  "state_values",
+  "steps",
+  "facts",
+  "agent_calls",
+  "verdicts",
+  "intents",
+  "rules",
+  "events",
+];
+
+/**
+ * Tenant isolation enforced by Postgres: row-level security on every table, by the tenant of the
+ * role the connection logs in as (`tenant_roles`, read through a SECURITY DEFINER function so that
+ * a tenant role cannot read the mapping). Tenant roles are members of `casefile_tenant`, which
+ * may read and write the tables but owns none, so the policies always apply to them; the owner
+ * (the administrator who migrates) is not bound by them. A query's own `WHERE tenant = ...` is
+ * then only an index hint: a connection of tenant A naming tenant B sees nothing.
+ */
+const TENANT_ISOLATION: string[] = [
+  `CREATE TABLE IF NOT EXISTS ${S}.tenant_roles (role name PRIMARY KEY, tenant text NOT NULL)`,
+  `CREATE OR REPLACE FUNCTION ${S}.current_tenant() RETURNS text LANGUAGE sql STABLE SECURITY DEFINER
+     SET search_path = pg_catalog AS $$ SELECT tenant FROM ${S}.tenant_roles WHERE role = session_user $$`,
+  `DO $$ BEGIN
+     IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'casefile_tenant') THEN CREATE ROLE casefile_tenant NOLOGIN; END IF;
+   END $$`,
+  `GRANT USAGE ON SCHEMA ${S} TO casefile_tenant`,
+  `GRANT SELECT ON ${S}.schema_meta TO casefile_tenant`,
+  `GRANT EXECUTE ON FUNCTION ${S}.current_tenant() TO casefile_tenant`,
+  ...TENANT_TABLES.flatMap((t) => [
+    `GRANT SELECT, INSERT, UPDATE ON ${S}.${t} TO casefile_tenant`,
+    `ALTER TABLE ${S}.${t} ENABLE ROW LEVEL SECURITY`,
+    `DROP POLICY IF EXISTS tenant_isolation ON ${S}.${t}`,
+    `CREATE POLICY tenant_isolation ON ${S}.${t} USING (tenant = ${S}.current_tenant()) WITH CHECK (tenant = ${S}.current_tenant())`,
+  ]),
+];
+
+/**
+ * Tenant isolation is part of v1: no store without it was ever made. (The conformance suite checks
+ * meta().schemaVersion against the case file's SCHEMA_VERSION, which is 1 too; when either moves,
+ * that check must compare each store with its own version.)
+ */
+export const PG_MIGRATIONS: readonly PgMigration[] = [
+  { to: 1, description: "initial schema, with tenant isolation by row-level security", statements: [...V1, ...TENANT_ISOLATION] },
+];
+
+/**
+ * The statements an administrator runs (as the store's owner) to let `role` log in as `tenant`:
+ * every connection of that role then acts for that tenant, whatever it asks for.
+ */
+export function tenantRoleSql(role: string, tenant: string): string[] {
+  const ident = `"${role.replace(/"/g, '""')}"`;
+  const lit = (v: string): string => `'${v.replace(/'/g, "''")}'`;
+  return [
+    `DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = ${lit(role)}) THEN CREATE ROLE ${ident} LOGIN; END IF; END $$`,
+    `GRANT casefile_tenant TO ${ident}`,
+    `INSERT INTO ${S}.tenant_roles (role, tenant) VALUES (${lit(role)}, ${lit(tenant)}) ON CONFLICT (role) DO UPDATE SET tenant = excluded.tenant`,
+  ];
+}
+
+/** The tenant this connection acts for by its role, or undefined for a role that is no tenant's (the owner, an administrator). */
+export function connectionTenant(client: SyncPgClient): string | undefined {
+  const [row] = client.query<{ t: string | null }>(`SELECT ${S}.current_tenant() AS t`);
+  return row?.t ?? undefined;
+}
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]!.to;
 

@@ -59,7 +59,7 @@ export async function runWorker(workflowPath: string, opts: WorkerOptions): Prom
   const pollMs = opts.pollMs ?? 200;
   const log = opts.log ?? (() => {});
   const owner = `${os.hostname()}:${process.pid}`;
-  const queue = new PgQueue(opts.url, opts.tenant ?? "");
+  const queue = new PgQueue(opts.url, opts.tenant);
   const report: WorkerReport = { finished: 0, lost: 0 };
   let idleSince = Date.now();
   const slot = async (): Promise<void> => {

@@ -17,8 +17,8 @@ export interface PgCluster {
   dir: string;
   /** A URL for another database of the cluster (created by `createDatabase`). */
   urlFor(db: string, user?: string): string;
-  /** Runs SQL as the superuser with psql (setup only: the code under test connects with pg). */
-  psql(sql: string, db?: string): string;
+  /** Runs SQL as the superuser (or `user`) with psql (setup and checks: the code under test connects with pg). */
+  psql(sql: string, db?: string, user?: string): string;
   /** The postmaster's pid, from postmaster.pid. */
   pid(): number;
   /** pg_ctl restart with a mode (immediate: a crash). */
@@ -62,22 +62,8 @@ export function pgCluster(): PgCluster {
     url: urlFor("postgres"),
     dir,
     urlFor,
-    psql: (sql, db = "postgres") =>
-      asPostgres(path.join(bin, "psql"), [
-        "-h",
-        dir,
-        "-p",
-        String(PORT),
-        "-U",
-        "postgres",
-        "-d",
-        db,
-        "-v",
-        "ON_ERROR_STOP=1",
-        "-qAt",
-        "-c",
-        sql,
-      ]),
+    psql: (sql, db = "postgres", user = "postgres") =>
+      asPostgres(path.join(bin, "psql"), ["-h", dir, "-p", String(PORT), "-U", user, "-d", db, "-v", "ON_ERROR_STOP=1", "-qAt", "-c", sql]),
     pid: () => Number(readFileSync(path.join(data, "postmaster.pid"), "utf8").split("\n")[0]),
     restart: (mode = "fast") => {
       ctl(["-m", mode, "-w", "stop"]);
