@@ -1,6 +1,7 @@
 import os from "node:os";
 import type { Json } from "../engine/records";
 import type { ProviderConfig, RunCommand } from "../protocol/runner";
+import { PgQueue } from "../pgstore/index";
 import { runSession, type SessionResult } from "../runner/session";
 import { STORE_OPTIONS, locationFromOptions, type StoreLocation } from "../runner/storeLocation";
 import { CasefileError } from "../engine/errors";
@@ -126,6 +127,10 @@ export const sessionCommands = {
     const location = locationFromOptions("respond", values, positionals[0]);
     if (!location || !values.request || values.answer === undefined)
       throw new CasefileError("USAGE", "respond needs a case file (or --store URL --case ID), --request ID and --answer JSON");
+    if (location.kind === "postgres") {
+      const queued = await respondToQueuedCase(location, values.request, jsonArg(values.answer, "answer"), values.by ?? osUser(), io);
+      if (queued !== undefined) return queued;
+    }
     return session(
       {
         kind: "respond",
@@ -142,6 +147,39 @@ export const sessionCommands = {
     );
   },
 } satisfies Record<string, Command>;
+
+/**
+ * A case a worker runs (it came through `casefile enqueue`): the answer is recorded here and the
+ * case goes back on the queue for a worker to continue, instead of running in this process.
+ * Undefined for a case of the store that is not on the queue (run with `casefile run --store`).
+ */
+async function respondToQueuedCase(
+  location: Extract<StoreLocation, { kind: "postgres" }>,
+  requestId: string,
+  answer: Json | undefined,
+  by: string | undefined,
+  io: Io,
+): Promise<number | undefined> {
+  const queue = new PgQueue(location.url);
+  try {
+    if (!queue.managed(location.caseId)) return undefined;
+    const result = await runSession(
+      { kind: "respond", caseFile: location.caseId, requestId, answer, by },
+      { location, recordAnswerOnly: true, env: io.env, ...reporter(io) },
+    );
+    if (!queue.requeue(location.caseId)) {
+      throw new CasefileError(
+        "STORE_UNAVAILABLE",
+        `${result.caseFile}: the answer is recorded, but the case could not be put back on the queue`,
+      );
+    }
+    io.out(`answered ${requestId}: run ${result.runId} back on the queue at checkpoint ${result.checkpointId}`);
+    io.out(`case: ${result.caseFile}`);
+    return 0;
+  } finally {
+    queue.close();
+  }
+}
 
 /** Who answers a request from a terminal when --by is not given: the OS user. */
 function osUser(): string | undefined {

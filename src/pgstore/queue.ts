@@ -125,6 +125,14 @@ export class PgQueue {
     return rows.length === 1;
   }
 
+  /** Whether the case came through `enqueue` (a worker runs it), rather than `casefile run --store`. */
+  managed(caseId: string): boolean {
+    const rows = this.wrap("read the case", () =>
+      this.client.query(`SELECT 1 FROM ${S}.cases WHERE tenant = $1 AND id = $2 AND workflow IS NOT NULL`, [this.tenant, caseId]),
+    );
+    return rows.length === 1;
+  }
+
   /** Every case's queue state, for tests and `casefile worker` logs. */
   list(): { caseId: string; status: string; generation: number; owner: string | null }[] {
     return this.wrap("list cases", () =>

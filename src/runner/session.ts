@@ -29,6 +29,8 @@ export interface SessionOptions {
   tenant?: string;
   /** A case of a Postgres store (`--store URL --case ID`) instead of the command's case file. */
   location?: StoreLocation;
+  /** respond only: record the answer and return, the run left `running` for a worker to continue. */
+  recordAnswerOnly?: boolean;
 }
 
 export interface SessionResult extends RunResult {
@@ -93,7 +95,10 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
         });
         break;
       case "respond":
-        result = await engine.respond(command.requestId, command.answer as Json, { by: command.by });
+        result = await engine.respond(command.requestId, command.answer as Json, {
+          by: command.by,
+          ...(opts.recordAnswerOnly ? { recordOnly: true } : {}),
+        });
         break;
       case "replay":
         // Always a branch: the run that recorded the step stays exactly as it was.

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { startErp, type ErpServer } from "../../examples/erp/server";
+import { invoiceSeed } from "../../examples/invoice/erpData";
 import { applicationId, supplierSeed } from "../../examples/supplier/erpSeed";
 import { PgQueue, PostgresStore } from "../../src/pgstore/index";
 import { createDatabase, pgCluster } from "../helpers/pgCluster";
@@ -17,8 +18,8 @@ interface Worker {
 }
 
 /** A `casefile worker` child; its log (stderr) kept for the assertions. */
-function startWorker(url: string, env: NodeJS.ProcessEnv, extra: string[] = []): Worker {
-  const child = spawn(process.execPath, [cliPath, "worker", workflow, "--store", url, ...extra], {
+function startWorker(url: string, env: NodeJS.ProcessEnv, extra: string[] = [], file = workflow): Worker {
+  const child = spawn(process.execPath, [cliPath, "worker", file, "--store", url, ...extra], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -151,5 +152,63 @@ describe("workers on a Postgres store: leases, a killed worker's case resumed, a
     assert.equal(await a.exited, 0, a.stderr());
     assert.match(a.stderr(), /case APP-0000: LEASE_LOST: .*taken over/);
     await checkCases(url);
+  });
+
+  it("a case waiting for a person: respond --store records the answer and puts the case back on the queue, and a worker finishes it", async () => {
+    const url = createDatabase("respond");
+    const invoice = path.join(root, "examples/invoice/workflow.ts");
+    const invoiceErp = await startErp({ dataDir: path.join(dir, "erp-invoice"), seed: invoiceSeed });
+    try {
+      const env = { ERP_URL: invoiceErp.url };
+      const q = await runCli(["enqueue", invoice, "--store", url, "--case", "inv-1001", "--input", '{"invoiceId":"INV-1001"}']);
+      assert.equal(q.code, 0, q.stderr);
+      const first = startWorker(url, env, ["--idle-exit-ms", "1500"], invoice);
+      assert.equal(await first.exited, 0, first.stderr());
+      assert.match(first.stderr(), /case inv-1001: waiting/);
+      const inspected = JSON.parse((await runCli(["inspect", "--store", url, "--case", "inv-1001", "--json"], env)).stdout) as {
+        runs: { status: string; waiting: { id: string }[] }[];
+      };
+      assert.equal(inspected.runs[0]!.status, "waiting");
+
+      const answer = await runCli(
+        [
+          "respond",
+          "--store",
+          url,
+          "--case",
+          "inv-1001",
+          "--request",
+          inspected.runs[0]!.waiting[0]!.id,
+          "--answer",
+          '{"decision":"reject","comment":"no"}',
+        ],
+        env,
+      );
+      assert.equal(answer.code, 0, answer.stderr);
+      assert.match(answer.stdout, /answered \S+: run run-\w+ back on the queue at checkpoint/);
+      const queue = new PgQueue(url);
+      try {
+        assert.deepEqual(
+          queue.list().map((c) => c.status),
+          ["queued"],
+        );
+      } finally {
+        queue.close();
+      }
+
+      const second = startWorker(url, env, ["--idle-exit-ms", "1500"], invoice);
+      assert.equal(await second.exited, 0, second.stderr());
+      assert.match(second.stderr(), /case inv-1001: completed/);
+      const store = await PostgresStore.open(url, { caseId: "inv-1001", readOnly: true });
+      try {
+        const [run] = store.listRuns();
+        assert.equal(run!.status, "completed");
+        assert.deepEqual(run!.outputs, [{ invoice: "INV-1001", outcome: "reject by reviewer" }]);
+      } finally {
+        store.close();
+      }
+    } finally {
+      await invoiceErp.close();
+    }
   });
 });
