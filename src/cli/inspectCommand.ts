@@ -1,5 +1,6 @@
 import { SqlJsStore } from "../casefile/index";
 import { CasefileError } from "../engine/errors";
+import { PostgresStore } from "../pgstore/index";
 import { STORE_OPTIONS, locationFromOptions, openLocation } from "../runner/storeLocation";
 import { parseOptions as parse, type Command } from "./args";
 import { formatInspection, inspectCaseFile } from "./inspect";
@@ -24,7 +25,9 @@ export const inspect: Command = async (args, io) => {
             journal: { uncompactedSupersteps: store.uncompactedSupersteps(), uncompactedRecords: store.uncompactedRecords() },
             damaged: store.damagedRecords(),
           }
-        : {};
+        : store instanceof PostgresStore
+          ? { damaged: store.damagedRecords() }
+          : {};
     const inspected = inspectCaseFile(store, file, values.run, extra);
     if (values.run && inspected.runs.length === 0 && inspected.unreadable.length === 0)
       throw new CasefileError("UNKNOWN_RUN", `no run "${values.run}" in ${file}`);

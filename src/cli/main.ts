@@ -83,6 +83,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (require("./queueCommands") as typeof import("./queueCommands")).worker,
   },
   {
+    name: "pull",
+    synopsis: ["casefile pull --store URL --case ID --out F.casefile [--tenant T]"],
+    load: async () => (require("./pullCommand") as typeof import("./pullCommand")).pull,
+  },
+  {
     name: "compact",
     synopsis: ["casefile compact <case file>"],
     load: async () => (require("./compactCommand") as typeof import("./compactCommand")).compact,

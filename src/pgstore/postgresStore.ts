@@ -480,6 +480,31 @@ export class PostgresStore implements CaseStore {
     ]);
   }
 
+  /**
+   * Every record of one table of the case, in commit order (events by seq): what `casefile pull`
+   * copies into a case file. Damaged records are refused (CORRUPT_CASE_FILE), as every read does.
+   */
+  allRecords(table: TableName): unknown[] {
+    return this.records<unknown>(table, table === "events" ? "ORDER BY seq" : "ORDER BY pos", []);
+  }
+
+  /** Rows of the case whose data has not its record's shape, without throwing (what inspect lists). */
+  damagedRecords(): { table: string; row: Record<string, string | number>; problem: string }[] {
+    const out: { table: string; row: Record<string, string | number>; problem: string }[] = [];
+    for (const table of TABLES) {
+      const { name, identity } = STORED[table];
+      const rows = this.read<Record<string, unknown>>(
+        `SELECT data, ${identity.join(", ")} FROM ${S}.${name} WHERE tenant = $1 AND case_id = $2 ORDER BY pos`,
+        [this.tenant, this.caseId],
+      );
+      for (const r of rows) {
+        const problem = storedRowProblem(table, r.data);
+        if (problem !== undefined) out.push({ table: name, row: Object.fromEntries(identity.map((c) => [c, String(r[c])])), problem });
+      }
+    }
+    return out;
+  }
+
   /** Ends the connection. Called by whoever opened the store, when the command or the case is done. */
   close(): void {
     if (this.closed) return;

@@ -4,7 +4,8 @@ import path from "node:path";
 import { startErp, type ErpServer } from "../../examples/erp/server";
 import { invoiceSeed } from "../../examples/invoice/erpData";
 import { PostgresStore } from "../../src/pgstore/index";
-import { createDatabase } from "../helpers/pgCluster";
+import { openCaseFile } from "../../src/casefile/index";
+import { createDatabase, pgCluster } from "../helpers/pgCluster";
 import { root, runCli, tempDir } from "./helpers";
 
 const workflow = path.join(root, "examples/invoice/workflow.ts");
@@ -130,6 +131,52 @@ describe("CLI on a Postgres store: run, respond, inspect, replay, export-eval wi
     assert.equal(JSON.parse(exported.stdout).path, out);
     assert.ok(existsSync(out));
     assert.equal(JSON.parse(readFileSync(out, "utf8")).step, "propose");
+  });
+
+  it("pulls a case with its branch into a local case file: inspect --json of both agree but for the location, and the store is unchanged", async () => {
+    const db = new URL(url).pathname.slice(1);
+    const tables = [
+      "cases",
+      "runs",
+      "checkpoints",
+      "state_values",
+      "steps",
+      "facts",
+      "agent_calls",
+      "verdicts",
+      "intents",
+      "rules",
+      "events",
+    ];
+    const snapshot = (): string =>
+      pgCluster().psql(tables.map((t) => `SELECT '${t}', count(*), coalesce(max(pos), 0) FROM casefile.${t}`).join(" UNION ALL "), db);
+    const before = snapshot();
+    const out = path.join(dir, "pulled-1002.casefile");
+    const r = await runCli(["pull", "--store", url, "--case", "inv-1002", "--out", out], env);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /pulled case inv-1002: 2 run\(s\), \d+ checkpoint\(s\), \d+ event\(s\)/);
+    assert.equal(snapshot(), before, "pulling wrote nothing to the store");
+
+    const local = await inspect([out]);
+    const remote = await inspect(["--store", url, "--case", "inv-1002"]);
+    assert.equal(local.runs.length, 2);
+    const { caseFile: _l, journal: _j, ...localRest } = local as Inspected & { journal?: unknown };
+    const { caseFile: _r, ...remoteRest } = remote;
+    assert.deepEqual(localRest, remoteRest);
+    // Reopened from disk without the store: every event, in the same order and numbering.
+    const store = await openCaseFile(out, { readOnly: true });
+    const pg = await PostgresStore.open(url, { caseId: "inv-1002", readOnly: true });
+    try {
+      assert.deepEqual(store.listEvents(), pg.listEvents());
+      assert.deepEqual(store.listIntents(), pg.listIntents());
+      for (const run of pg.listRuns()) assert.deepEqual(store.listFacts(run.id), pg.listFacts(run.id));
+    } finally {
+      store.close();
+      pg.close();
+    }
+    const again = await runCli(["pull", "--store", url, "--case", "inv-1002", "--out", out], env);
+    assert.equal(again.code, 2);
+    assert.match(again.stderr, /already exists: pull writes a new case file/);
   });
 
   it("refuses half a store location, a store URL that is not Postgres, an unknown case and an unreachable store, in one line each", async () => {
