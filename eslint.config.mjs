@@ -37,6 +37,15 @@ const LAYERS = {
         "casefile (the stores) imports only engine and protocol: no runner, cli, debug, extension or webview code (DESIGN.md, Layers)",
     },
   ],
+  "src/pgstore/**": [
+    VSCODE,
+    { regex: pkg("sql.js"), message: "the Postgres store holds no sql.js: the case file is src/casefile/" },
+    {
+      regex: layer("casefile", "runner", "cli", "debug", "extension", "webview", "authoring"),
+      message:
+        "pgstore (a store beside casefile) imports only engine and protocol: no case-file, runner, cli, debug, extension or webview code (DESIGN.md, Layers)",
+    },
+  ],
   "src/{runner,cli,debug}/**": [
     VSCODE,
     {

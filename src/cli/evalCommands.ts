@@ -27,6 +27,7 @@ import type { Workflow } from "../engine/workflow";
 import { ExportEvalResultSchema } from "../protocol/exportEval";
 import type { ProviderConfig } from "../protocol/runner";
 import { loadWorkflow } from "../runner/bundle";
+import { STORE_OPTIONS, locationFromOptions, openLocation } from "../runner/storeLocation";
 import { jsonOption, parseOptions, providerOption, type Command, type Io } from "./args";
 import { formatTable, toJUnit, type CaseResult } from "./evalReport";
 import { resolveStep } from "./stepArg";
@@ -55,16 +56,18 @@ export const exportEval: Command = async (args, io) => {
       expect: { type: "string" },
       workflow: { type: "string" },
       json: { type: "boolean" },
+      ...STORE_OPTIONS,
     },
     1,
   );
-  const caseFile = positionals[0] ? path.resolve(positionals[0]) : undefined;
-  if (!caseFile || !values.step) throw new CasefileError("USAGE", "export-eval needs a case file and --step <agent call id>");
+  const location = locationFromOptions("export-eval", values, positionals[0]);
+  if (!location || !values.step)
+    throw new CasefileError("USAGE", "export-eval needs a case file (or --store URL --case ID) and --step <agent call id>");
   const format = (values.format ?? "json") as Format;
   if (!(format in FORMATS)) throw new CasefileError("USAGE", `--format must be json, openai-jsonl or promptfoo, not "${values.format}"`);
   const change = parseExpect(values.expect);
 
-  const store = await openCaseFile(caseFile, { readOnly: true });
+  const { store, label: caseFile } = await openLocation(location, { readOnly: true });
   let evalCase: EvalCase;
   let workflowPath: string;
   try {
@@ -83,7 +86,9 @@ export const exportEval: Command = async (args, io) => {
   }
   if (change) evalCase = correctExpected(evalCase, change);
 
-  const out = path.resolve(values.out ?? path.join(path.dirname(caseFile), "evals", evalCase.id + FORMATS[format]));
+  // Beside the case file; for a case of a store, in ./evals of the working folder.
+  const evalsDir = location.kind === "file" ? path.join(path.dirname(caseFile), "evals") : "evals";
+  const out = path.resolve(values.out ?? path.join(evalsDir, evalCase.id + FORMATS[format]));
   // Relative to the case's folder: evals kept in a repository beside the workflow move with it.
   evalCase = { ...evalCase, workflow: { ...evalCase.workflow, file: path.relative(path.dirname(out), workflowPath) } };
   const text =

@@ -29,35 +29,39 @@ export type CommandEntry = { name: string; synopsis: readonly string[] } & ({ ha
 export const COMMANDS: readonly CommandEntry[] = [
   {
     name: "run",
-    synopsis: ["casefile run <workflow.ts> [--case-file F] [--input JSON] [--provider JSON] [--token-budget N]"],
+    synopsis: ["casefile run <workflow.ts> [--case-file F | --store URL --case ID] [--input JSON] [--provider JSON] [--token-budget N]"],
     load: async () => (require("./sessionCommands") as typeof import("./sessionCommands")).sessionCommands.run,
   },
   {
     name: "resume",
-    synopsis: ["casefile resume <case file> --checkpoint ID [--patch JSON] [--workflow F] [--provider JSON] [--token-budget N]"],
+    synopsis: [
+      "casefile resume (<case file> | --store URL --case ID) --checkpoint ID [--patch JSON] [--workflow F] [--provider JSON] [--token-budget N]",
+    ],
     load: async () => (require("./sessionCommands") as typeof import("./sessionCommands")).sessionCommands.resume,
   },
   {
     name: "respond",
-    synopsis: ["casefile respond <case file> --request ID --answer JSON [--by NAME] [--workflow F] [--provider JSON] [--token-budget N]"],
+    synopsis: [
+      "casefile respond (<case file> | --store URL --case ID) --request ID --answer JSON [--by NAME] [--workflow F] [--provider JSON] [--token-budget N]",
+    ],
     load: async () => (require("./sessionCommands") as typeof import("./sessionCommands")).sessionCommands.respond,
   },
   {
     name: "inspect",
-    synopsis: ["casefile inspect <case file> [--run ID] [--json]"],
+    synopsis: ["casefile inspect (<case file> | --store URL --case ID) [--run ID] [--json]"],
     load: async () => (require("./inspectCommand") as typeof import("./inspectCommand")).inspect,
   },
   {
     name: "replay",
     synopsis: [
-      "casefile replay <case file> --step AGENT_CALL_ID|SUPERSTEP:EXECUTOR [--run ID] [--mode recorded|live|edited] [--messages FILE.json] [--provider JSON] [--token-budget N] [--workflow F]",
+      "casefile replay (<case file> | --store URL --case ID) --step AGENT_CALL_ID|SUPERSTEP:EXECUTOR [--run ID] [--mode recorded|live|edited] [--messages FILE.json] [--provider JSON] [--token-budget N] [--workflow F]",
     ],
     load: async () => (require("./replayCommand") as typeof import("./replayCommand")).replay,
   },
   {
     name: "export-eval",
     synopsis: [
-      "casefile export-eval <case file> --step AGENT_CALL_ID|SUPERSTEP:EXECUTOR [--run ID] [--format json|openai-jsonl|promptfoo] [--out PATH] [--expect JSON] [--workflow F] [--json]",
+      "casefile export-eval (<case file> | --store URL --case ID) --step AGENT_CALL_ID|SUPERSTEP:EXECUTOR [--run ID] [--format json|openai-jsonl|promptfoo] [--out PATH] [--expect JSON] [--workflow F] [--json]",
     ],
     load: async () => (require("./evalCommands") as typeof import("./evalCommands")).exportEval,
   },
@@ -65,6 +69,23 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "eval",
     synopsis: ["casefile eval <dir or files...> [--provider JSON] [--junit PATH] [--workflow F]"],
     load: async () => (require("./evalCommands") as typeof import("./evalCommands")).runEval,
+  },
+  {
+    name: "enqueue",
+    synopsis: ["casefile enqueue <workflow.ts> --store URL --case ID [--input JSON] [--tenant T]"],
+    load: async () => (require("./queueCommands") as typeof import("./queueCommands")).enqueue,
+  },
+  {
+    name: "worker",
+    synopsis: [
+      "casefile worker <workflow.ts> --store URL [--concurrency N] [--lease-ms N] [--idle-exit-ms N] [--tenant T] [--provider JSON]",
+    ],
+    load: async () => (require("./queueCommands") as typeof import("./queueCommands")).worker,
+  },
+  {
+    name: "pull",
+    synopsis: ["casefile pull --store URL --case ID --out F.casefile [--tenant T]"],
+    load: async () => (require("./pullCommand") as typeof import("./pullCommand")).pull,
   },
   {
     name: "compact",

@@ -1,11 +1,11 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { openCaseFile } from "../casefile/index";
 import { CasefileError, errorMessage, zodIssue } from "../engine/errors";
 import type { AgentCallRecord, ChatMessage } from "../engine/records";
 import { ChatMessageSchema, ReplayModeSchema } from "../protocol/runner";
 import { runSession } from "../runner/session";
+import { STORE_OPTIONS, locationFromOptions, openLocation, type StoreLocation } from "../runner/storeLocation";
 import { reporter } from "./report";
 import { parseOptions, providerOption, tokenBudgetOption, type Command } from "./args";
 import { resolveStep } from "./stepArg";
@@ -30,26 +30,29 @@ export const replay: Command = async (args, io) => {
       provider: { type: "string" },
       "token-budget": { type: "string" },
       workflow: { type: "string" },
+      ...STORE_OPTIONS,
     },
     1,
   );
-  const caseFile = positionals[0];
-  if (!caseFile || !values.step) throw new CasefileError("USAGE", "replay needs a case file and --step <agent call id>");
+  const location = locationFromOptions("replay", values, positionals[0]);
+  if (!location || !values.step)
+    throw new CasefileError("USAGE", "replay needs a case file (or --store URL --case ID) and --step <agent call id>");
   const mode = ReplayModeSchema.safeParse(values.mode ?? "recorded");
   if (!mode.success) throw new CasefileError("USAGE", `--mode must be recorded, live or edited, not "${values.mode}"`);
   const messages = values.messages === undefined ? undefined : readMessages(values.messages);
-  const step = await stepOf(caseFile, values.step, values.run);
+  const step = await stepOf(location, values.step, values.run);
 
   const result = await runSession(
     {
       kind: "replay",
-      caseFile,
+      caseFile: location.kind === "file" ? location.file : location.caseId,
       agentCallId: step,
       mode: mode.data,
       ...(messages ? { messages } : {}),
       ...(values.workflow ? { workflowPath: values.workflow } : {}),
     },
     {
+      location,
       provider: providerOption(values.provider, io),
       defaultBudget: tokenBudgetOption(values["token-budget"], io),
       env: io.env,
@@ -59,10 +62,10 @@ export const replay: Command = async (args, io) => {
   io.out(
     `replayed ${step} (${mode.data}) as run ${result.runId}: ${result.status} at superstep ${result.failedAt ?? result.superstep} (${result.failedAt !== undefined ? "last " : ""}checkpoint ${result.checkpointId})`,
   );
-  io.out(`case file: ${result.caseFile}`);
+  io.out(`${location.kind === "file" ? "case file" : "case"}: ${result.caseFile}`);
 
   // The session closed the case file; read back what the two calls recorded, side by side.
-  const store = await openCaseFile(result.caseFile, { readOnly: true });
+  const { store } = await openLocation(location, { readOnly: true });
   try {
     const original = store.getAgentCall(step)!;
     const again = store.listAgentCalls(result.runId).find((c) => c.executor === original.executor);
@@ -85,10 +88,10 @@ export const replay: Command = async (args, io) => {
 };
 
 /** The agent call id `--step` (and `--run`) name, read from the case file opened read-only. */
-async function stepOf(caseFile: string, step: string, run: string | undefined): Promise<string> {
-  const store = await openCaseFile(caseFile, { readOnly: true });
+async function stepOf(location: StoreLocation, step: string, run: string | undefined): Promise<string> {
+  const { store, label } = await openLocation(location, { readOnly: true });
   try {
-    return resolveStep(store, path.resolve(caseFile), step, run).id;
+    return resolveStep(store, label, step, run).id;
   } finally {
     store.close();
   }

@@ -1,7 +1,9 @@
 import os from "node:os";
 import type { Json } from "../engine/records";
 import type { ProviderConfig, RunCommand } from "../protocol/runner";
+import { PgQueue } from "../pgstore/index";
 import { runSession, type SessionResult } from "../runner/session";
+import { STORE_OPTIONS, locationFromOptions, type StoreLocation } from "../runner/storeLocation";
 import { CasefileError } from "../engine/errors";
 import {
   jsonOption as jsonArg,
@@ -28,8 +30,11 @@ async function session(
   provider: ProviderConfig | undefined,
   io: Io,
   tokenBudget: string | undefined,
+  location: StoreLocation | undefined,
 ): Promise<number> {
   const result: SessionResult = await runSession(command, {
+    // A case file is the command's caseFile (or, for a new run, named by the runner from its input).
+    ...(location?.kind === "postgres" ? { location } : {}),
     provider,
     defaultBudget: tokenBudgetOption(tokenBudget, io),
     env: io.env,
@@ -40,7 +45,7 @@ async function session(
       ? `run ${result.runId} ${result.status} at superstep ${result.failedAt} (last checkpoint ${result.checkpointId})`
       : `run ${result.runId} ${result.status} at superstep ${result.superstep} (checkpoint ${result.checkpointId})`,
   );
-  io.out(`case file: ${result.caseFile}`);
+  io.out(`${location?.kind === "postgres" ? "case" : "case file"}: ${result.caseFile}`);
   if (result.error) io.err(`casefile: ${result.error.code}: ${result.error.message}`);
   return result.status === "completed" || result.status === "waiting" ? 0 : 1;
 }
@@ -52,6 +57,7 @@ export const sessionCommands = {
       args,
       {
         "case-file": { type: "string" },
+        ...STORE_OPTIONS,
         input: { type: "string" },
         provider: { type: "string" },
         "token-budget": { type: "string" },
@@ -61,12 +67,13 @@ export const sessionCommands = {
     const workflowPath = positionals[0];
     if (!workflowPath) throw new CasefileError("USAGE", "run needs a workflow file");
     // No --case-file: the runner names it from the input (cases/<caseId>.casefile, engine/caseName.ts).
-    const caseFile = values["case-file"];
+    const location = locationFromOptions("run", values, values["case-file"]);
     return session(
-      { kind: "run", workflowPath, ...(caseFile ? { caseFile } : {}), input: jsonArg(values.input, "input") },
+      { kind: "run", workflowPath, ...(location ? { caseFile: caseFileOf(location) } : {}), input: jsonArg(values.input, "input") },
       providerArg(values.provider, io),
       io,
       values["token-budget"],
+      location,
     );
   },
 
@@ -74,6 +81,7 @@ export const sessionCommands = {
     const { values, positionals } = parse(
       args,
       {
+        ...STORE_OPTIONS,
         checkpoint: { type: "string" },
         patch: { type: "string" },
         workflow: { type: "string" },
@@ -82,8 +90,9 @@ export const sessionCommands = {
       },
       1,
     );
-    const caseFile = positionals[0];
-    if (!caseFile || !values.checkpoint) throw new CasefileError("USAGE", "resume needs a case file and --checkpoint ID");
+    const location = locationFromOptions("resume", values, positionals[0]);
+    if (!location || !values.checkpoint)
+      throw new CasefileError("USAGE", "resume needs a case file (or --store URL --case ID) and --checkpoint ID");
     const patch = jsonArg(values.patch, "patch");
     if (patch !== undefined && (typeof patch !== "object" || patch === null || Array.isArray(patch))) {
       throw new CasefileError("USAGE", "--patch must be a JSON object of state key -> new value");
@@ -91,7 +100,7 @@ export const sessionCommands = {
     return session(
       {
         kind: "resume",
-        caseFile,
+        caseFile: caseFileOf(location),
         checkpointId: values.checkpoint,
         patch: patch as Record<string, Json> | undefined,
         workflowPath: values.workflow,
@@ -99,6 +108,7 @@ export const sessionCommands = {
       providerArg(values.provider, io),
       io,
       values["token-budget"],
+      location,
     );
   },
 
@@ -106,6 +116,7 @@ export const sessionCommands = {
     const { values, positionals } = parse(
       args,
       {
+        ...STORE_OPTIONS,
         request: { type: "string" },
         answer: { type: "string" },
         by: { type: "string" },
@@ -115,13 +126,17 @@ export const sessionCommands = {
       },
       1,
     );
-    const caseFile = positionals[0];
-    if (!caseFile || !values.request || values.answer === undefined)
-      throw new CasefileError("USAGE", "respond needs a case file, --request ID and --answer JSON");
+    const location = locationFromOptions("respond", values, positionals[0]);
+    if (!location || !values.request || values.answer === undefined)
+      throw new CasefileError("USAGE", "respond needs a case file (or --store URL --case ID), --request ID and --answer JSON");
+    if (location.kind === "postgres") {
+      const queued = await respondToQueuedCase(location, values.request, jsonArg(values.answer, "answer"), values.by ?? osUser(), io);
+      if (queued !== undefined) return queued;
+    }
     return session(
       {
         kind: "respond",
-        caseFile,
+        caseFile: caseFileOf(location),
         requestId: values.request,
         answer: jsonArg(values.answer, "answer"),
         by: values.by ?? osUser(),
@@ -130,9 +145,43 @@ export const sessionCommands = {
       providerArg(values.provider, io),
       io,
       values["token-budget"],
+      location,
     );
   },
 } satisfies Record<string, Command>;
+
+/**
+ * A case a worker runs (it came through `casefile enqueue`): the answer is recorded here and the
+ * case goes back on the queue for a worker to continue, instead of running in this process.
+ * Undefined for a case of the store that is not on the queue (run with `casefile run --store`).
+ */
+async function respondToQueuedCase(
+  location: Extract<StoreLocation, { kind: "postgres" }>,
+  requestId: string,
+  answer: Json | undefined,
+  by: string | undefined,
+  io: Io,
+): Promise<number | undefined> {
+  const queue = new PgQueue(location.url);
+  try {
+    if (!queue.managed(location.caseId)) return undefined;
+    const result = await runSession(
+      { kind: "respond", caseFile: location.caseId, requestId, answer, by },
+      { location, recordAnswerOnly: true, env: io.env, ...reporter(io) },
+    );
+    if (!queue.requeue(location.caseId)) {
+      throw new CasefileError(
+        "STORE_UNAVAILABLE",
+        `${result.caseFile}: the answer is recorded, but the case could not be put back on the queue`,
+      );
+    }
+    io.out(`answered ${requestId}: run ${result.runId} back on the queue at checkpoint ${result.checkpointId}`);
+    io.out(`case: ${result.caseFile}`);
+    return 0;
+  } finally {
+    queue.close();
+  }
+}
 
 /** Who answers a request from a terminal when --by is not given: the OS user. */
 function osUser(): string | undefined {
@@ -141,4 +190,9 @@ function osUser(): string | undefined {
   } catch {
     return undefined; // no passwd entry for this uid: the answer is recorded without a name
   }
+}
+
+/** The command's caseFile field: the file, or for a case of a store its id (the session opens the location). */
+function caseFileOf(location: StoreLocation): string {
+  return location.kind === "file" ? location.file : location.caseId;
 }

@@ -144,9 +144,11 @@ export class Engine {
    * request is answered once, whatever the workflow version: when the answer goes to a branch (the
    * workflow changed since the run waited), the run that waited is marked `superseded` by it in
    * the same commit, so it is no longer waiting and a second answer is refused naming the first.
-   * `by` names who answered (recorded with the answer).
+   * `by` names who answered (recorded with the answer). `recordOnly`: commit the answer and return
+   * with the run `running` at the answer's checkpoint, for another process to continue (a worker
+   * of a Postgres store's queue resumes it from there).
    */
-  async respond(requestId: string, answer: Json, opts: { by?: string } = {}): Promise<RunResult> {
+  async respond(requestId: string, answer: Json, opts: { by?: string; recordOnly?: boolean } = {}): Promise<RunResult> {
     const found = findWaiting(this.store, requestId);
     const spec = this.workflow.executors[found.request.executor];
     if (!spec || spec.kind !== "request") {
@@ -200,6 +202,16 @@ export class Engine {
       batch.events!.push(this.event(waited.id, found.checkpoint.superstep, "request_answered", answered));
     }
     this.commit(batch);
+    if (opts.recordOnly) {
+      return {
+        runId: run.id,
+        status: run.status,
+        checkpointId: next.id,
+        superstep: next.superstep,
+        warnings: [],
+        outputs: run.outputs ?? [],
+      };
+    }
     return this.loop(run, next, values);
   }
 

@@ -71,6 +71,12 @@ export type ErrorCode =
   | "READ_ONLY"
   /** A CommitBatch the store refused before writing anything (not JSON, missing id, duplicate row). */
   | "INVALID_BATCH"
+  /** A store (Postgres) that cannot be reached, or refused the connection or a statement. */
+  | "STORE_UNAVAILABLE"
+  /** A case the store does not hold (or the connection's tenant may not see). */
+  | "UNKNOWN_CASE"
+  /** A commit by a worker whose lease on the case was taken over: refused, the worker stops that case. */
+  | "LEASE_LOST"
   /** The file system refused a read or write the command needed (a directory where a file was meant, no permission, no folder). */
   | "FILE_ERROR"
   // process boundaries

@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { openCaseFile, type SqlJsStore } from "../casefile/index";
+import type { SqlJsStore } from "../casefile/index";
 import type { AgentReplay, EngineHooks } from "../engine/task";
 import { RunControl } from "../engine/control";
 import { caseIdOf, defaultCaseFile } from "../engine/caseName";
@@ -10,10 +10,12 @@ import type { ModelProvider } from "../engine/model";
 import { withRunModel } from "../engine/modelChoice";
 import { createProvider, runModelOf } from "../engine/providers/index";
 import type { AgentCallRecord, EventRecord, Json } from "../engine/records";
+import type { CaseStore } from "../engine/store";
 import type { ProviderConfig, RunCommand, TokenBudget } from "../protocol/runner";
 import { withDefaultBudget } from "./budget";
 import { loadWorkflow } from "./bundle";
 import { compactAtFromEnv, openRuleBook } from "./ruleBook";
+import { locationLabel, openLocation, type StoreLocation } from "./storeLocation";
 
 export interface SessionOptions {
   control?: RunControl;
@@ -27,9 +29,14 @@ export interface SessionOptions {
   env?: NodeJS.ProcessEnv;
   replay?: AgentReplay;
   tenant?: string;
+  /** A case of a Postgres store (`--store URL --case ID`) instead of the command's case file. */
+  location?: StoreLocation;
+  /** respond only: record the answer and return, the run left `running` for a worker to continue. */
+  recordAnswerOnly?: boolean;
 }
 
 export interface SessionResult extends RunResult {
+  /** The case file's absolute path, or `<store url> case <id>` for a case of a store. */
   caseFile: string;
   workflowPath: string;
 }
@@ -49,26 +56,30 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
   // A new run's workflow is known before its case file: a refusal (a pinned model) creates none.
   const prepared = command.kind === "run" ? await prepare(path.resolve(command.workflowPath)) : undefined;
   // A new run's input is checked (and its case named) before the case file exists: refused, it leaves none.
-  const caseFile = path.resolve(
-    command.kind === "run"
-      ? (command.caseFile ??
-          defaultCaseFile(command.workflowPath, caseIdOf(prepared!, command.input as Json | undefined), {
-            folder: command.caseFolder,
-            root: command.caseFolderRoot,
-          }))
-      : command.caseFile,
-  );
-  if (command.kind === "run" && command.caseFile) caseIdOf(prepared!, command.input as Json | undefined);
+  if (command.kind === "run") caseIdOf(prepared!, command.input as Json | undefined);
+  const location: StoreLocation = opts.location ?? {
+    kind: "file",
+    file: path.resolve(
+      command.kind === "run"
+        ? (command.caseFile ??
+            defaultCaseFile(command.workflowPath, caseIdOf(prepared!, command.input as Json | undefined), {
+              folder: command.caseFolder,
+              root: command.caseFolderRoot,
+            }))
+        : command.caseFile!,
+    ),
+  };
+  const caseFile = locationLabel(location);
   // The default folder (cases/ beside the workflow, or the configured one) is made on a case's first run.
-  else if (command.kind === "run") mkdirSync(path.dirname(caseFile), { recursive: true });
-  const store = await openCaseFile(caseFile, {
+  if (command.kind === "run" && !opts.location && !command.caseFile) mkdirSync(path.dirname(caseFile), { recursive: true });
+  const { store, warnings } = await openLocation(location, {
     create: command.kind === "run",
     tenant: opts.tenant,
     compactAtBytes: compactAtFromEnv(env),
   });
   let ruleBook: SqlJsStore | undefined;
-  const reported = store.warnings.length;
-  for (const w of store.warnings) opts.log?.(`warning: ${w}`);
+  const reported = warnings.length;
+  for (const w of warnings) opts.log?.(`warning: ${w}`);
   try {
     const workflowPath = command.kind === "run" ? path.resolve(command.workflowPath) : resolveWorkflowPath(store, caseFile, command);
     const replayed = command.kind === "replay" ? replayOf(store, caseFile, command) : undefined;
@@ -101,7 +112,10 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
         });
         break;
       case "respond":
-        result = await engine.respond(command.requestId, command.answer as Json, { by: command.by });
+        result = await engine.respond(command.requestId, command.answer as Json, {
+          by: command.by,
+          ...(opts.recordAnswerOnly ? { recordOnly: true } : {}),
+        });
         break;
       case "replay":
         // Always a branch: the run that recorded the step stays exactly as it was.
@@ -122,7 +136,7 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
       // plain SQLite client sees the whole case. Warnings raised since open (a compaction that
       // failed mid-run or on close) are reported here, once.
       store.close();
-      for (const w of store.warnings.slice(reported)) opts.log?.(`warning: ${w}`);
+      for (const w of warnings.slice(reported)) opts.log?.(`warning: ${w}`);
     }
   }
 }
@@ -131,13 +145,13 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
  * The engine's test hooks, from the variables the kill and reconcile tests set on a spawned CLI
  * (test/integration/killHarness.ts, forkEffects.test.ts); unset outside tests, so no pauses.
  */
-function hooksFromEnv(env: NodeJS.ProcessEnv): EngineHooks {
+export function hooksFromEnv(env: NodeJS.ProcessEnv): EngineHooks {
   const ms = (name: string): number | undefined => (env[name] === undefined ? undefined : Number(env[name]));
   return { pauseBeforeActMs: ms("CASEFILE_TEST_PAUSE_BEFORE_ACT_MS"), pauseAfterActMs: ms("CASEFILE_TEST_PAUSE_AFTER_ACT_MS") };
 }
 
 /** A resumed or answered run finds its workflow file where the run that made it recorded it. */
-function resolveWorkflowPath(store: SqlJsStore, caseFile: string, command: Exclude<RunCommand, { kind: "run" }>): string {
+function resolveWorkflowPath(store: CaseStore, caseFile: string, command: Exclude<RunCommand, { kind: "run" }>): string {
   if (command.workflowPath) return path.resolve(command.workflowPath);
   let runId: string | undefined;
   if (command.kind === "resume") {
@@ -160,7 +174,7 @@ function resolveWorkflowPath(store: SqlJsStore, caseFile: string, command: Exclu
  * run before the call's superstep.
  */
 function replayOf(
-  store: SqlJsStore,
+  store: CaseStore,
   caseFile: string,
   command: Extract<RunCommand, { kind: "replay" }>,
 ): { replay: AgentReplay; checkpointId: string } {
@@ -190,7 +204,7 @@ function replayOf(
 }
 
 /** The agent call with that id, or a usage error listing the ones the case file has. */
-export function findAgentCall(store: SqlJsStore, caseFile: string, id: string): AgentCallRecord {
+export function findAgentCall(store: CaseStore, caseFile: string, id: string): AgentCallRecord {
   const call = store.getAgentCall(id);
   if (call) return call;
   const known = store.listAgentCalls().map((c) => c.id);

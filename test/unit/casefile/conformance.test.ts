@@ -4,6 +4,8 @@ import os from "node:os";
 import path from "node:path";
 import { MemoryStore, SCHEMA_VERSION, SqlJsStore } from "../../../src/casefile";
 import type { CaseStore } from "../../../src/engine/store";
+import { PostgresStore } from "../../../src/pgstore";
+import { createDatabase } from "../../helpers/pgCluster";
 import { agentCall, checkpoint, event, fact, intent, ref, rule, run, step, verdict } from "./builders";
 
 /**
@@ -337,3 +339,12 @@ conformance("SqlJsStore", async () => {
     },
   };
 });
+
+// A real Postgres (a cluster made for this test run, test/helpers/pgCluster.ts): each test a case of its own.
+let pgCase = 0;
+conformance("PostgresStore", async () => {
+  pgConformanceUrl ??= createDatabase("conformance");
+  const store = await PostgresStore.open(pgConformanceUrl, { caseId: `case-${++pgCase}`, create: true });
+  return { store, dispose: () => store.close() };
+});
+let pgConformanceUrl: string | undefined;

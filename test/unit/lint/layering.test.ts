@@ -44,6 +44,11 @@ describe("lint: the layering of src/ is enforced per folder", function () {
     ["src/casefile/x.ts", `import { activate } from "../extension/extension";`, /casefile \(the stores\)/],
     ["src/casefile/x.ts", `import { render } from "../webview/inspector";`, /casefile \(the stores\)/],
     ["src/casefile/x.ts", `import * as vscode from "vscode";`, /only src\/extension\/ imports vscode/],
+    // pgstore: a store beside casefile, no case-file code, no sql.js, no runner, cli, vscode
+    ["src/pgstore/x.ts", `import { SqlJsStore } from "../casefile/sqlJsStore";`, /pgstore \(a store beside casefile\)/],
+    ["src/pgstore/x.ts", `import { runSession } from "../runner/session";`, /pgstore \(a store beside casefile\)/],
+    ["src/pgstore/x.ts", `import initSqlJs from "sql.js";`, /holds no sql\.js/],
+    ["src/pgstore/x.ts", `import * as vscode from "vscode";`, /only src\/extension\/ imports vscode/],
     // runner and cli: no vscode, no extension or webview code
     ["src/runner/x.ts", `import * as vscode from "vscode";`, /only src\/extension\/ imports vscode/],
     ["src/runner/x.ts", `import { activate } from "../extension/extension";`, /glue below the editor/],

@@ -1,0 +1,15 @@
+/**
+ * The Postgres store: many cases, of several tenants, in one database, each opened as a CaseStore
+ * the engine writes through exactly as it does a case file. Only the runner and the CLI import this.
+ */
+export { PostgresStore, redact } from "./postgresStore";
+export type { PgOpenOptions, PgAgentCallSummary } from "./postgresStore";
+export { PgQueue } from "./queue";
+export type { Claim, QueueStatus } from "./queue";
+export { PG_MIGRATIONS, PG_SCHEMA, PG_SCHEMA_VERSION, migratePg, tenantRoleSql } from "./schema";
+export type { PgMigration } from "./schema";
+
+/** Whether a --store value names a Postgres store. */
+export function isPostgresUrl(s: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(s);
+}

@@ -1,0 +1,659 @@
+import { CasefileError } from "../engine/errors";
+import type {
+  AgentCallRecord,
+  Checkpoint,
+  EventRecord,
+  FactRecord,
+  IntentRecord,
+  Json,
+  KeyRef,
+  RuleRecord,
+  RunRecord,
+  StateValueRow,
+  StepRecord,
+  VerdictRecord,
+} from "../engine/records";
+import type { CaseFileMeta, CaseStore, CheckpointSummary, CommitBatch } from "../engine/store";
+import { TABLES, missingValue, prepareBatch, storedRowProblem, valueKey } from "../engine/storeBatch";
+import type { TableName } from "../engine/storeBatch";
+import { PG_SCHEMA, PG_SCHEMA_VERSION, connectionTenant, migratePg, newer, storedSchemaVersion } from "./schema";
+import { PgError, SyncPgClient } from "./syncClient";
+import type { PgParam, Statement } from "./syncClient";
+
+export interface PgOpenOptions {
+  /** The case this store reads and writes: what one case file holds. */
+  caseId: string;
+  /**
+   * The tenant to act for. Default: the tenant of the role the URL logs in as (schema.ts,
+   * tenant_roles), else none (the empty tenant). Row-level security decides what a tenant role
+   * sees whatever is asked for here: naming another tenant finds nothing and creates nothing.
+   */
+  tenant?: string;
+  /** Create the case when the store does not hold it (writers only). */
+  create?: boolean;
+  /** Never write: the session is read-only in Postgres too, and commit throws READ_ONLY. */
+  readOnly?: boolean;
+  /**
+   * Fencing: every commit checks in its own transaction that this worker's lease on the case
+   * still has this generation, and is refused with LEASE_LOST once another worker took it over.
+   */
+  fence?: { generation: number };
+}
+
+/** An agent call without its request, response or proposal (the shape of the engine's AgentCallSummary). */
+export interface PgAgentCallSummary {
+  id: string;
+  runId: string;
+  superstep: number;
+  executor: string;
+  hash: string;
+  tokens: number | null;
+}
+
+const S = PG_SCHEMA;
+
+/** Each table's SQL name and the columns that identify a row to a person. */
+const STORED: Record<TableName, { name: string; identity: string[] }> = {
+  runs: { name: "runs", identity: ["id"] },
+  checkpoints: { name: "checkpoints", identity: ["run_id", "superstep", "id"] },
+  values: { name: "state_values", identity: ["run", "key", "version"] },
+  steps: { name: "steps", identity: ["run_id", "superstep", "id"] },
+  facts: { name: "facts", identity: ["run_id", "key", "version", "superstep", "pos"] },
+  agentCalls: { name: "agent_calls", identity: ["run_id", "superstep", "id"] },
+  verdicts: { name: "verdicts", identity: ["run_id", "superstep", "id"] },
+  intents: { name: "intents", identity: ["run_id", "id"] },
+  rules: { name: "rules", identity: ["id"] },
+  events: { name: "events", identity: ["run_id", "superstep", "seq"] },
+};
+
+/** $3: the rows' lookup columns (a JSON array of small objects, see `columnsOf`); $4: the records' JSON texts. */
+const ROWS = "json_array_elements($3::json) WITH ORDINALITY AS t(d, n) JOIN unnest($4::text[]) WITH ORDINALITY AS u(data, m) ON m = n";
+const INT = (f: string): string => `(d->>'${f}')::integer`;
+
+/**
+ * One INSERT per table, all rows of the batch in one parameter ($3, a JSON array): the columns are
+ * taken from the record in SQL, so a commit is a handful of statements whatever its size. Rows go
+ * in in batch order (ORDER BY n), which is the order `pos` numbers them in.
+ */
+const WRITE_SQL: Record<TableName, string> = {
+  runs:
+    `INSERT INTO ${S}.runs (tenant, case_id, id, parent_run_id, status, created_at, data) ` +
+    `SELECT $1, $2, d->>'id', d->>'parentRunId', d->>'status', d->>'createdAt', data::json FROM ${ROWS} ORDER BY n ` +
+    "ON CONFLICT (tenant, case_id, id) DO UPDATE SET parent_run_id = excluded.parent_run_id, status = excluded.status, " +
+    "created_at = excluded.created_at, data = excluded.data",
+  checkpoints:
+    `INSERT INTO ${S}.checkpoints (tenant, case_id, id, run_id, superstep, parent_id, created_at, pending, waiting, data) ` +
+    `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, d->>'parentId', d->>'createdAt', ` +
+    `${INT("pending")}, ${INT("waiting")}, data::json FROM ${ROWS} ORDER BY n`,
+  values:
+    `INSERT INTO ${S}.state_values (tenant, case_id, run, key, version, data) ` +
+    `SELECT $1, $2, d->>'run', d->>'key', ${INT("version")}, data::json FROM ${ROWS} ORDER BY n`,
+  steps:
+    `INSERT INTO ${S}.steps (tenant, case_id, id, run_id, superstep, data) ` +
+    `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, data::json FROM ${ROWS} ORDER BY n`,
+  facts:
+    `INSERT INTO ${S}.facts (tenant, case_id, run_id, key, version, superstep, data) ` +
+    `SELECT $1, $2, d->>'runId', d->>'key', ${INT("version")}, ${INT("superstep")}, data::json FROM ${ROWS} ORDER BY n`,
+  agentCalls:
+    `INSERT INTO ${S}.agent_calls (tenant, case_id, id, run_id, superstep, hash, executor, tokens, data) ` +
+    `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, d->>'hash', d->>'executor', ${INT("tokens")}, data::json FROM ${ROWS} ORDER BY n`,
+  verdicts:
+    `INSERT INTO ${S}.verdicts (tenant, case_id, id, run_id, superstep, agent_call_id, data) ` +
+    `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, d->>'agentCallId', data::json FROM ${ROWS} ORDER BY n`,
+  intents:
+    `INSERT INTO ${S}.intents (tenant, case_id, id, run_id, status, data) ` +
+    `SELECT $1, $2, d->>'id', d->>'runId', d->>'status', data::json FROM ${ROWS} ORDER BY n ` +
+    "ON CONFLICT (tenant, case_id, id) DO UPDATE SET run_id = excluded.run_id, status = excluded.status, data = excluded.data",
+  rules:
+    `INSERT INTO ${S}.rules (tenant, case_id, id, deleted, data) ` +
+    `SELECT $1, $2, d->>'id', (d->>'deleted')::boolean, data::json FROM ${ROWS} ORDER BY n ` +
+    "ON CONFLICT (tenant, case_id, id) DO UPDATE SET deleted = excluded.deleted, data = excluded.data",
+  // The store numbers events: one more than the case's last seq, in the same transaction (the case
+  // row is locked first, so two writers cannot both take the same numbers). The seq in `data` is a
+  // placeholder; a read puts the column's value in its place.
+  events:
+    `INSERT INTO ${S}.events (tenant, case_id, seq, run_id, superstep, type, data) ` +
+    `SELECT $1, $2, base.m + n::integer, d->>'runId', ${INT("superstep")}, d->>'type', data::json ` +
+    `FROM ${ROWS} CROSS JOIN (SELECT coalesce(max(seq), 0) AS m FROM ${S}.events WHERE tenant = $1 AND case_id = $2) base ORDER BY n`,
+};
+
+const UPSERT_TABLES: ReadonlySet<TableName> = new Set(["runs", "intents", "rules"]);
+
+/**
+ * A CaseStore over one case of a Postgres store (src/pgstore/schema.ts): what a case file holds,
+ * as rows keyed by (tenant, case). Opened by the CLI and by workers; many processes may open the
+ * same store, each its own case (a worker's lease decides who writes a case, and `fence` refuses
+ * a commit from one that lost it). Reads parse `data` as JSON (node-postgres parses json with JSON.parse) and
+ * check each record's shape, as the case file does.
+ *
+ * `data` is `json`, not `jsonb`: jsonb reorders an object's members, and the engine rebuilds an
+ * agent step's context from state read back, so a resumed or replayed step would hash differently
+ * from the recorded one (replay refused with WORKFLOW_MISMATCH). `json` keeps the text as written;
+ * it is still only JSON, parsed with JSON.parse, never code.
+ */
+export class PostgresStore implements CaseStore {
+  private closed = false;
+  private summaries: { rows: readonly PgAgentCallSummary[]; lastPos: number } = { rows: Object.freeze([]), lastPos: 0 };
+
+  private constructor(
+    private readonly client: SyncPgClient,
+    /** The URL without its password, for messages. */
+    readonly where: string,
+    readonly readOnly: boolean,
+    readonly tenant: string,
+    readonly caseId: string,
+    private readonly createdAt: string,
+    private readonly fence: { generation: number } | undefined,
+  ) {}
+
+  /**
+   * Connects, brings the schema up to date (writers; a reader refuses a store it would have to
+   * migrate), and finds (or with `create`, makes) the case. Refusals: STORE_UNAVAILABLE,
+   * NEWER_SCHEMA, UNKNOWN_CASE.
+   */
+  static async open(url: string, opts: PgOpenOptions): Promise<PostgresStore> {
+    const where = redact(url);
+    if (typeof opts.caseId !== "string" || opts.caseId === "") {
+      throw new CasefileError("USAGE", `${where}: a case id is needed to open a case of a Postgres store (--case ID)`);
+    }
+    const readOnly = opts.readOnly === true;
+    const client = new SyncPgClient(url, { where, settings: readOnly ? { default_transaction_read_only: "on" } : {} });
+    try {
+      if (readOnly) {
+        const v = wrap(where, "read the schema version", () => storedSchemaVersion(client));
+        if (v === 0) throw unknownCase(where, opts.caseId, opts.tenant ?? "");
+        if (v > PG_SCHEMA_VERSION) throw newer(where, v, PG_SCHEMA_VERSION);
+        if (v < PG_SCHEMA_VERSION) {
+          throw new CasefileError(
+            "NEWER_SCHEMA",
+            `${where}: the store has schema v${v}; open it once as a writer to migrate it to v${PG_SCHEMA_VERSION}`,
+          );
+        }
+      } else {
+        wrap(where, "migrate the schema", () => migratePg(client, where));
+      }
+      const tenant = opts.tenant ?? wrap(where, "read the connection's tenant", () => connectionTenant(client)) ?? "";
+      const find = (): { created_at: string } | undefined =>
+        wrap(where, "read the case", () =>
+          client.query<{ created_at: string }>(`SELECT created_at FROM ${S}.cases WHERE tenant = $1 AND id = $2`, [tenant, opts.caseId]),
+        )[0];
+      let row = find();
+      if (!row && opts.create === true && !readOnly) {
+        try {
+          client.query(`INSERT INTO ${S}.cases (tenant, id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [
+            tenant,
+            opts.caseId,
+            new Date().toISOString(),
+          ]);
+        } catch (e) {
+          if (e instanceof PgError && e.failure.code === "42501") throw foreignTenant(where, tenant, e);
+          throw e instanceof PgError ? unavailable(where, "create the case", e) : e;
+        }
+        row = find();
+      }
+      if (!row) throw unknownCase(where, opts.caseId, tenant);
+      return new PostgresStore(client, where, readOnly, tenant, opts.caseId, row.created_at, opts.fence);
+    } catch (e) {
+      client.close();
+      throw e;
+    }
+  }
+
+  meta(): CaseFileMeta {
+    const m: CaseFileMeta = { schemaVersion: PG_SCHEMA_VERSION, createdAt: this.createdAt };
+    if (this.tenant !== "") m.tenant = this.tenant;
+    return m;
+  }
+
+  /**
+   * One transaction: lock the case row (and check the lease generation when fenced), then one
+   * INSERT per table. Validation (prepareBatch, shared with every store) runs first, with the
+   * append-only identities the batch names looked up in one query, so a refused batch never
+   * reaches Postgres.
+   */
+  commit(batch: CommitBatch): void {
+    if (this.readOnly) throw new CasefileError("READ_ONLY", `${this.where} case ${this.caseId} is open read-only`);
+    const existing = this.existingKeys(batch);
+    const b = prepareBatch(batch, { exists: (t, k) => existing.has(`${t}\0${k}`), nextEventSeq: 1 });
+    if (TABLES.every((t) => b[t].length === 0)) return;
+    const statements: Statement[] = [this.lockStatement()];
+    for (const table of TABLES) {
+      const rows = UPSERT_TABLES.has(table) ? lastOfEach(b[table] as { id: string }[]) : (b[table] as unknown[]);
+      if (rows.length === 0) continue;
+      statements.push({
+        sql: WRITE_SQL[table],
+        params: [this.tenant, this.caseId, JSON.stringify(rows.map((r) => columnsOf(table, r))), rows.map((r) => JSON.stringify(r))],
+      });
+    }
+    try {
+      this.client.transaction(statements);
+    } catch (e) {
+      throw this.commitRefused(e);
+    }
+  }
+
+  private lockStatement(): Statement {
+    if (this.fence === undefined) {
+      return {
+        sql: `SELECT 1 FROM ${S}.cases WHERE tenant = $1 AND id = $2 FOR UPDATE`,
+        params: [this.tenant, this.caseId],
+        expectRows: 1,
+        label: "case",
+      };
+    }
+    return {
+      sql: `SELECT 1 FROM ${S}.cases WHERE tenant = $1 AND id = $2 AND lease_generation = $3 FOR UPDATE`,
+      params: [this.tenant, this.caseId, this.fence.generation],
+      expectRows: 1,
+      label: "lease",
+    };
+  }
+
+  private commitRefused(e: unknown): Error {
+    if (!(e instanceof PgError)) return e as Error;
+    const f = e.failure;
+    if (f.code === "CASEFILE_EXPECT" && f.label === "lease") {
+      return new CasefileError(
+        "LEASE_LOST",
+        `${this.where} case ${this.caseId}: commit refused: this worker's lease (generation ${this.fence?.generation}) was taken over`,
+        { caseId: this.caseId, generation: this.fence?.generation },
+      );
+    }
+    if (f.code === "CASEFILE_EXPECT") return unknownCase(this.where, this.caseId, this.tenant);
+    if (f.code === "42501") return foreignTenant(this.where, this.tenant, e);
+    if (f.code === "23505") {
+      return new CasefileError(
+        "INVALID_BATCH",
+        `commit refused: a row already exists (${f.detail ?? f.message}); append-only rows cannot be replaced`,
+      );
+    }
+    // Class 22 (data exception): a value Postgres cannot hold (an integer column out of range...).
+    if (f.code?.startsWith("22")) return new CasefileError("INVALID_BATCH", `commit refused by Postgres: ${f.message}`);
+    return unavailable(this.where, "commit", e);
+  }
+
+  /** The append-only identities the batch names that the case already holds, as `table\0key`. */
+  private existingKeys(batch: CommitBatch): Set<string> {
+    const found = new Set<string>();
+    if (batch === null || typeof batch !== "object") return found;
+    const ids = (t: TableName): string[] => {
+      const rows = (batch as Record<string, unknown>)[t];
+      if (!Array.isArray(rows)) return [];
+      return rows.map((r) => (r as { id?: unknown } | null)?.id).filter((id): id is string => typeof id === "string");
+    };
+    const parts: string[] = [];
+    const params: PgParam[] = [this.tenant, this.caseId];
+    for (const [t, name] of [
+      ["checkpoints", "checkpoints"],
+      ["steps", "steps"],
+      ["agentCalls", "agent_calls"],
+      ["verdicts", "verdicts"],
+    ] as const) {
+      const list = ids(t);
+      if (list.length === 0) continue;
+      params.push(JSON.stringify(list));
+      parts.push(
+        `SELECT '${t}' AS t, id AS a, NULL AS b, NULL::integer AS c FROM ${S}.${name} WHERE tenant = $1 AND case_id = $2 ` +
+          `AND id IN (SELECT jsonb_array_elements_text($${params.length}::jsonb))`,
+      );
+    }
+    const values = (batch as { values?: unknown }).values;
+    if (Array.isArray(values)) {
+      const refs = values
+        .map((v) => v as { run?: unknown; key?: unknown; version?: unknown } | null)
+        .filter((v) => v && typeof v.run === "string" && typeof v.key === "string" && Number.isSafeInteger(v.version))
+        .map((v) => [v!.run, v!.key, v!.version]);
+      if (refs.length > 0) {
+        params.push(JSON.stringify(refs));
+        parts.push(
+          `SELECT 'values', run, key, version FROM ${S}.state_values WHERE tenant = $1 AND case_id = $2 ` +
+            `AND (run, key, version) IN (SELECT e->>0, e->>1, (e->>2)::integer FROM jsonb_array_elements($${params.length}::jsonb) e)`,
+        );
+      }
+    }
+    if (parts.length === 0) return found;
+    let rows: { t: TableName; a: string; b: string | null; c: number | null }[];
+    try {
+      rows = this.client.query(parts.join(" UNION ALL "), params);
+    } catch (e) {
+      // An id Postgres cannot hold as text ("\u0000"): the batch is refused before any write.
+      if (e instanceof PgError && e.failure.code?.startsWith("22")) {
+        throw new CasefileError("INVALID_BATCH", `commit refused by Postgres: ${e.failure.message}`);
+      }
+      throw e instanceof PgError ? unavailable(this.where, "read", e) : e;
+    }
+    for (const r of rows) found.add(`${r.t}\0${r.t === "values" ? valueKey(r.a, r.b!, r.c!) : r.a}`);
+    return found;
+  }
+
+  getRun(id: string): RunRecord | undefined {
+    return this.one<RunRecord>("runs", "AND id = $3", [id]);
+  }
+
+  listRuns(): RunRecord[] {
+    return this.records<RunRecord>("runs", "ORDER BY pos", []);
+  }
+
+  getCheckpoint(id: string): Checkpoint | undefined {
+    return this.one<Checkpoint>("checkpoints", "AND id = $3", [id]);
+  }
+
+  /** From the indexed columns: listing never parses a checkpoint's JSON. */
+  listCheckpoints(runId: string, superstep?: number): CheckpointSummary[] {
+    const rows = this.read<{
+      id: string;
+      run_id: string;
+      superstep: number;
+      created_at: string;
+      parent_id: string | null;
+      pending: number;
+      waiting: number;
+    }>(
+      `SELECT id, run_id, superstep, created_at, parent_id, pending, waiting FROM ${S}.checkpoints ` +
+        "WHERE tenant = $1 AND case_id = $2 AND run_id = $3 AND ($4::integer IS NULL OR superstep = $4) ORDER BY superstep, pos",
+      [this.tenant, this.caseId, runId, superstep ?? null],
+    );
+    return rows.map((r) => {
+      const s: CheckpointSummary = {
+        id: r.id,
+        runId: r.run_id,
+        superstep: r.superstep,
+        createdAt: r.created_at,
+        pending: r.pending,
+        waiting: r.waiting,
+      };
+      if (r.parent_id !== null) s.parentId = r.parent_id;
+      return s;
+    });
+  }
+
+  latestCheckpoint(runId: string, before?: number): Checkpoint | undefined {
+    return this.one<Checkpoint>(
+      "checkpoints",
+      "AND run_id = $3 AND ($4::integer IS NULL OR superstep < $4) ORDER BY superstep DESC, pos DESC LIMIT 1",
+      [runId, before ?? null],
+    );
+  }
+
+  readValues(refs: Record<string, KeyRef>): Record<string, Json> {
+    const entries = Object.entries(refs);
+    const out: Record<string, Json> = {};
+    if (entries.length === 0) return out;
+    const rows = this.records<StateValueRow>(
+      "values",
+      "AND (run, key, version) IN (SELECT e->>0, e->>1, (e->>2)::integer FROM jsonb_array_elements($3::jsonb) e)",
+      [JSON.stringify(entries.map(([key, ref]) => [ref.run, key, ref.version]))],
+    );
+    const byKey = new Map(rows.map((r) => [valueKey(r.run, r.key, r.version), r.value]));
+    for (const [key, ref] of entries) {
+      const k = valueKey(ref.run, key, ref.version);
+      if (!byKey.has(k)) throw missingValue(`${this.where} case ${this.caseId}`, key, ref);
+      out[key] = byKey.get(k)!;
+    }
+    return out;
+  }
+
+  listSteps(runId: string, superstep?: number): StepRecord[] {
+    return this.records<StepRecord>("steps", "AND run_id = $3 AND ($4::integer IS NULL OR superstep = $4) ORDER BY pos", [
+      runId,
+      superstep ?? null,
+    ]);
+  }
+
+  listFacts(runId: string): FactRecord[] {
+    return this.records<FactRecord>("facts", "AND run_id = $3 ORDER BY pos", [runId]);
+  }
+
+  listAgentCalls(runId?: string, superstep?: number): AgentCallRecord[] {
+    return this.records<AgentCallRecord>(
+      "agentCalls",
+      "AND ($3::text IS NULL OR run_id = $3) AND ($4::integer IS NULL OR superstep = $4) ORDER BY pos",
+      [runId ?? null, superstep ?? null],
+    );
+  }
+
+  /**
+   * Every agent call summarised, in commit order, from columns and two json paths. The same
+   * (frozen) array comes back until a call is added; then only the new rows are read.
+   */
+  agentCallSummaries(): readonly PgAgentCallSummary[] {
+    const rows = this.read<{
+      pos: string;
+      id: string;
+      run_id: string;
+      superstep: number;
+      hash: string;
+      executor: string;
+      tokens: number | null;
+    }>(
+      `SELECT pos, id, run_id, superstep, hash, executor, tokens FROM ${S}.agent_calls ` +
+        "WHERE tenant = $1 AND case_id = $2 AND pos > $3 ORDER BY pos",
+      [this.tenant, this.caseId, this.summaries.lastPos],
+    );
+    if (rows.length === 0) return this.summaries.rows;
+    const added = rows.map((r) =>
+      Object.freeze({
+        id: r.id,
+        runId: r.run_id,
+        superstep: r.superstep,
+        executor: r.executor,
+        hash: r.hash,
+        tokens: r.tokens,
+      }),
+    );
+    this.summaries = { rows: Object.freeze([...this.summaries.rows, ...added]), lastPos: Number(rows[rows.length - 1]!.pos) };
+    return this.summaries.rows;
+  }
+
+  getAgentCall(id: string): AgentCallRecord | undefined {
+    return this.one<AgentCallRecord>("agentCalls", "AND id = $3", [id]);
+  }
+
+  listVerdicts(runId?: string, filter: { superstep?: number; agentCallId?: string } = {}): VerdictRecord[] {
+    return this.records<VerdictRecord>(
+      "verdicts",
+      "AND ($3::text IS NULL OR run_id = $3) AND ($4::integer IS NULL OR superstep = $4) AND ($5::text IS NULL OR agent_call_id = $5) ORDER BY pos",
+      [runId ?? null, filter.superstep ?? null, filter.agentCallId ?? null],
+    );
+  }
+
+  listIntents(filter: { runId?: string; status?: IntentRecord["status"] } = {}): IntentRecord[] {
+    return this.records<IntentRecord>(
+      "intents",
+      "AND ($3::text IS NULL OR run_id = $3) AND ($4::text IS NULL OR status = $4) ORDER BY pos",
+      [filter.runId ?? null, filter.status ?? null],
+    );
+  }
+
+  getIntent(id: string): IntentRecord | undefined {
+    return this.one<IntentRecord>("intents", "AND id = $3", [id]);
+  }
+
+  listRules(includeDeleted = false): RuleRecord[] {
+    return this.records<RuleRecord>("rules", "AND ($3 OR NOT deleted) ORDER BY pos", [includeDeleted]);
+  }
+
+  listEvents(filter: { runId?: string; afterSeq?: number } = {}): EventRecord[] {
+    return this.records<EventRecord>("events", "AND ($3::text IS NULL OR run_id = $3) AND seq > $4 ORDER BY seq", [
+      filter.runId ?? null,
+      filter.afterSeq ?? 0,
+    ]);
+  }
+
+  /**
+   * Every record of one table of the case, in commit order (events by seq): what `casefile pull`
+   * copies into a case file. Damaged records are refused (CORRUPT_CASE_FILE), as every read does.
+   */
+  allRecords(table: TableName): unknown[] {
+    return this.records<unknown>(table, table === "events" ? "ORDER BY seq" : "ORDER BY pos", []);
+  }
+
+  /** Rows of the case whose data has not its record's shape, without throwing (what inspect lists). */
+  damagedRecords(): { table: string; row: Record<string, string | number>; problem: string }[] {
+    const out: { table: string; row: Record<string, string | number>; problem: string }[] = [];
+    for (const table of TABLES) {
+      const { name, identity } = STORED[table];
+      const rows = this.read<Record<string, unknown>>(
+        `SELECT data, ${identity.join(", ")} FROM ${S}.${name} WHERE tenant = $1 AND case_id = $2 ORDER BY pos`,
+        [this.tenant, this.caseId],
+      );
+      for (const r of rows) {
+        const problem = storedRowProblem(table, r.data);
+        if (problem !== undefined) out.push({ table: name, row: Object.fromEntries(identity.map((c) => [c, String(r[c])])), problem });
+      }
+    }
+    return out;
+  }
+
+  /** Ends the connection. Called by whoever opened the store, when the command or the case is done. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.client.close();
+  }
+
+  private read<T>(sql: string, params: PgParam[]): T[] {
+    return wrap(this.where, "read", () => this.client.query<T>(sql, params));
+  }
+
+  /**
+   * Every read of a stored record: `SELECT data, <identity> FROM <table> WHERE tenant = $1 AND
+   * case_id = $2 <rest>`, each record checked against its table's shape; a damaged one is refused
+   * with CORRUPT_CASE_FILE naming the store, case, table and row.
+   */
+  private records<T>(table: TableName, rest: string, params: PgParam[]): T[] {
+    const { name, identity } = STORED[table];
+    const rows = this.read<Record<string, unknown>>(
+      `SELECT data, ${identity.join(", ")} FROM ${S}.${name} WHERE tenant = $1 AND case_id = $2 ${rest}`,
+      [this.tenant, this.caseId, ...params],
+    );
+    return rows.map((r) => {
+      const problem = storedRowProblem(table, r.data);
+      if (problem !== undefined) {
+        const row = Object.fromEntries(identity.map((c) => [c, String(r[c])]));
+        throw new CasefileError("CORRUPT_CASE_FILE", `${this.where} case ${this.caseId}: ${name} row ${JSON.stringify(row)}: ${problem}`, {
+          table: name,
+          row,
+          problem,
+        });
+      }
+      // An event's seq is the column's (numbered in the commit's transaction); the member is already there, so its place stays.
+      if (table === "events") (r.data as { seq?: number }).seq = r.seq as number;
+      return r.data as T;
+    });
+  }
+
+  private one<T>(table: TableName, rest: string, params: PgParam[]): T | undefined {
+    return this.records<T>(table, rest, params)[0];
+  }
+}
+
+/**
+ * The columns a row is looked up by, as a small JSON object the INSERT reads with ->>. The record
+ * itself goes as its own JSON text: Postgres's json operators unescape a whole object to read one
+ * member, and refuse "\u0000" anywhere in it, which a state value may hold.
+ */
+function columnsOf(table: TableName, row: unknown): Record<string, Json | undefined> {
+  switch (table) {
+    case "runs": {
+      const r = row as RunRecord;
+      return { id: r.id, parentRunId: r.parentRunId, status: r.status, createdAt: r.createdAt };
+    }
+    case "checkpoints": {
+      const c = row as Checkpoint;
+      return {
+        id: c.id,
+        runId: c.runId,
+        superstep: c.superstep,
+        parentId: c.parentId,
+        createdAt: c.createdAt,
+        pending: c.pending.length,
+        waiting: c.waiting.length,
+      };
+    }
+    case "values": {
+      const v = row as StateValueRow;
+      return { run: v.run, key: v.key, version: v.version };
+    }
+    case "steps": {
+      const s = row as StepRecord;
+      return { id: s.id, runId: s.runId, superstep: s.superstep };
+    }
+    case "facts": {
+      const f = row as FactRecord;
+      return { runId: f.runId, key: f.key, version: f.version, superstep: f.superstep };
+    }
+    case "agentCalls": {
+      const a = row as AgentCallRecord;
+      return { id: a.id, runId: a.runId, superstep: a.superstep, hash: a.hash, executor: a.executor, tokens: a.tokens?.count };
+    }
+    case "verdicts": {
+      const v = row as VerdictRecord;
+      return { id: v.id, runId: v.runId, superstep: v.superstep, agentCallId: v.agentCallId };
+    }
+    case "intents": {
+      const i = row as IntentRecord;
+      return { id: i.id, runId: i.runId, status: i.status };
+    }
+    case "rules": {
+      const r = row as RuleRecord;
+      return { id: r.id, deleted: r.deleted === true };
+    }
+    case "events": {
+      const e = row as EventRecord;
+      return { runId: e.runId, superstep: e.superstep, type: e.type };
+    }
+    default: {
+      const never: never = table;
+      throw new Error(`no columns for table ${String(never)}`);
+    }
+  }
+}
+
+/** Upserted rows of one batch: one per id, at the place of its first appearance, with its last value. */
+function lastOfEach<T extends { id: string }>(rows: T[]): T[] {
+  const byId = new Map<string, T>();
+  for (const r of rows) byId.set(r.id, r);
+  return [...byId.values()];
+}
+
+/** The URL as a person may see it: the password replaced. */
+export function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "(a store URL that does not parse)";
+  }
+}
+
+function wrap<T>(where: string, what: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof PgError) throw unavailable(where, what, e);
+    throw e;
+  }
+}
+
+function unavailable(where: string, what: string, e: PgError): CasefileError {
+  const f = e.failure;
+  return new CasefileError("STORE_UNAVAILABLE", `${where}: cannot ${what}: ${f.message}${f.code ? ` (${f.code})` : ""}`, {
+    pgCode: f.code ?? null,
+  });
+}
+
+/** Row-level security refused a row of another tenant than the connection's. */
+function foreignTenant(where: string, tenant: string, e: PgError): CasefileError {
+  return new CasefileError("FOREIGN_TENANT", `${where}: this connection may not write for tenant "${tenant}": ${e.failure.message}`, {
+    tenant,
+  });
+}
+
+function unknownCase(where: string, caseId: string, tenant: string): CasefileError {
+  return new CasefileError("UNKNOWN_CASE", `${where}: no case "${caseId}"${tenant ? ` for tenant "${tenant}"` : ""} in this store`, {
+    caseId,
+    tenant,
+  });
+}

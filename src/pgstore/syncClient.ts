@@ -1,0 +1,187 @@
+import { createRequire } from "node:module";
+import { MessageChannel, Worker, receiveMessageOnPort } from "node:worker_threads";
+import type { MessagePort } from "node:worker_threads";
+import { CasefileError } from "../engine/errors";
+
+/**
+ * A synchronous Postgres connection. The engine's store port (CaseStore) is synchronous: the
+ * superstep loop commits and reads without awaiting, as it does against the in-memory and sql.js
+ * stores. node-postgres is asynchronous, so the connection lives in a worker thread and this class
+ * blocks the calling thread on a shared Int32Array (Atomics.wait) until the worker has the answer,
+ * then takes it with receiveMessageOnPort: the technique of the `synckit` package, done here in a
+ * few lines. Chosen over `pg-native`'s sync API because that needs libpq headers and a native build
+ * on every machine, and over an async store port because every store, reader and the engine loop
+ * would have to change with it.
+ *
+ * One request at a time, each answered in order. A transaction is one request: the worker runs
+ * BEGIN, the statements and COMMIT (ROLLBACK on the first failure), so a superstep's commit is one
+ * round trip and one Postgres transaction.
+ */
+
+export type PgParam = string | number | boolean | null | string[];
+
+export interface Statement {
+  sql: string;
+  params?: PgParam[];
+  /** Fail the transaction (code CASEFILE_EXPECT) unless the statement affects or returns exactly this many rows. */
+  expectRows?: number;
+  /** Names the statement in the CASEFILE_EXPECT error, e.g. "lease". */
+  label?: string;
+}
+
+export interface PgFailure {
+  message: string;
+  /** SQLSTATE (23505 unique violation...), a Node errno (ECONNREFUSED), or CASEFILE_EXPECT. */
+  code?: string;
+  detail?: string;
+  constraint?: string;
+  label?: string;
+}
+
+/** A statement or transaction Postgres refused: the store turns it into a CasefileError. */
+export class PgError extends Error {
+  constructor(readonly failure: PgFailure) {
+    super(failure.message);
+    this.name = "PgError";
+  }
+}
+
+type Request = { kind: "query"; statement: Statement } | { kind: "transaction"; statements: Statement[] } | { kind: "close" };
+type Reply = { ok: true; rows: Record<string, unknown>[][] } | { ok: false; failure: PgFailure };
+
+/** The worker's code, run with `eval`, so that it needs no file of its own beside a bundle. */
+const WORKER_SOURCE = `
+const { workerData } = require("node:worker_threads");
+const pg = require(workerData.pgPath);
+const signal = new Int32Array(workerData.signal);
+const port = workerData.port;
+const client = new pg.Client({ connectionString: workerData.url, options: workerData.options || undefined });
+let broken;
+client.on("error", (e) => { broken = e; });
+const connected = client.connect().catch((e) => { broken = e; });
+const fail = (e) => ({ message: e.message || String(e), code: e.code, detail: e.detail, constraint: e.constraint, label: e.label });
+async function run(st) {
+  const res = await client.query(st.sql, st.params || []);
+  const n = res.command === "SELECT" ? res.rows.length : res.rowCount;
+  if (st.expectRows !== undefined && n !== st.expectRows) {
+    const e = new Error("expected " + st.expectRows + " row(s), got " + n);
+    e.code = "CASEFILE_EXPECT"; e.label = st.label;
+    throw e;
+  }
+  return res.rows;
+}
+async function answer(req) {
+  await connected;
+  if (broken) return { ok: false, failure: fail(broken) };
+  try {
+    if (req.kind === "query") return { ok: true, rows: [await run(req.statement)] };
+    await client.query("BEGIN");
+    try {
+      const rows = [];
+      for (const st of req.statements) rows.push(await run(st));
+      await client.query("COMMIT");
+      return { ok: true, rows };
+    } catch (e) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw e;
+    }
+  } catch (e) {
+    return { ok: false, failure: fail(e) };
+  }
+}
+port.on("message", async (req) => {
+  const reply = req.kind === "close" ? await client.end().then(() => ({ ok: true, rows: [] }), (e) => ({ ok: false, failure: fail(e) })) : await answer(req);
+  port.postMessage(reply);
+  Atomics.store(signal, 0, 1);
+  Atomics.notify(signal, 0);
+  if (req.kind === "close") port.close();
+});
+`;
+
+/**
+ * Where the worker loads node-postgres from: resolved from this file (a bundle in dist/, or the
+ * source under tsx), through createRequire so that esbuild leaves the lookup to run time.
+ */
+function pgModulePath(): string {
+  return createRequire(__filename).resolve("pg");
+}
+
+export interface SyncClientOptions {
+  /** Postgres run-time settings for the session, as `-c name=value` options (e.g. default_transaction_read_only=on). */
+  settings?: Record<string, string>;
+  /** How long one request may block before STORE_UNAVAILABLE. Default 60 s. */
+  timeoutMs?: number;
+  /** Names the store in error messages (the URL without its password). */
+  where: string;
+}
+
+export class SyncPgClient {
+  private readonly worker: Worker;
+  private readonly port: MessagePort;
+  private readonly signal = new Int32Array(new SharedArrayBuffer(4));
+  private readonly timeoutMs: number;
+  private closed = false;
+
+  constructor(
+    url: string,
+    private readonly opts: SyncClientOptions,
+  ) {
+    this.timeoutMs = opts.timeoutMs ?? 60_000;
+    const { port1, port2 } = new MessageChannel();
+    this.port = port1;
+    const options = Object.entries(opts.settings ?? {})
+      .map(([k, v]) => `-c ${k}=${v}`)
+      .join(" ");
+    this.worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { url, options, pgPath: pgModulePath(), signal: this.signal.buffer, port: port2 },
+      transferList: [port2],
+    });
+    // Neither keeps the process alive: a caller that forgets close() still exits.
+    this.worker.unref();
+    this.port.unref();
+  }
+
+  /** Runs one statement outside any explicit transaction and returns its rows. */
+  query<T = Record<string, unknown>>(sql: string, params: PgParam[] = []): T[] {
+    return this.call({ kind: "query", statement: { sql, params } })[0] as T[];
+  }
+
+  /** Runs the statements in one transaction: every one's rows, or a PgError having applied none. */
+  transaction(statements: Statement[]): Record<string, unknown>[][] {
+    return this.call({ kind: "transaction", statements });
+  }
+
+  /** Ends the connection and the worker; called by the store's close(). */
+  close(): void {
+    if (this.closed) return;
+    try {
+      this.call({ kind: "close" });
+    } catch {
+      // A connection that never opened has nothing to end.
+    } finally {
+      this.closed = true;
+      void this.worker.terminate();
+    }
+  }
+
+  private call(req: Request): Record<string, unknown>[][] {
+    if (this.closed) throw new CasefileError("STORE_UNAVAILABLE", `${this.opts.where}: the store connection is closed`);
+    Atomics.store(this.signal, 0, 0);
+    this.port.postMessage(req);
+    const deadline = Date.now() + this.timeoutMs;
+    let got: { message: Reply } | undefined;
+    for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new CasefileError("STORE_UNAVAILABLE", `${this.opts.where}: no answer from Postgres in ${this.timeoutMs} ms`);
+      }
+      Atomics.wait(this.signal, 0, 0, left);
+      got = receiveMessageOnPort(this.port) as { message: Reply } | undefined;
+      if (got) break;
+    }
+    const reply = got.message;
+    if (!reply.ok) throw new PgError(reply.failure);
+    return reply.rows;
+  }
+}

@@ -1,0 +1,165 @@
+import os from "node:os";
+import path from "node:path";
+import { RunControl } from "../engine/control";
+import { Engine, type RunResult } from "../engine/engine";
+import { CasefileError, describeError, isCasefileError } from "../engine/errors";
+import type { Workflow } from "../engine/workflow";
+import { createProvider } from "../engine/providers/index";
+import type { ModelProvider } from "../engine/model";
+import type { RunRecord } from "../engine/records";
+import { PostgresStore } from "../pgstore/index";
+import { PgQueue, type Claim, type QueueStatus } from "../pgstore/index";
+import type { ProviderConfig } from "../protocol/runner";
+import { loadWorkflow } from "./bundle";
+import { hooksFromEnv } from "./session";
+
+/**
+ * `casefile worker`: runs the cases of a Postgres store's queue, `concurrency` at a time in this
+ * process. Each case is claimed with a lease (PgQueue.claim), renewed every third of its length
+ * while the case runs, and the case's store is fenced with the claim's generation, so a worker
+ * that was paused past its lease cannot commit once another took the case over: the commit is
+ * refused (LEASE_LOST) and this worker stops that case and logs why. A case whose worker was
+ * killed is claimed again when its lease expires and resumed from its latest checkpoint; the
+ * engine's resume resolves the case's open intents (looking each idempotency key up) before any
+ * superstep runs, so no effect is repeated.
+ */
+
+export interface WorkerOptions {
+  url: string;
+  tenant?: string;
+  concurrency?: number;
+  /** Lease length. Default 10 s. */
+  leaseMs?: number;
+  /** Wait between claims when the queue has nothing runnable. Default 200 ms. */
+  pollMs?: number;
+  /** Exit once nothing was runnable for this long (tests and batch jobs); default: never. */
+  idleExitMs?: number;
+  provider?: ProviderConfig;
+  env?: NodeJS.ProcessEnv;
+  log?: (line: string) => void;
+  /** Stops claiming; running cases finish their superstep and stop. */
+  signal?: AbortSignal;
+}
+
+export interface WorkerReport {
+  /** Cases this worker ran to a stop (completed, waiting, failed...). */
+  finished: number;
+  /** Cases whose lease this worker lost (fenced off). */
+  lost: number;
+}
+
+const FINAL: ReadonlySet<string> = new Set(["completed", "failed", "needs_replanning"]);
+
+export async function runWorker(workflowPath: string, opts: WorkerOptions): Promise<WorkerReport> {
+  const file = path.resolve(workflowPath);
+  const { workflow } = await loadWorkflow(file);
+  const env = opts.env ?? process.env;
+  const provider = createProvider(opts.provider ?? { kind: "scripted" }, { workflowPath: file, env });
+  const leaseMs = opts.leaseMs ?? 10_000;
+  const pollMs = opts.pollMs ?? 200;
+  const log = opts.log ?? (() => {});
+  const owner = `${os.hostname()}:${process.pid}`;
+  const queue = new PgQueue(opts.url, opts.tenant);
+  const report: WorkerReport = { finished: 0, lost: 0 };
+  let idleSince = Date.now();
+  const slot = async (): Promise<void> => {
+    while (!opts.signal?.aborted) {
+      const claim = queue.claim(owner, leaseMs);
+      if (!claim) {
+        if (opts.idleExitMs !== undefined && Date.now() - idleSince >= opts.idleExitMs) return;
+        await new Promise((r) => setTimeout(r, pollMs));
+        continue;
+      }
+      idleSince = Date.now();
+      await runClaim(claim);
+      idleSince = Date.now();
+    }
+  };
+
+  const runClaim = async (claim: Claim): Promise<void> => {
+    const control = new RunControl();
+    let leaseLost = false;
+    const renew = setInterval(
+      () => {
+        try {
+          if (!queue.renew(claim, leaseMs)) {
+            leaseLost = true;
+            control.stop();
+          }
+        } catch (e) {
+          log(`worker ${owner}: case ${claim.caseId}: renewing the lease failed: ${describeError(e).message}`);
+        }
+      },
+      Math.max(50, Math.floor(leaseMs / 3)),
+    );
+    let store: PostgresStore | undefined;
+    try {
+      store = await PostgresStore.open(opts.url, { caseId: claim.caseId, tenant: claim.tenant, fence: { generation: claim.generation } });
+      const status = await advance(store, claim, workflow, provider, control, file, env, log);
+      if (leaseLost || !queue.release(claim, status)) {
+        report.lost++;
+        log(
+          `worker ${owner}: case ${claim.caseId}: LEASE_LOST: the lease (generation ${claim.generation}) was taken over; stopped the case`,
+        );
+      } else {
+        report.finished++;
+        log(`worker ${owner}: case ${claim.caseId}: ${status}`);
+      }
+    } catch (e) {
+      if (isCasefileError(e) && e.code === "LEASE_LOST") {
+        report.lost++;
+        log(`worker ${owner}: case ${claim.caseId}: LEASE_LOST: ${e.message}; stopped the case`);
+      } else {
+        const { code, message } = describeError(e);
+        log(`worker ${owner}: case ${claim.caseId}: ${code}: ${message}`);
+        queue.release(claim, "failed");
+      }
+    } finally {
+      clearInterval(renew);
+      store?.close();
+    }
+  };
+
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, opts.concurrency ?? 1) }, slot));
+  } finally {
+    queue.close();
+  }
+  return report;
+}
+
+/**
+ * Takes one claimed case as far as it goes: a new case starts its run with the enqueued input; a
+ * case with an unfinished run resumes it from its latest checkpoint (open intents resolved first);
+ * a waiting or ended one is left as it is. Returns the queue status to record.
+ */
+async function advance(
+  store: PostgresStore,
+  claim: Claim,
+  workflow: Workflow,
+  provider: ModelProvider,
+  control: RunControl,
+  workflowPath: string,
+  env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+): Promise<Exclude<QueueStatus, "running">> {
+  const engine = new Engine(workflow, store, { provider, control, workflowPath, log, hooks: hooksFromEnv(env) });
+  const current: RunRecord | undefined = store
+    .listRuns()
+    .filter((r) => r.status !== "superseded")
+    .at(-1);
+  let result: RunResult;
+  if (!current) {
+    result = await engine.run(claim.input);
+  } else if (FINAL.has(current.status) || current.status === "waiting") {
+    return current.status as Exclude<QueueStatus, "running">;
+  } else {
+    const latest = store.latestCheckpoint(current.id);
+    result = latest ? await engine.resume(latest.id) : await engine.run(claim.input);
+  }
+  if (result.error?.code === "LEASE_LOST") throw new CasefileError("LEASE_LOST", result.error.message);
+  return (["completed", "waiting", "failed", "needs_replanning"].includes(result.status) ? result.status : "stopped") as Exclude<
+    QueueStatus,
+    "running"
+  >;
+}
