@@ -12,7 +12,7 @@ import type {
   StepRecord,
   VerdictRecord,
 } from "../engine/records";
-import type { CaseFileMeta, CaseStore, CheckpointSummary, CommitBatch } from "../engine/store";
+import type { AgentCallSummary, CaseFileMeta, CaseStore, CheckpointSummary, CommitBatch } from "../engine/store";
 import { prepareBatch, missingValue, summarize, valueKey } from "./batch";
 import type { TableName } from "./batch";
 import { SCHEMA_VERSION } from "./schema";
@@ -38,6 +38,7 @@ export class MemoryStore implements CaseStore {
   private readonly intents = new Map<string, IntentRecord>();
   private readonly rules = new Map<string, RuleRecord>();
   private readonly events: EventRecord[] = [];
+  private callSummaries: readonly AgentCallSummary[] = [];
 
   constructor(opts: { tenant?: string; createdAt?: string } = {}) {
     this.info = { schemaVersion: SCHEMA_VERSION, createdAt: opts.createdAt ?? new Date().toISOString() };
@@ -98,12 +99,14 @@ export class MemoryStore implements CaseStore {
     return out(this.checkpoints.get(id));
   }
 
-  listCheckpoints(runId: string): CheckpointSummary[] {
-    return this.ofRun(runId).map(summarize);
+  listCheckpoints(runId: string, superstep?: number): CheckpointSummary[] {
+    return this.ofRun(runId)
+      .filter((c) => superstep === undefined || c.superstep === superstep)
+      .map(summarize);
   }
 
-  latestCheckpoint(runId: string): Checkpoint | undefined {
-    const all = this.ofRun(runId);
+  latestCheckpoint(runId: string, before?: number): Checkpoint | undefined {
+    const all = this.ofRun(runId).filter((c) => before === undefined || c.superstep < before);
     return out(all[all.length - 1]);
   }
 
@@ -130,16 +133,46 @@ export class MemoryStore implements CaseStore {
     return out(this.facts.filter((f) => f.runId === runId));
   }
 
-  listAgentCalls(runId?: string): AgentCallRecord[] {
-    return out([...this.agentCalls.values()].filter((a) => runId === undefined || a.runId === runId));
+  listAgentCalls(runId?: string, superstep?: number): AgentCallRecord[] {
+    return out(
+      [...this.agentCalls.values()].filter(
+        (a) => (runId === undefined || a.runId === runId) && (superstep === undefined || a.superstep === superstep),
+      ),
+    );
+  }
+
+  /** Agent calls are append-only, so the count of calls tells whether the summaries are current. */
+  agentCallSummaries(): readonly AgentCallSummary[] {
+    if (this.callSummaries.length !== this.agentCalls.size) {
+      this.callSummaries = Object.freeze(
+        [...this.agentCalls.values()].map((a) =>
+          Object.freeze({
+            id: a.id,
+            runId: a.runId,
+            superstep: a.superstep,
+            executor: a.executor,
+            hash: a.hash,
+            tokens: a.tokens?.count ?? null,
+          }),
+        ),
+      );
+    }
+    return this.callSummaries;
   }
 
   getAgentCall(id: string): AgentCallRecord | undefined {
     return out(this.agentCalls.get(id));
   }
 
-  listVerdicts(runId?: string): VerdictRecord[] {
-    return out([...this.verdicts.values()].filter((v) => runId === undefined || v.runId === runId));
+  listVerdicts(runId?: string, filter: { superstep?: number; agentCallId?: string } = {}): VerdictRecord[] {
+    return out(
+      [...this.verdicts.values()].filter(
+        (v) =>
+          (runId === undefined || v.runId === runId) &&
+          (filter.superstep === undefined || v.superstep === filter.superstep) &&
+          (filter.agentCallId === undefined || v.agentCallId === filter.agentCallId),
+      ),
+    );
   }
 
   listIntents(filter: { runId?: string; status?: IntentRecord["status"] } = {}): IntentRecord[] {

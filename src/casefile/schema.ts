@@ -57,6 +57,28 @@ const V1: string[] = [
   `CREATE INDEX IF NOT EXISTS events_by_run ON events (run_id, seq)`,
 ];
 
+/**
+ * Indexes added after v1 for the inspector's per-superstep reads. An index changes no row and an
+ * older Casefile reads a file that has it, so they need no schema version: a new file gets them
+ * when it is laid out, and every open of an older file adds them to the database in memory (a
+ * writer's next compaction then writes them to disk). `reader: false` marks the one too costly to
+ * build each time a reader opens an older file (~80 ms at 100 MB: it reads every agent call);
+ * nothing a reader needs at once uses it.
+ */
+const INDEXES: readonly { sql: string; reader: boolean }[] = [
+  { sql: `CREATE INDEX IF NOT EXISTS agent_calls_by_superstep ON agent_calls (run_id, superstep)`, reader: false },
+  { sql: `CREATE INDEX IF NOT EXISTS verdicts_by_superstep ON verdicts (run_id, superstep)`, reader: true },
+  { sql: `CREATE INDEX IF NOT EXISTS verdicts_by_agent_call ON verdicts (agent_call_id)`, reader: true },
+];
+
+/**
+ * Adds the indexes a file made before them lacks (a no-op on a file that has them). Called by
+ * SqlJsStore when it opens a file, after migrating it, and when it lays out a new one.
+ */
+export function ensureIndexes(db: Database, opts: { readOnly: boolean }): void {
+  for (const { sql, reader } of INDEXES) if (reader || !opts.readOnly) db.run(sql);
+}
+
 /** The statements of schema v1, for tools (the benchmark) that lay out the same tables elsewhere. */
 export const SCHEMA_V1_SQL: readonly string[] = V1;
 
@@ -119,6 +141,7 @@ export function createSchema(db: Database, meta: { createdAt: string; tenant?: s
     meta.tenant ?? null,
   ]);
   migrate(db, 0, "new case file");
+  ensureIndexes(db, { readOnly: false });
 }
 
 /**

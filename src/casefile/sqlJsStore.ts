@@ -10,7 +10,7 @@ import { JournalWriter, corrupt, journalPath, readJournal } from "./journal";
 import type { JournalScan } from "./journal";
 import { acquireLock } from "./lock";
 import type { LockHandle } from "./lock";
-import { SCHEMA_VERSION, createSchema, migrate, readMeta } from "./schema";
+import { SCHEMA_VERSION, createSchema, ensureIndexes, migrate, readMeta } from "./schema";
 import type { StoredMeta } from "./schema";
 import { loadSqlJs } from "./sqlite";
 import { SqlTables } from "./tables";
@@ -194,6 +194,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     const { db, meta } = loaded;
     const migrated = migrate(db, meta.schemaVersion, file);
     if (migrated.length) meta.schemaVersion = SCHEMA_VERSION;
+    ensureIndexes(db, { readOnly });
     const store = new SqlJsStore(db, file, readOnly, meta, compactAt, writer, lock);
     try {
       if (lock?.tookOverFrom) {

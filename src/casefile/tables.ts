@@ -13,7 +13,7 @@ import type {
   StepRecord,
   VerdictRecord,
 } from "../engine/records";
-import type { CheckpointSummary } from "../engine/store";
+import type { AgentCallSummary, CheckpointSummary } from "../engine/store";
 import { CasefileError, errorMessage } from "../engine/errors";
 import { TABLES, missingValue, storedRowProblem } from "./batch";
 import type { PreparedBatch, TableName } from "./batch";
@@ -29,6 +29,8 @@ import type { SqlParam } from "./schema";
  */
 export class SqlTables {
   private readonly statements = new Map<string, Statement>();
+  /** agentCallSummaries' rows so far, of the database they were read from (a reopen replaces it). */
+  private callSummaries: { db: Database; lastRowid: number; list: readonly AgentCallSummary[] } | undefined;
 
   protected constructor(
     protected db: Database,
@@ -116,12 +118,13 @@ export class SqlTables {
     return this.one<Checkpoint>("checkpoints", "WHERE id = ?", [id]);
   }
 
-  listCheckpoints(runId: string): CheckpointSummary[] {
+  listCheckpoints(runId: string, superstep?: number): CheckpointSummary[] {
     // Summaries come from the indexed columns, so listing never parses a checkpoint's JSON.
-    const rows = this.query(
-      "SELECT id, run_id, superstep, created_at, parent_id, pending, waiting FROM checkpoints WHERE run_id = ? ORDER BY superstep, rowid",
-      [runId],
-    );
+    const columns = "SELECT id, run_id, superstep, created_at, parent_id, pending, waiting FROM checkpoints";
+    const rows =
+      superstep === undefined
+        ? this.query(`${columns} WHERE run_id = ? ORDER BY superstep, rowid`, [runId])
+        : this.query(`${columns} WHERE run_id = ? AND superstep = ? ORDER BY rowid`, [runId, superstep]);
     return rows.map(([id, run, superstep, createdAt, parentId, pending, waiting]) => {
       const s: CheckpointSummary = {
         id: id as string,
@@ -136,8 +139,13 @@ export class SqlTables {
     });
   }
 
-  latestCheckpoint(runId: string): Checkpoint | undefined {
-    return this.one<Checkpoint>("checkpoints", "WHERE run_id = ? ORDER BY superstep DESC, rowid DESC LIMIT 1", [runId]);
+  latestCheckpoint(runId: string, before?: number): Checkpoint | undefined {
+    return before === undefined
+      ? this.one<Checkpoint>("checkpoints", "WHERE run_id = ? ORDER BY superstep DESC, rowid DESC LIMIT 1", [runId])
+      : this.one<Checkpoint>("checkpoints", "WHERE run_id = ? AND superstep < ? ORDER BY superstep DESC, rowid DESC LIMIT 1", [
+          runId,
+          before,
+        ]);
   }
 
   readValues(refs: Record<string, KeyRef>): Record<string, Json> {
@@ -160,20 +168,78 @@ export class SqlTables {
     return this.records<FactRecord>("facts", "WHERE run_id = ? ORDER BY id", [runId]);
   }
 
-  listAgentCalls(runId?: string): AgentCallRecord[] {
-    return runId === undefined
-      ? this.records<AgentCallRecord>("agentCalls", "ORDER BY rowid", [])
-      : this.records<AgentCallRecord>("agentCalls", "WHERE run_id = ? ORDER BY rowid", [runId]);
+  listAgentCalls(runId?: string, superstep?: number): AgentCallRecord[] {
+    if (runId === undefined) {
+      return superstep === undefined
+        ? this.records<AgentCallRecord>("agentCalls", "ORDER BY rowid", [])
+        : this.records<AgentCallRecord>("agentCalls", "WHERE superstep = ? ORDER BY rowid", [superstep]);
+    }
+    return superstep === undefined
+      ? this.records<AgentCallRecord>("agentCalls", "WHERE run_id = ? ORDER BY rowid", [runId])
+      : this.records<AgentCallRecord>("agentCalls", "WHERE run_id = ? AND superstep = ? ORDER BY rowid", [runId, superstep]);
+  }
+
+  /**
+   * Read once from the columns and one json_extract (the executor and token count: the call's JSON
+   * is parsed by SQLite, not turned into objects), then only the rows added since: agent calls are
+   * append-only, so the rows after the last rowid read are all that can be new. A reopen (new
+   * database) reads them afresh.
+   */
+  agentCallSummaries(): readonly AgentCallSummary[] {
+    let cached = this.callSummaries;
+    if (cached?.db !== this.db) cached = this.callSummaries = { db: this.db, lastRowid: 0, list: [] };
+    const sql =
+      "SELECT rowid, id, run_id, superstep, hash, json_extract(data, '$.executor', '$.tokens.count') FROM agent_calls WHERE rowid > ? ORDER BY rowid";
+    let rows: SqlParam[][];
+    try {
+      rows = this.query(sql, [cached.lastRowid]);
+    } catch (e) {
+      throw this.summaryRefused(cached.lastRowid, e); // json_extract refuses data that is not JSON
+    }
+    if (rows.length === 0) return cached.list;
+    const added: AgentCallSummary[] = [];
+    for (const [, id, runId, superstep, hash, extracted] of rows) {
+      const [executor, tokens] = JSON.parse(extracted as string) as [unknown, unknown];
+      if (typeof executor !== "string" || executor === "" || (tokens !== null && typeof tokens !== "number")) {
+        throw this.summaryRefused(cached.lastRowid);
+      }
+      added.push(
+        Object.freeze({ id: id as string, runId: runId as string, superstep: superstep as number, executor, hash: hash as string, tokens }),
+      );
+    }
+    cached.list = Object.freeze([...cached.list, ...added]);
+    cached.lastRowid = rows[rows.length - 1]![0] as number;
+    return cached.list;
+  }
+
+  /** What the full read of the rows says about the one that could not be summarised (CORRUPT_CASE_FILE naming it). */
+  private summaryRefused(afterRowid: number, cause?: unknown): Error {
+    try {
+      this.records<AgentCallRecord>("agentCalls", "WHERE rowid > ? ORDER BY rowid", [afterRowid]);
+    } catch (e) {
+      return e as Error;
+    }
+    return cause instanceof Error ? cause : new Error(`${this.file}: an agent call cannot be summarised`);
   }
 
   getAgentCall(id: string): AgentCallRecord | undefined {
     return this.one<AgentCallRecord>("agentCalls", "WHERE id = ?", [id]);
   }
 
-  listVerdicts(runId?: string): VerdictRecord[] {
-    return runId === undefined
-      ? this.records<VerdictRecord>("verdicts", "ORDER BY rowid", [])
-      : this.records<VerdictRecord>("verdicts", "WHERE run_id = ? ORDER BY rowid", [runId]);
+  listVerdicts(runId?: string, filter: { superstep?: number; agentCallId?: string } = {}): VerdictRecord[] {
+    // Only the conditions asked for, so SQLite picks the index that fits (by run, superstep or agent call).
+    const conditions: [string, SqlParam | undefined][] = [
+      ["run_id = ?", runId],
+      ["superstep = ?", filter.superstep],
+      ["agent_call_id = ?", filter.agentCallId],
+    ];
+    const asked = conditions.filter((c): c is [string, SqlParam] => c[1] !== undefined);
+    const where = asked.length ? `WHERE ${asked.map(([sql]) => sql).join(" AND ")} ` : "";
+    return this.records<VerdictRecord>(
+      "verdicts",
+      `${where}ORDER BY rowid`,
+      asked.map(([, p]) => p),
+    );
   }
 
   listIntents(filter: { runId?: string; status?: IntentRecord["status"] } = {}): IntentRecord[] {

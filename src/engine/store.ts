@@ -42,6 +42,22 @@ export interface CheckpointSummary {
   waiting: number;
 }
 
+/**
+ * An agent call without its request, response or proposal: what a list of calls shows (the
+ * Context tab's compare picker, the timeline's link from an agent step to its verdict). The
+ * SQLite store reads it from columns and one json_extract, never parsing a call's JSON in
+ * JavaScript.
+ */
+export interface AgentCallSummary {
+  id: string;
+  runId: string;
+  superstep: number;
+  executor: string;
+  hash: string;
+  /** The request's token count, when it was counted. */
+  tokens: number | null;
+}
+
 export interface CaseFileMeta {
   schemaVersion: number;
   createdAt: string;
@@ -63,18 +79,27 @@ export interface CaseStore {
   listRuns(): RunRecord[];
 
   getCheckpoint(id: string): Checkpoint | undefined;
-  /** Checkpoints of one run, by superstep ascending. */
-  listCheckpoints(runId: string): CheckpointSummary[];
-  latestCheckpoint(runId: string): Checkpoint | undefined;
+  /** Checkpoints of one run (or of one of its supersteps), by superstep ascending. */
+  listCheckpoints(runId: string, superstep?: number): CheckpointSummary[];
+  /** The run's last checkpoint; with `before`, its last checkpoint of a superstep before that one. */
+  latestCheckpoint(runId: string, before?: number): Checkpoint | undefined;
 
   /** The values the refs point at; throws CORRUPT_CASE_FILE naming the key if one is missing. */
   readValues(refs: Record<string, KeyRef>): Record<string, Json>;
 
   listSteps(runId: string, superstep?: number): StepRecord[];
   listFacts(runId: string): FactRecord[];
-  listAgentCalls(runId?: string): AgentCallRecord[];
+  /** Agent calls in commit order: every one, one run's, or one superstep's of one run. */
+  listAgentCalls(runId?: string, superstep?: number): AgentCallRecord[];
+  /**
+   * Every agent call of the case file, summarised, in commit order. Returns the same array (do
+   * not change it) for as long as no agent call is added, so a reader may keep what it derives
+   * from it keyed on the array; a store refreshed with new calls returns a new array.
+   */
+  agentCallSummaries(): readonly AgentCallSummary[];
   getAgentCall(id: string): AgentCallRecord | undefined;
-  listVerdicts(runId?: string): VerdictRecord[];
+  /** Verdicts in commit order: every one or one run's, narrowed to one superstep or to those judging one agent call. */
+  listVerdicts(runId?: string, filter?: { superstep?: number; agentCallId?: string }): VerdictRecord[];
   listIntents(filter?: { runId?: string; status?: IntentRecord["status"] }): IntentRecord[];
   getIntent(id: string): IntentRecord | undefined;
   listRules(includeDeleted?: boolean): RuleRecord[];

@@ -2,10 +2,10 @@ import type { ChatMessage, RunRecord, StepRecord, VerdictRecord } from "../engin
 import type { CaseStore } from "../engine/store";
 import type { BranchView, ContextView, InspectorViewModel, StepView, SuperstepDetailView, SuperstepView } from "../protocol/webview";
 import { encodeTimeline } from "../protocol/timeline";
-import { contextView, OtherRuns } from "./viewModel/contextView";
+import { contextView } from "./viewModel/contextView";
 import { decisionFor, decisionView } from "./viewModel/decisionView";
 import { intentView } from "./viewModel/intentsView";
-import { first, indexRun, stepKey } from "./viewModel/records";
+import { callIndex, first, runDecisionRecords, stepKey, superstepRecords } from "./viewModel/records";
 import { buildStateView } from "./viewModel/stateView";
 
 export { COMPARE_LIMIT } from "./viewModel/contextView";
@@ -54,7 +54,7 @@ export function buildInspectorViewModel(store: CaseStore, opts: ViewModelOptions
   const run = opts.runId !== undefined ? store.getRun(opts.runId) : latest(runs);
   if (!run) throw new UnknownRunError(opts.runId ?? "", opts.caseFile.path);
 
-  const records = indexRun(store, run.id);
+  const records = runDecisionRecords(store, run.id);
   const stepsBySuperstep = new Map<number, StepRecord[]>();
   for (const s of store.listSteps(run.id)) {
     const list = stepsBySuperstep.get(s.superstep);
@@ -109,15 +109,16 @@ function stepView(s: StepRecord, verdict: VerdictRecord | undefined): StepView {
  */
 export function buildSuperstepDetail(store: CaseStore, runId: string, superstep: number, opts: DetailOptions = {}): SuperstepDetailView {
   if (!store.getRun(runId)) throw new UnknownRunError(runId, "this case file");
-  const records = indexRun(store, runId);
-  const others = new OtherRuns(store, runId);
+  const records = superstepRecords(store, runId, superstep);
+  const calls = callIndex(store);
   const steps = store.listSteps(runId, superstep).map((s) => {
     const key = stepKey(superstep, s.executor);
-    const call = first(records.calls.get(key));
+    const summary = first(records.calls.get(key));
+    const call = summary && records.callById.get(summary.id);
     const intents = records.intents.get(key) ?? [];
     return {
       stepId: s.id,
-      context: contextView(s, { call, countMessageTokens: opts.countMessageTokens, records, others }),
+      context: contextView(s, { call, countMessageTokens: opts.countMessageTokens, calls }),
       decision: decisionView(s, { verdict: decisionFor(s, records), callById: records.callById }),
       intents:
         s.kind === "effect"

@@ -1,20 +1,18 @@
 /** The Context tab's view model: the exact request an agent step made, and what it can be diffed against. */
 import type { AgentCallRecord, ChatMessage, StepRecord } from "../../engine/records";
-import type { CaseStore } from "../../engine/store";
+import type { AgentCallSummary } from "../../engine/store";
 import type { ContextView } from "../../protocol/webview";
-import type { RunRecords } from "./records";
-import { stepKey } from "./records";
+import type { CallIndex } from "./records";
 
 /** What the Context tab's view of a step is built from. */
 export interface ContextInputs {
   call: AgentCallRecord | undefined;
   countMessageTokens: ((message: ChatMessage, model: string) => number) | undefined;
-  /** The run's records and the case file's other runs, for the picker; a context built alone (loadContext) has none. */
-  records?: RunRecords;
-  others?: OtherRuns;
+  /** The case file's agent calls, for the picker; a context built alone (loadContext) has none. */
+  calls?: CallIndex;
 }
 
-export function contextView(s: StepRecord, { call, countMessageTokens, records, others }: ContextInputs): ContextView | { absent: string } {
+export function contextView(s: StepRecord, { call, countMessageTokens, calls }: ContextInputs): ContextView | { absent: string } {
   if (s.kind !== "agent")
     return { absent: `Only agent steps give a model a context; this is ${/^[aeiou]/.test(s.kind) ? "an" : "a"} ${s.kind} step.` };
   if (!call) return { absent: "No model call was recorded for this step." };
@@ -37,7 +35,7 @@ export function contextView(s: StepRecord, { call, countMessageTokens, records, 
     raw: call.raw ?? null,
     extracts: call.extracts ?? [],
     summarised: call.summarised ?? null,
-    ...(records && others ? comparableContexts(call, records, others) : { compareWith: [], compareMore: 0 }),
+    ...(calls ? comparableContexts(call, calls) : { compareWith: [], compareMore: 0 }),
   };
 }
 
@@ -48,56 +46,52 @@ export const COMPARE_LIMIT = 25;
  * What an agent step's context can be diffed against, nearest first: the same executor's steps in
  * the other runs of the case file (the same superstep first: that is "the same step in another
  * branch"), then this run's other agent steps. A step is its first model call, as in its context.
+ * One pass over the steps' first calls, keeping the nearest few: no sort of the whole list, which
+ * at 100 MB (9,000 steps) would take most of a click.
  */
-function comparableContexts(
-  call: AgentCallRecord,
-  records: RunRecords,
-  others: OtherRuns,
-): Pick<ContextView, "compareWith" | "compareMore"> {
-  const near = (a: AgentCallRecord, b: AgentCallRecord): number =>
+function comparableContexts(call: AgentCallRecord, { firsts }: CallIndex): Pick<ContextView, "compareWith" | "compareMore"> {
+  const near = (a: AgentCallSummary, b: AgentCallSummary): number =>
     Math.abs(a.superstep - call.superstep) - Math.abs(b.superstep - call.superstep) ||
     a.superstep - b.superstep ||
     a.runId.localeCompare(b.runId) ||
     a.executor.localeCompare(b.executor);
-  const branch = others.firstCalls(call.executor).sort(near);
-  const run = [...records.calls.values()].flatMap((list) => (list[0] && list[0].id !== call.id ? [list[0]] : [])).sort(near);
-  const ref = (relation: "branch" | "run") => (c: AgentCallRecord) => ({
+  const branch = new Nearest(near);
+  const run = new Nearest(near);
+  for (const c of firsts) {
+    if (c.runId !== call.runId) {
+      if (c.executor === call.executor) branch.offer(c);
+    } else if (c.id !== call.id) run.offer(c);
+  }
+  const ref = (relation: "branch" | "run") => (c: AgentCallSummary) => ({
     relation,
     runId: c.runId,
     superstep: c.superstep,
     executor: c.executor,
     agentCallId: c.id,
     hash: c.hash,
-    tokens: c.tokens?.count ?? null,
+    tokens: c.tokens,
   });
   return {
-    compareWith: [...branch.slice(0, COMPARE_LIMIT).map(ref("branch")), ...run.slice(0, COMPARE_LIMIT).map(ref("run"))],
-    compareMore: Math.max(0, branch.length - COMPARE_LIMIT) + Math.max(0, run.length - COMPARE_LIMIT),
+    compareWith: [...branch.best.map(ref("branch")), ...run.best.map(ref("run"))],
+    compareMore: branch.more + run.more,
   };
 }
 
-/** The agent steps of every run but one, read once per superstep detail and only if it has an agent step. */
-export class OtherRuns {
-  private byExecutor: Map<string, AgentCallRecord[]> | undefined;
-  constructor(
-    private readonly store: CaseStore,
-    private readonly runId: string,
-  ) {}
+/** The COMPARE_LIMIT least items offered, in order, and how many more were offered. */
+class Nearest {
+  readonly best: AgentCallSummary[] = [];
+  more = 0;
+  constructor(private readonly order: (a: AgentCallSummary, b: AgentCallSummary) => number) {}
 
-  /** Each other run's first call per (superstep, executor), for one executor. */
-  firstCalls(executor: string): AgentCallRecord[] {
-    if (!this.byExecutor) {
-      this.byExecutor = new Map();
-      const seen = new Set<string>();
-      for (const c of this.store.listAgentCalls()) {
-        const key = `${c.runId}\0${stepKey(c.superstep, c.executor)}`;
-        if (c.runId === this.runId || seen.has(key)) continue;
-        seen.add(key);
-        const list = this.byExecutor.get(c.executor);
-        if (list) list.push(c);
-        else this.byExecutor.set(c.executor, [c]);
-      }
+  offer(c: AgentCallSummary): void {
+    const best = this.best;
+    if (best.length === COMPARE_LIMIT) {
+      this.more++;
+      if (this.order(c, best[COMPARE_LIMIT - 1]!) >= 0) return;
+      best.pop();
     }
-    return [...(this.byExecutor.get(executor) ?? [])];
+    let i = best.length;
+    while (i > 0 && this.order(c, best[i - 1]!) < 0) i--;
+    best.splice(i, 0, c);
   }
 }

@@ -1,11 +1,11 @@
 /** The Proposal vs Commit tab's view model: the verdict that judged a step, its rules and business rules, its state diff. */
 import type { AgentCallRecord, StepRecord, VerdictRecord } from "../../engine/records";
 import type { DecisionView } from "../../protocol/webview";
-import type { RunRecords } from "./records";
+import type { DecisionRecords } from "./records";
 import { first, stepKey } from "./records";
 
 /** Agent steps show the verdict that judged their proposal; commit steps show their own verdict. */
-export function decisionFor(s: StepRecord, { calls, verdictByStep, verdictByCall }: RunRecords): VerdictRecord | undefined {
+export function decisionFor(s: StepRecord, { calls, verdictByStep, verdictByCall }: DecisionRecords): VerdictRecord | undefined {
   if (s.kind === "commit") return first(verdictByStep.get(stepKey(s.superstep, s.executor)));
   if (s.kind === "agent") {
     for (const c of calls.get(stepKey(s.superstep, s.executor)) ?? []) {

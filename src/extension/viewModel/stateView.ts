@@ -10,17 +10,12 @@ import type { StateEntryView, StateView } from "../../protocol/webview";
  * the inspector panel as part of a superstep's details (`buildSuperstepDetail`).
  */
 export function buildStateView(store: CaseStore, runId: string, superstep: number): StateView {
-  const summaries = store.listCheckpoints(runId);
-  const summary = summaries.find((c) => c.superstep === superstep);
+  const summary = store.listCheckpoints(runId, superstep)[0];
   const cp = summary ? store.getCheckpoint(summary.id) : undefined;
   if (!cp) return { absent: `No checkpoint was recorded after superstep ${superstep}.` };
-  const earlier = summaries.filter((c) => c.superstep < superstep).pop();
+  const earlier = store.latestCheckpoint(runId, superstep);
   const run = store.getRun(runId);
-  const previous = earlier
-    ? store.getCheckpoint(earlier.id)
-    : run?.parentCheckpointId !== undefined
-      ? store.getCheckpoint(run.parentCheckpointId)
-      : undefined;
+  const previous = earlier ? earlier : run?.parentCheckpointId !== undefined ? store.getCheckpoint(run.parentCheckpointId) : undefined;
   const values = store.readValues(cp.keys);
   const provenance = new ProvenanceIndex(store);
   const entries: StateEntryView[] = Object.keys(cp.keys)

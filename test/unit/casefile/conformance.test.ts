@@ -83,6 +83,15 @@ function conformance(name: string, open: () => Promise<{ store: CaseStore; dispo
       );
       assert.equal(store.latestCheckpoint("r3"), undefined);
       assert.deepEqual(store.listCheckpoints("r3"), []);
+      assert.deepEqual(
+        store.listCheckpoints("r1", 1).map((c) => c.id),
+        ["c1"],
+        "one superstep's checkpoints",
+      );
+      assert.deepEqual(store.listCheckpoints("r1", 5), []);
+      assert.equal(store.latestCheckpoint("r1", 2)!.id, "c1", "the last checkpoint before superstep 2");
+      assert.equal(store.latestCheckpoint("r1", 9)!.id, "c2");
+      assert.equal(store.latestCheckpoint("r1", 0), undefined, "nothing before the first superstep");
       assert.equal(store.getCheckpoint("zz"), undefined);
     });
 
@@ -144,6 +153,64 @@ function conformance(name: string, open: () => Promise<{ store: CaseStore; dispo
         ["v1", "v2"],
       );
       assert.deepEqual(store.listVerdicts("r1"), [verdict("v1", "r1", { agentCallId: "a1" })]);
+    });
+
+    it("narrows agent calls and verdicts to one superstep or one agent call, in commit order", () => {
+      store.commit({
+        agentCalls: [
+          agentCall("a1", "r1", { superstep: 1 }),
+          agentCall("a2", "r1", { superstep: 2, executor: "triage", tokens: { count: 42, tokenizer: "o200k_base" } }),
+          agentCall("a3", "r2", { superstep: 1 }),
+          agentCall("a4", "r1", { superstep: 1, executor: "triage" }),
+        ],
+        verdicts: [
+          verdict("v1", "r1", { superstep: 2, agentCallId: "a1" }),
+          verdict("v2", "r1", { superstep: 3, agentCallId: "a2" }),
+          verdict("v3", "r2", { superstep: 2, agentCallId: "a3" }),
+          verdict("v4", "r1", { superstep: 2 }),
+        ],
+      });
+      const ids = (rows: { id: string }[]) => rows.map((r) => r.id);
+      assert.deepEqual(ids(store.listAgentCalls("r1", 1)), ["a1", "a4"]);
+      assert.deepEqual(ids(store.listAgentCalls(undefined, 1)), ["a1", "a3", "a4"]);
+      assert.deepEqual(store.listAgentCalls("r1", 2), [
+        agentCall("a2", "r1", { superstep: 2, executor: "triage", tokens: { count: 42, tokenizer: "o200k_base" } }),
+      ]);
+      assert.deepEqual(store.listAgentCalls("r1", 7), []);
+      assert.deepEqual(ids(store.listVerdicts("r1", { superstep: 2 })), ["v1", "v4"]);
+      assert.deepEqual(ids(store.listVerdicts(undefined, { superstep: 2 })), ["v1", "v3", "v4"]);
+      assert.deepEqual(ids(store.listVerdicts("r1", { agentCallId: "a2" })), ["v2"]);
+      assert.deepEqual(ids(store.listVerdicts(undefined, { agentCallId: "a3" })), ["v3"]);
+      assert.deepEqual(ids(store.listVerdicts("r1", { agentCallId: "a3" })), [], "a call of another run");
+      assert.deepEqual(store.listVerdicts("r1", { superstep: 2, agentCallId: "a1" }), [
+        verdict("v1", "r1", { superstep: 2, agentCallId: "a1" }),
+      ]);
+    });
+
+    it("summarises every agent call in commit order, the same list until a call is added", () => {
+      assert.deepEqual(store.agentCallSummaries(), []);
+      store.commit({
+        agentCalls: [agentCall("a1", "r1"), agentCall("a2", "r2", { superstep: 4, tokens: { count: 42, tokenizer: "o200k_base" } })],
+      });
+      const first = store.agentCallSummaries();
+      assert.deepEqual(first, [
+        { id: "a1", runId: "r1", superstep: 1, executor: "decide", hash: "sha256:a1", tokens: null },
+        { id: "a2", runId: "r2", superstep: 4, executor: "decide", hash: "sha256:a2", tokens: 42 },
+      ]);
+      store.commit({ steps: [step("s1", "r1", 0)] });
+      assert.equal(store.agentCallSummaries(), first, "nothing new: the same array");
+      store.commit({ agentCalls: [agentCall("a3", "r1", { superstep: 2, executor: "triage" })] });
+      const second = store.agentCallSummaries();
+      assert.notEqual(second, first);
+      assert.deepEqual(
+        second.map((c) => [c.id, c.executor]),
+        [
+          ["a1", "decide"],
+          ["a2", "decide"],
+          ["a3", "triage"],
+        ],
+      );
+      assert.equal(first.length, 2, "an array handed out earlier is not changed");
     });
 
     it("refuses to replace a row of an append-only table, in the same batch or a later one", () => {

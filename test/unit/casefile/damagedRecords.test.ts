@@ -157,6 +157,23 @@ describe("a case file with a damaged record", () => {
     }
   });
 
+  it("agent call summaries refuse a damaged call as listing the calls does, naming its row", async () => {
+    const damage: [string, RegExp][] = [
+      ["'not json'", /agent_calls row run_id="[^"]+" superstep=\d+ id="[^"]+": data is not JSON/],
+      ["X'00ff'", /agent_calls row .*: data is a blob, not JSON text/],
+      [`'{"id": "x"}'`, /agent_calls row .*: data is not a agent_calls record: record.runId must be a non-empty string/],
+    ];
+    for (const [data, pattern] of damage) {
+      sql(`UPDATE agent_calls SET data = ${data} WHERE rowid = (SELECT max(rowid) FROM agent_calls)`);
+      const store = await SqlJsStore.open(file, { readOnly: true });
+      try {
+        assert.throws(() => store.agentCallSummaries(), corrupt(pattern), data);
+      } finally {
+        store.close();
+      }
+    }
+  });
+
   it("a whole case file has no damaged records, on disk and in memory", async () => {
     const store = await SqlJsStore.open(file, { readOnly: true });
     try {

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { CaseFileReaders, SqlJsStore } from "../../../src/casefile";
-import { checkpoint, ref, run, step } from "./builders";
+import { agentCall, checkpoint, ref, run, step } from "./builders";
 
 /** The host's kept read-only stores: one per open case file, each read as fresh as an open. */
 
@@ -64,5 +64,44 @@ describe("CaseFileReaders: one kept store per open case file", () => {
     assert.deepEqual(await readers.read(file, (s) => s.listRuns().map((r) => r.id)), ["r1"]);
     w.close();
     readers.dispose();
+  });
+
+  it("keeps agent call summaries as fresh as an open: extended by a writer's appends, read afresh after a compaction", async () => {
+    const file = path.join(dir, "calls.casefile");
+    const w = await SqlJsStore.open(file, { create: true });
+    w.commit({ runs: [run("r1")], agentCalls: [agentCall("a1", "r1")] });
+    const readers = new CaseFileReaders();
+    readers.keep(file);
+    const summaries = () => readers.read(file, (s) => s.agentCallSummaries());
+    const fresh = async () => {
+      const s = await SqlJsStore.open(file, { readOnly: true });
+      try {
+        return [...s.agentCallSummaries()];
+      } finally {
+        s.close();
+      }
+    };
+    const first = await summaries();
+    assert.deepEqual(
+      first.map((c) => c.id),
+      ["a1"],
+    );
+    assert.equal(await summaries(), first, "nothing committed: the same list");
+    w.commit({ agentCalls: [agentCall("a2", "r1", { superstep: 2, executor: "triage" })] });
+    assert.deepEqual([...(await summaries())], await fresh(), "a call appended to the journal shows on the next read");
+    w.compact();
+    w.commit({ agentCalls: [agentCall("a3", "r1", { superstep: 3 })] });
+    const after = await summaries();
+    assert.deepEqual(
+      after.map((c) => [c.id, c.superstep, c.executor]),
+      [
+        ["a1", 1, "decide"],
+        ["a2", 2, "triage"],
+        ["a3", 3, "decide"],
+      ],
+    );
+    assert.deepEqual([...after], await fresh(), "after a compaction (the file replaced) as an open reads it");
+    readers.dispose();
+    w.close();
   });
 });

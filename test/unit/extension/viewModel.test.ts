@@ -20,6 +20,7 @@ import type { DetailOptions } from "../../../src/extension/viewModel";
 import { InspectorViewModelSchema, SuperstepDetailSchema, TimelineRows, TimelineSchema } from "../../../src/protocol/webview";
 import type { StepDetailView } from "../../../src/protocol/webview";
 import { commitInvoiceRun, INVOICE_BRANCH, INVOICE_RUN } from "../../fixtures/casefile/fixture";
+import { agentCall, run, step, verdict } from "../casefile/builders";
 
 const caseFile = { path: "/w/invoice.casefile", name: "invoice.casefile" };
 
@@ -228,6 +229,115 @@ for (const { name, open } of stores) {
     it("carries Restricted Mode's reason to the webview", () => {
       const vm = buildInspectorViewModel(store, { caseFile, runId: INVOICE_RUN, canRun: { ok: false, reason: "untrusted" } });
       assert.deepEqual(vm.canRun, { ok: false, reason: "untrusted" });
+    });
+  });
+}
+
+/** Two runs of 60 supersteps, each an agent step `decide` (two calls: a retry) and, every third, an agent step `triage`. */
+function commitLongRuns(store: CaseStore): void {
+  store.commit({ runs: [run("main"), run("fork", { parentRunId: "main" })] });
+  for (const r of ["main", "fork"]) {
+    for (let n = 0; n < 60; n++) {
+      const executors = n % 3 === 0 ? ["decide", "triage"] : ["decide"];
+      store.commit({
+        steps: executors.map((executor) => step(`${r}-s${n}-${executor}`, r, n, { executor, kind: "agent" })),
+        agentCalls: executors.flatMap((executor) => [
+          agentCall(`${r}-a${n}-${executor}`, r, { superstep: n, executor, tokens: { count: n, tokenizer: "o200k_base" } }),
+          agentCall(`${r}-a${n}-${executor}-retry`, r, { superstep: n, executor }),
+        ]),
+        // The verdict on superstep n's decision is recorded in superstep n + 1.
+        verdicts: [
+          verdict(`${r}-v${n}`, r, {
+            superstep: n + 1,
+            executor: "commit",
+            agentCallId: `${r}-a${n}-decide`,
+            verdict: n % 2 ? "accepted" : "rejected",
+          }),
+        ],
+      });
+    }
+  }
+}
+
+for (const { name, open } of [
+  { name: "MemoryStore", open: async () => ({ store: new MemoryStore() as CaseStore, done: () => undefined }) },
+  {
+    name: "SqlJsStore",
+    open: async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), "casefile-vm-long-"));
+      const file = path.join(dir, "long.casefile");
+      const writer = await openCaseFile(file, { create: true });
+      commitLongRuns(writer);
+      writer.close();
+      const reader = await openCaseFile(file, { readOnly: true });
+      return { store: reader as CaseStore, done: () => (reader.close(), rmSync(dir, { recursive: true, force: true })) };
+    },
+  },
+]) {
+  describe(`Inspector view model of long runs from ${name}`, () => {
+    let store: CaseStore;
+    let done: () => void;
+    before(async () => {
+      ({ store, done } = await open());
+      if (store instanceof MemoryStore) commitLongRuns(store);
+    });
+    after(() => done());
+
+    it("offers the nearest steps to compare with, the same step in the other branch first, and counts the rest", () => {
+      const context = detail(store, "main", 30, "decide").context;
+      assert.ok(!("absent" in context));
+      const picked = context.compareWith.map((c) => `${c.relation} ${c.runId} ${c.superstep} ${c.executor}`);
+      const branch = picked.filter((p) => p.startsWith("branch"));
+      assert.equal(branch.length, 25);
+      assert.deepEqual(branch.slice(0, 5), [
+        "branch fork 30 decide",
+        "branch fork 29 decide",
+        "branch fork 31 decide",
+        "branch fork 28 decide",
+        "branch fork 32 decide",
+      ]);
+      const inRun = picked.filter((p) => p.startsWith("run"));
+      assert.equal(inRun.length, 25);
+      assert.deepEqual(inRun.slice(0, 4), ["run main 30 triage", "run main 29 decide", "run main 31 decide", "run main 28 decide"]);
+      // The fork has 60 decide steps; main has 79 other agent steps (59 decide, 20 triage).
+      assert.equal(context.compareMore, 60 - 25 + (59 + 20 - 25));
+      const first = context.compareWith[0]!;
+      assert.deepEqual(first, {
+        relation: "branch",
+        runId: "fork",
+        superstep: 30,
+        executor: "decide",
+        agentCallId: "fork-a30-decide",
+        hash: "sha256:fork-a30-decide",
+        tokens: 30,
+      });
+    });
+
+    it("finds the verdict recorded a superstep later, on the timeline and in the details", () => {
+      const vm = buildInspectorViewModel(store, { caseFile, runId: "main", canRun: { ok: true } });
+      const rows = new TimelineRows(TimelineSchema.parse(vm.timeline)).all();
+      assert.deepEqual(
+        rows.slice(0, 4).map((r) => r.steps.map((x) => [x.executor, x.verdict])),
+        [
+          [
+            ["decide", "rejected"],
+            ["triage", null],
+          ],
+          [["decide", "accepted"]],
+          [["decide", "rejected"]],
+          [
+            ["decide", "accepted"],
+            ["triage", null],
+          ],
+        ],
+      );
+      const d = detail(store, "main", 7, "decide").decision;
+      assert.ok(!("absent" in d));
+      assert.equal(d.verdictId, "main-v7");
+      assert.deepEqual(d.proposedBy, { executor: "decide", agentCallId: "main-a7-decide" });
+      const c = detail(store, "main", 7, "decide").context;
+      assert.ok(!("absent" in c));
+      assert.equal(c.agentCallId, "main-a7-decide", "a step's context is its first model call");
     });
   });
 }
