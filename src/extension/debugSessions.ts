@@ -244,12 +244,21 @@ export class CasefileDebugging implements vscode.Disposable {
     const casefile = this.sessions.get(String(attachSession.configuration.__casefileChild))?.session;
     const pid = attachSession.configuration.__casefileRunnerPid as number | undefined;
     if (!casefile || pid === undefined) return undefined;
+    // The runner goes on once the session has both answered `attach` and been told its
+    // breakpoints (the client's `configurationDone`, sent after every setBreakpoints): on a cold
+    // start either may come first, and a breakpoint not yet set when a superstep runs is missed.
+    const seen = new Set<string>();
+    let told = false;
     return {
       onDidSendMessage: (m: { type?: string; command?: string; success?: boolean }) => {
-        if (m.type !== "response" || m.command !== "attach") return;
+        if (told || m.type !== "response" || (m.command !== "attach" && m.command !== "configurationDone")) return;
+        seen.add(m.command);
         // Told either way: a failed attach must not hold the runner until the adapter's timeout.
-        if (m.success) this.log.info(`debug: js-debug attached to the runner (pid ${pid})`);
-        else this.log.warn(`debug: js-debug did not attach to the runner (pid ${pid}): breakpoints in executor code will not bind`);
+        if (m.command === "attach" && !m.success)
+          this.log.warn(`debug: js-debug did not attach to the runner (pid ${pid}): breakpoints in executor code will not bind`);
+        else if (seen.size < 2) return;
+        else this.log.info(`debug: js-debug attached to the runner (pid ${pid}), breakpoints set`);
+        told = true;
         void casefile.customRequest(EXECUTOR_DEBUGGER_ATTACHED, { pid }).then(undefined, (err: unknown) => {
           this.log.warn(`debug: ${EXECUTOR_DEBUGGER_ATTACHED}: ${String(err)}`);
         });
