@@ -103,6 +103,16 @@ describe("checkBudget", () => {
     );
   });
 
+  // Kills the mutant "refuse at the hard budget" (tokens.ts checkBudget, `count >= budget.hard`).
+  it("a count exactly at the hard budget is within it: no refusal, and only the soft budget's warning", () => {
+    assert.equal(checkBudget(10, { hard: 10 }, "s"), undefined);
+    assert.equal(
+      checkBudget(2000, { soft: 1000, hard: 2000 }, "classify"),
+      'step "classify": context is 2000 tokens, above the soft budget of 1000 tokens',
+    );
+    assert.throws(() => checkBudget(2001, { soft: 1000, hard: 2000 }, "classify"), /2001 tokens, above the hard budget of 2000/);
+  });
+
   it("refuses on a hard budget alone", () => {
     assert.throws(() => checkBudget(11, { hard: 10 }, "s"), /11 tokens, above the hard budget of 10/);
   });
