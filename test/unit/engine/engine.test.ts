@@ -261,6 +261,39 @@ describe("engine: resume and fork", () => {
     assert.deepEqual(store.readValues(store.latestCheckpoint(first.runId)!.keys), { n: 5 });
   });
 
+  // Kills the mutant "a patch at the latest checkpoint of an unfinished run continues that run"
+  // (resumePlan.ts sameRun without `changed.size === 0`): the edit would rewrite the parent's history.
+  it("editing state at the latest checkpoint of a stopped run forks a branch; the stopped run keeps its state and history", async () => {
+    const store = new MemoryStore();
+    const control = new RunControl();
+    const wf = defineWorkflow(counterSpec());
+    let seen = 0;
+    const first = await new Engine(wf, store, {
+      control,
+      onEvent: (e) => {
+        if (e.type === "checkpoint" && ++seen === 2) control.stop();
+      },
+    }).run({ limit: 5 });
+    assert.equal(first.status, "stopped");
+    const before = JSON.stringify([
+      store.getRun(first.runId),
+      store.listCheckpoints(first.runId),
+      store.listEvents({ runId: first.runId }),
+    ]);
+    const fork = await new Engine(wf, store).resume(first.checkpointId, { patch: { n: 3 } });
+    assert.notEqual(fork.runId, first.runId, "the edit continued the stopped run itself");
+    assert.equal(store.getRun(fork.runId)!.parentCheckpointId, first.checkpointId);
+    assert.deepEqual(store.getRun(fork.runId)!.patch, ["n"]);
+    assert.equal(fork.status, "completed");
+    assert.deepEqual(store.readValues(store.latestCheckpoint(fork.runId)!.keys), { n: 5 }, "the fork went on from the edited n = 3");
+    assert.equal(
+      JSON.stringify([store.getRun(first.runId), store.listCheckpoints(first.runId), store.listEvents({ runId: first.runId })]),
+      before,
+      "the stopped run's record, checkpoints or events changed",
+    );
+    assert.deepEqual(store.readValues(store.latestCheckpoint(first.runId)!.keys), { n: 2 }, "the stopped run's state changed");
+  });
+
   it("resuming a failed run retries the failed superstep in the same run, keeping the failed attempt's records", async () => {
     let attempts = 0;
     const wf = defineWorkflow({
