@@ -469,8 +469,13 @@ describe("SqlJsStore on disk", () => {
     const file = at("durable.casefile");
     const script = path.join(__dirname, "helpers", "commitLoop.ts");
     const reported: number[] = [];
+    // Where each kill lands is chosen by a seeded generator; the seed is in every failure message
+    // (repeat a failure with STORE_KILL_SEED=<seed>).
+    const seed = process.env.STORE_KILL_SEED ? Number(process.env.STORE_KILL_SEED) : (process.pid * 7919 + Date.now()) % 1_000_000;
+    const rand = seededRandom(seed);
+    const withSeed = (m: string) => `${m} (seed ${seed}: STORE_KILL_SEED=${seed} repeats it)`;
     for (let round = 0; round < 3; round++) {
-      const killAfter = 120 + Math.floor(Math.random() * 120);
+      const killAfter = 120 + Math.floor(rand() * 120);
       const child = spawn(process.execPath, ["--import", "tsx", script, file, String(24 * 1024)], { stdio: ["ignore", "pipe", "pipe"] });
       let stderr = "";
       child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
@@ -492,24 +497,36 @@ describe("SqlJsStore on disk", () => {
         }
       });
       const signal = await exit;
-      assert.equal(signal, "SIGKILL", `child ended on its own: ${stderr}`);
+      assert.equal(signal, "SIGKILL", withSeed(`child ended on its own: ${stderr}`));
       assert.ok(
         startedAt >= (reported[reported.length - seen - 1] ?? 0),
-        `round ${round} started at ${startedAt}, after what was reported`,
+        withSeed(`round ${round} started at ${startedAt}, after what was reported`),
       );
     }
     const s = await SqlJsStore.open(file);
     const events = s.listEvents();
     const byI = new Set(events.map((e) => (e.data as { i: number }).i));
     const missing = reported.filter((i) => !byI.has(i));
-    assert.deepEqual(missing, [], "every reported commit is in the case file");
+    assert.deepEqual(missing, [], withSeed("every reported commit is in the case file"));
     assert.deepEqual(
       events.map((e) => e.seq),
       events.map((_e, k) => k + 1),
-      "no commit twice, no gap",
+      withSeed("no commit twice, no gap"),
     );
     const last = reported[reported.length - 1]!;
-    assert.deepEqual((s.readValues({ counter: ref("r", last) }).counter as { i: number }).i, last);
+    assert.deepEqual((s.readValues({ counter: ref("r", last) }).counter as { i: number }).i, last, withSeed("the last reported value"));
     s.close();
   });
 });
+
+/** mulberry32: a small seeded generator, so that a failing random choice can be repeated. */
+function seededRandom(seed: number): () => number {
+  let a = seed >>> 0 || 1;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

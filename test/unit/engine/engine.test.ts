@@ -415,17 +415,27 @@ describe("engine: requests, pause and step", () => {
     const store = new MemoryStore();
     const control = new RunControl(true);
     const events: EventRecord[] = [];
-    const running = new Engine(defineWorkflow(counterSpec()), store, { control, onEvent: (e) => events.push(e) }).run({ limit: 3 });
+    // Driven by the run's own run_paused events, never by time: each wait ends when the run comes to rest.
+    let onPause: (() => void) | undefined;
+    const nextPause = () => new Promise<void>((resolve) => (onPause = resolve));
+    let paused = nextPause();
+    const running = new Engine(defineWorkflow(counterSpec()), store, {
+      control,
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === "run_paused") onPause?.();
+      },
+    }).run({ limit: 3 });
     const pauses = () => events.filter((e) => e.type === "run_paused").length;
-    const settle = () => new Promise((r) => setTimeout(r, 20));
-    await settle();
-    assert.equal(pauses(), 1);
+    await paused;
+    assert.equal(pauses(), 1, "one pause before the first superstep");
     const runId = events[0]!.runId;
     assert.equal(store.latestCheckpoint(runId)!.superstep, 0, "nothing ran before the first step");
+    paused = nextPause();
     control.step();
-    await settle();
-    assert.equal(store.latestCheckpoint(runId)!.superstep, 1);
-    assert.equal(pauses(), 2);
+    await paused;
+    assert.equal(store.latestCheckpoint(runId)!.superstep, 1, "one step ran one superstep");
+    assert.equal(pauses(), 2, "the run paused again after its one superstep");
     control.continue();
     const r = await running;
     assert.equal(r.status, "completed");

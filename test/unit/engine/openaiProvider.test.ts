@@ -32,6 +32,10 @@ class ChatCompletionsServer {
   readonly received: Received[] = [];
   private replies: Reply[] = [];
   private server: Server | undefined;
+  /** Delayed replies not sent yet (cleared by reset and stop). */
+  private readonly timers = new Set<NodeJS.Timeout>();
+  /** Replies written so far. */
+  replied = 0;
   url = "";
 
   async start(): Promise<void> {
@@ -51,9 +55,17 @@ class ChatCompletionsServer {
         const reply = this.replies.shift() ?? {};
         const status = reply.status ?? 200;
         const body = reply.body ?? (status >= 400 ? { error: { message: "error" } } : completion(received.body, "{}"));
-        const send = (): void => sendJson(res, status, body, reply.headers);
-        if (reply.delayMs) setTimeout(send, reply.delayMs);
-        else send();
+        const send = (): void => {
+          this.replied++;
+          sendJson(res, status, body, reply.headers);
+        };
+        if (reply.delayMs) {
+          const timer = setTimeout(() => {
+            this.timers.delete(timer);
+            send();
+          }, reply.delayMs);
+          this.timers.add(timer);
+        } else send();
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, "127.0.0.1", resolve));
@@ -68,9 +80,13 @@ class ChatCompletionsServer {
   reset(): void {
     this.received.length = 0;
     this.replies.length = 0;
+    this.replied = 0;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
   }
 
   async stop(): Promise<void> {
+    this.reset();
     this.server?.closeAllConnections();
     await new Promise<void>((resolve) => this.server!.close(() => resolve()));
   }
@@ -251,15 +267,17 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
   });
 
   it("times out a slow server with MODEL_CALL_FAILED naming the step", async () => {
-    server.queue({ delayMs: 3_000, body: completion({ model: "gpt-4o-mini" }, answer) });
-    const started = Date.now();
+    // The server would answer after a minute: the test can only pass by the provider giving up first
+    // (no clock read; a provider that waited would hit mocha's timeout).
+    server.queue({ delayMs: 60_000, body: completion({ model: "gpt-4o-mini" }, answer) });
     await assert.rejects(provider({ timeoutMs: 200, maxRetries: 0 }).complete(request()), (e: unknown) => {
       assert.ok(isCasefileError(e));
       assert.equal(e.code, "MODEL_CALL_FAILED");
       assert.match(e.message, /step "classify invoice": model call to .* timed out/);
       return true;
     });
-    assert.ok(Date.now() - started < 2_000, `took ${Date.now() - started} ms`);
+    assert.equal(server.received.length, 1, "the request reached the server once (no retry)");
+    assert.equal(server.replied, 0, "the server replied before the provider gave up: nothing timed out");
   });
 
   it("reports an unreachable server as MODEL_CALL_FAILED", async () => {

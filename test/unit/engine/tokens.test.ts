@@ -65,13 +65,7 @@ describe("countTokens", () => {
     assert.ok(r.count > 10);
   });
 
-  it("is fast after first use", () => {
-    countTokens(messages, "gpt-4o");
-    const started = process.hrtime.bigint();
-    for (let i = 0; i < 200; i++) countTokens(messages, "gpt-4o");
-    const ms = Number(process.hrtime.bigint() - started) / 1e6;
-    assert.ok(ms < 500, `200 counts took ${ms} ms`);
-  });
+  // How fast repeated counts are is measured by `npm run bench:tokens` (test/bench/tokenCount.bench.ts), not asserted here.
 });
 
 describe("checkBudget", () => {
