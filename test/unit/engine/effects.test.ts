@@ -337,6 +337,7 @@ describe("effects: open intents are reconciled on resume before anything else ru
     return crashed;
   }
 
+  // Kills the mutant "no reconciliation on resume" (engine.ts resume skipping resolveOpenIntents), with "unresolvable" below.
   it("found: a crash after the action is resolved by the key, recorded done, and not acted on again", async () => {
     const target: Target = { url: erp.url };
     const crashed = await crashCopyAt("AFTER", target);

@@ -99,6 +99,7 @@ describe("judge: the commit rules' decision, computed and not applied", () => {
     assert.deepEqual(book, before);
   });
 
+  // Kills the mutant "a rule that throws counted as passed" (commitStep.ts judge).
   it("a rule that throws is a RULE_FAILED error naming the rule and the step, not a failed rule", () => {
     const throwing: Record<string, RuleFn> = {
       positive: () => true,
@@ -118,6 +119,7 @@ describe("judge: the commit rules' decision, computed and not applied", () => {
     );
   });
 
+  // Kills the mutant "reject and escalate in the other precedence" (commitStep.ts judge).
   it("escalates when any failing rule escalates, rejects when every failing rule says reject", () => {
     const fail =
       (onFail?: "reject" | "escalate"): RuleFn =>
