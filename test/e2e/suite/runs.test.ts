@@ -6,7 +6,7 @@ import { invoiceSeed } from "../../../examples/invoice/erpData";
 import { openCaseFile } from "../../../src/casefile/index";
 import type { CasefileTestApi } from "../../../src/extension/extension";
 import { useErp } from "./erp";
-import { askBrowser, browserAvailable } from "./exchange";
+import { askBrowser, browserAvailable, browserCheckLeftOut, itWithBrowser } from "./exchange";
 
 /** The repository: the suite is bundled to dist/e2e/ (buildSuite.ts). */
 const ROOT = path.resolve(__dirname, "../..");
@@ -114,6 +114,7 @@ describe("Running the invoice example from the editor", function () {
       );
     } else {
       await vscode.commands.executeCommand("casefile.stepControl", "continue");
+      browserCheckLeftOut("the Run Inspector's run controls (Paused ..., Continue/Step/Stop)");
     }
     const result = await running;
     assert.equal(result.ok, true, result.ok ? "" : result.reason);
@@ -174,6 +175,8 @@ describe("Running the invoice example from the editor", function () {
           `Latest checkpoint (superstep ${first.superstep}) of run ${first.runId}: pending ${first.executors.join(", ")}`,
         );
         assert.equal(checks.texts.running?.length, first.executors.length);
+      } else {
+        browserCheckLeftOut("the Workflow Graph's highlight of the running executors");
       }
       assert.deepEqual(await vscode.commands.executeCommand("casefile.stepControl", "step"), { ok: true });
       await until("one Step", () => ((api.ctx.runs.pausedAt?.superstep ?? first.superstep) > first.superstep ? true : undefined));
@@ -193,28 +196,26 @@ describe("Running the invoice example from the editor", function () {
     await vscode.commands.executeCommand("workbench.action.closeAllEditors");
   });
 
-  if (browserAvailable()) {
-    it("the Run Inspector shows the agent's proposal against the commit's verdict", async () => {
-      const superstep = await agentSuperstep();
-      await vscode.commands.executeCommand("workbench.action.closeAllEditors");
-      await vscode.commands.executeCommand("casefile.openInspector", caseFile, runId);
-      const checks = await askBrowser({
-        name: "run-proposal",
-        waitFor: `body[data-loaded="${runId}"]`,
-        read: { rows: ".timeline-row" },
-        click: [`.timeline-row:has(.superstep-number:text-is("#${superstep}"))`, '.tab[data-tab="decision"]'],
-        waitAfterClicks: [".verdict-large"],
-        readAfterClicks: { verdict: ".verdict-large", proposal: ".proposal-json", rules: ".rule" },
-      });
-      assert.equal(checks.found, true, checks.error);
-      assert.match(checks.after?.proposal?.[0] ?? "", /"action": "approve_variance"/);
-      assert.deepEqual(
-        checks.after?.verdict?.map((s) => s.replace(/\s+/g, " ").trim()),
-        ["Escalated"],
-      );
-      assert.ok((checks.after?.rules?.length ?? 0) >= 1, "the commit's rules are listed");
+  itWithBrowser("the Run Inspector shows the agent's proposal against the commit's verdict", async () => {
+    const superstep = await agentSuperstep();
+    await vscode.commands.executeCommand("workbench.action.closeAllEditors");
+    await vscode.commands.executeCommand("casefile.openInspector", caseFile, runId);
+    const checks = await askBrowser({
+      name: "run-proposal",
+      waitFor: `body[data-loaded="${runId}"]`,
+      read: { rows: ".timeline-row" },
+      click: [`.timeline-row:has(.superstep-number:text-is("#${superstep}"))`, '.tab[data-tab="decision"]'],
+      waitAfterClicks: [".verdict-large"],
+      readAfterClicks: { verdict: ".verdict-large", proposal: ".proposal-json", rules: ".rule" },
     });
-  }
+    assert.equal(checks.found, true, checks.error);
+    assert.match(checks.after?.proposal?.[0] ?? "", /"action": "approve_variance"/);
+    assert.deepEqual(
+      checks.after?.verdict?.map((s) => s.replace(/\s+/g, " ").trim()),
+      ["Escalated"],
+    );
+    assert.ok((checks.after?.rules?.length ?? 0) >= 1, "the commit's rules are listed");
+  });
 
   it("Resume from Checkpoint forks a branch of the run", async () => {
     const first = await firstCheckpoint();
