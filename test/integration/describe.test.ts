@@ -26,7 +26,10 @@ describe("describe child process", function () {
       ["load:loader", "variance:code", "propose:agent", "decide:commit", "review:request", "settle:code"],
     );
     assert.equal(d.graph.keys.find((k) => k.key === "invoice")?.owner, "load");
-    assert.ok(d.graph.edges.some((e) => e.conditional && e.label === "escalated"));
+    assert.ok(
+      d.graph.edges.some((e) => e.conditional && e.label === "escalated"),
+      `no conditional edge labelled escalated among ${JSON.stringify(d.graph.edges)}`,
+    );
   });
 
   it("reports every validation problem with its executor and key", async () => {
@@ -59,7 +62,10 @@ export default defineWorkflow({
       d.problems.some((p) => p.executor === "ghost"),
       JSON.stringify(d.problems),
     );
-    assert.ok(d.problems.every((p) => p.file === file));
+    assert.ok(
+      d.problems.every((p) => p.file === file),
+      `problems not all in ${file}: ${JSON.stringify(d.problems)}`,
+    );
   });
 
   it("reports a bundling error with its file, line and column", async () => {
@@ -71,6 +77,6 @@ export default defineWorkflow({
     assert.equal(d.problems[0]?.code, "BUNDLE_FAILED");
     assert.equal(d.problems[0]?.file, file);
     assert.equal(d.problems[0]?.line, 3);
-    assert.ok((d.problems[0]?.column ?? 0) > 0);
+    assert.ok((d.problems[0]?.column ?? 0) > 0, "expected: (d.problems[0]?.column ?? 0) > 0");
   });
 });

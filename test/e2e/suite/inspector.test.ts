@@ -41,7 +41,7 @@ describe("Run Inspector on a fixture case file", () => {
       if (!tab) await new Promise((r) => setTimeout(r, 100));
     }
     assert.ok(tab, `a tab for the inspector among ${tabs.map((t) => t.label).join(", ")}`);
-    assert.ok(tab.input instanceof vscode.TabInputWebview);
+    assert.ok(tab.input instanceof vscode.TabInputWebview, "expected: tab.input instanceof vscode.TabInputWebview");
     assert.match(tab.input.viewType, /casefile\.runInspector/);
   });
 
@@ -114,7 +114,7 @@ describe("Run Inspector on a fixture case file", () => {
     await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Active, preview: false });
     await new Promise((r) => setTimeout(r, 500));
     const panel = await api.inspectorPanel(caseFile);
-    assert.ok(panel);
+    assert.ok(panel, "expected: panel");
     assert.equal(panel.panel.visible, false, "the text editor covers the inspector");
     panel.panel.reveal();
     const checks = await askBrowser({

@@ -48,7 +48,7 @@ describe("Running the invoice example from the editor", function () {
   it("Run Workflow runs it to the person's review, and the Runs view lists its case file", async () => {
     const result = (await vscode.commands.executeCommand("casefile.run", workflow, { invoiceId: "INV-1001" }, caseFile.fsPath)) as Result;
     assert.equal(result.ok, true, result.ok ? "" : result.reason);
-    assert.ok(result.ok);
+    assert.ok(result.ok, "expected: result.ok");
     // A 9% variance: the tolerance rule escalates the agent's "approve", and the run waits for a person.
     assert.equal(result.status, "waiting");
     runId = result.runId;
@@ -119,7 +119,7 @@ describe("Running the invoice example from the editor", function () {
     const result = await running;
     assert.equal(result.ok, true, result.ok ? "" : result.reason);
     // A 2% variance: approved and paid, no person needed.
-    assert.ok(result.ok);
+    assert.ok(result.ok, "expected: result.ok");
     assert.equal(result.status, "completed");
   });
 
@@ -181,7 +181,7 @@ describe("Running the invoice example from the editor", function () {
       assert.deepEqual(await vscode.commands.executeCommand("casefile.stepControl", "step"), { ok: true });
       await until("one Step", () => ((api.ctx.runs.pausedAt?.superstep ?? first.superstep) > first.superstep ? true : undefined));
       const second = await highlightAtPause();
-      assert.ok(second.superstep > first.superstep);
+      assert.ok(second.superstep > first.superstep, "expected: second.superstep > first.superstep");
     } finally {
       if (api.ctx.runs.running) await vscode.commands.executeCommand("casefile.stepControl", "stop");
     }
@@ -221,7 +221,7 @@ describe("Running the invoice example from the editor", function () {
     const first = await firstCheckpoint();
     const result = (await vscode.commands.executeCommand("casefile.resume", caseFile, first)) as Result;
     assert.equal(result.ok, true, result.ok ? "" : result.reason);
-    assert.ok(result.ok);
+    assert.ok(result.ok, "expected: result.ok");
     assert.notEqual(result.runId, runId);
     const model = await api.ctx.inspector.load(caseFile, result.runId);
     const branch = model.branches.find((b) => b.runId === result.runId);
@@ -276,9 +276,9 @@ describe("Running the invoice example from the editor", function () {
     store.close();
     const result = (await vscode.commands.executeCommand("casefile.exportStepAsEval", caseFile, call.id, "json")) as Result;
     assert.equal(result.ok, true, result.ok ? "" : result.reason);
-    assert.ok(result.ok && result.file);
+    assert.ok(result.ok && result.file, "expected: result.ok && result.file");
     assert.ok(result.file.startsWith(vscode.workspace.workspaceFolders![0]!.uri.fsPath), result.file);
-    assert.ok(existsSync(result.file));
+    assert.ok(existsSync(result.file), "expected: existsSync(result.file)");
     const evalCase = JSON.parse(readFileSync(result.file, "utf8")) as { step: string };
     assert.equal(evalCase.step, call.executor);
     assert.match(result.message, /Eval case written to invoice\/evals\//);
@@ -290,7 +290,7 @@ describe("Running the invoice example from the editor", function () {
     store.close();
     const recorded = (await vscode.commands.executeCommand("casefile.replayStep", caseFile, call.id, "recorded")) as Result;
     assert.equal(recorded.ok, true, recorded.ok ? "" : recorded.reason);
-    assert.ok(recorded.ok);
+    assert.ok(recorded.ok, "expected: recorded.ok");
     assert.notEqual(recorded.runId, runId);
 
     const opened = (await vscode.commands.executeCommand("casefile.replayStep", caseFile, call.id, "edited")) as Result;
@@ -318,7 +318,7 @@ describe("Running the invoice example from the editor", function () {
     const answer = { decision: "reject", comment: "Price rise not agreed; ask for a credit note." };
     const result = (await vscode.commands.executeCommand("casefile.answerRequest", caseFile, waiting.id, answer)) as Result;
     assert.equal(result.ok, true, result.ok ? "" : result.reason);
-    assert.ok(result.ok);
+    assert.ok(result.ok, "expected: result.ok");
     assert.notEqual(result.status, "waiting");
   });
 

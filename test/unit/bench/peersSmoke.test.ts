@@ -76,7 +76,7 @@ describe("bench: Casefile vs LangGraph.js, at a tiny size", function () {
           assert.ok(Math.abs(r.ratio - r.ours / r.theirs) < 1e-9 || r.unit === "x", `${r.id}: ratio is not ours/theirs`);
       }
       if (r.target !== undefined) assert.equal(typeof r.met, "boolean", `${r.id}: a target without a verdict`);
-      assert.ok(r.reps >= 1);
+      assert.ok(r.reps >= 1, "expected: r.reps >= 1");
     }
   });
 
@@ -109,7 +109,10 @@ describe("bench: Casefile vs LangGraph.js, at a tiny size", function () {
     const second = writeResults(out, results("second"));
     assert.equal(second.previous?.at, "first");
     assert.equal(second.changes?.length, rows.length);
-    assert.ok(second.changes!.every((c) => c.oursChange === 0));
+    assert.ok(
+      second.changes!.every((c) => c.oursChange === 0),
+      `changes on the second run: ${JSON.stringify(second.changes)}`,
+    );
     const stored = JSON.parse(readFileSync(second.file, "utf8")) as Results;
     assert.equal(stored.previous?.at, "first");
     assert.equal(stored.rows.length, rows.length);

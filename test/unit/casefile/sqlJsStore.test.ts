@@ -119,7 +119,7 @@ describe("SqlJsStore on disk", () => {
     BATCHES.forEach((b) => w.commit(b));
     crashCopy(at("a.casefile"), at("b.casefile"));
     w.close();
-    assert.ok(statSync(journalPath(at("b.casefile"))).size > 0);
+    assert.ok(statSync(journalPath(at("b.casefile"))).size > 0, 'expected: statSync(journalPath(at("b.casefile"))).size > 0');
     const b = await SqlJsStore.open(at("b.casefile"));
     assert.deepEqual(everything(b), oracle(BATCHES));
     b.commit({ events: [event("r1", "run_resumed")] });
@@ -195,7 +195,7 @@ describe("SqlJsStore on disk", () => {
       const before = freeze(file);
       await refused(SqlJsStore.open(file), "NOT_A_CASE_FILE", /other\.db is a SQLite database but not a case file/);
       assertUntouched(file, before);
-      assert.ok(!existsSync(journalPath(file)));
+      assert.ok(!existsSync(journalPath(file)), "expected: !existsSync(journalPath(file))");
     });
 
     it("a case file whose pages were overwritten", async () => {
@@ -243,7 +243,10 @@ describe("SqlJsStore on disk", () => {
     it("a missing file unless asked to create it", async () => {
       await refused(SqlJsStore.open(at("none.casefile")), "NOT_A_CASE_FILE", /no case file at .*none\.casefile \(open with create/);
       await refused(SqlJsStore.open(at("none.casefile"), { readOnly: true, create: true }), "NOT_A_CASE_FILE", /no case file/);
-      assert.ok(!existsSync(at("none.casefile")) && !existsSync(lockPath(at("none.casefile"))));
+      assert.ok(
+        !existsSync(at("none.casefile")) && !existsSync(lockPath(at("none.casefile"))),
+        'expected: !existsSync(at("none.casefile")) && !existsSync(lockPath(at("none.casefile")))',
+      );
     });
 
     it("a new file where a journal without its database lies", async () => {
@@ -253,7 +256,10 @@ describe("SqlJsStore on disk", () => {
         "CORRUPT_CASE_FILE",
         /journal .*x\.casefile\.journal exists without its database/,
       );
-      assert.ok(!existsSync(at("x.casefile")) && !existsSync(lockPath(at("x.casefile"))));
+      assert.ok(
+        !existsSync(at("x.casefile")) && !existsSync(lockPath(at("x.casefile"))),
+        'expected: !existsSync(at("x.casefile")) && !existsSync(lockPath(at("x.casefile")))',
+      );
     });
   });
 
@@ -292,7 +298,7 @@ describe("SqlJsStore on disk", () => {
       assert.match(w.warnings.join("\n"), new RegExp(`took over a stale lock .* left by pid ${gone.pid} `));
       assert.equal(JSON.parse(readFileSync(lockPath(file), "utf8")).pid, process.pid);
       w.close();
-      assert.ok(!existsSync(lockPath(file)));
+      assert.ok(!existsSync(lockPath(file)), "expected: !existsSync(lockPath(file))");
     });
   });
 
@@ -331,7 +337,7 @@ describe("SqlJsStore on disk", () => {
     const sizeBefore = statSync(file).size;
     w.compact();
     assert.equal(statSync(journalPath(file)).size, 0);
-    assert.ok(statSync(file).size >= sizeBefore);
+    assert.ok(statSync(file).size >= sizeBefore, "expected: statSync(file).size >= sizeBefore");
     assert.ok(!existsSync(file + ".tmp"), "the temp file was renamed over the case file");
     assert.deepEqual(everything(w), oracle(BATCHES));
     const r = await SqlJsStore.open(file, { readOnly: true });

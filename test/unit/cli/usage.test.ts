@@ -27,7 +27,7 @@ async function run(argv: string[]): Promise<{ code: number; out: string[]; err: 
 
 describe("cli: one command table for --help, unknown commands and README", () => {
   it("every command in the table has a synopsis line naming it", () => {
-    assert.ok(COMMANDS.length > 0);
+    assert.ok(COMMANDS.length > 0, "expected: COMMANDS.length > 0");
     for (const c of COMMANDS) {
       assert.ok(c.synopsis.length > 0, `${c.name} has a synopsis`);
       for (const line of c.synopsis) assert.ok(line.startsWith(`casefile ${c.name} `) || line === `casefile ${c.name}`, line);

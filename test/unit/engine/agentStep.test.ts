@@ -173,7 +173,7 @@ describe("agent step: token budget", () => {
   it("records a warning event above the soft budget and still calls the model", async () => {
     const { store, result, call } = await runClaim(50, good, { budget: { soft: 20, hard: 10_000 } });
     assert.equal(result.status, "completed");
-    assert.ok(call!.tokens!.count > 20);
+    assert.ok(call!.tokens!.count > 20, "expected: call!.tokens!.count > 20");
     assert.deepEqual([call!.tokens!.soft, call!.tokens!.hard, call!.tokens!.tokenizer], [20, 10_000, "o200k_base"]);
     const warnings = store.listEvents({ runId: result.runId }).filter((e) => e.type === "warning");
     assert.equal(warnings.length, 1);

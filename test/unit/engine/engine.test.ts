@@ -372,7 +372,10 @@ describe("engine: resume and fork", () => {
     const r = await new Engine(changed, store).resume(`${parent.runId}:1`);
     assert.equal(r.warnings.length, 1);
     assert.match(r.warnings[0]!, /graph of "counter" changed since checkpoint .*; executors added: audit/);
-    assert.ok(store.listEvents({ runId: r.runId }).some((e) => e.type === "warning"));
+    assert.ok(
+      store.listEvents({ runId: r.runId }).some((e) => e.type === "warning"),
+      `no warning event among ${JSON.stringify(store.listEvents({ runId: r.runId }).map((e) => e.type))}`,
+    );
   });
 });
 

@@ -231,7 +231,7 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     };
     server.queue(limited, limited, limited);
     await assert.rejects(provider({ maxRetries: 1 }).complete(request()), (e: unknown) => {
-      assert.ok(isCasefileError(e));
+      assert.ok(isCasefileError(e), "expected: isCasefileError(e)");
       assert.equal(e.code, "MODEL_CALL_FAILED");
       assert.match(
         e.message,
@@ -271,7 +271,7 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     // (no clock read; a provider that waited would hit mocha's timeout).
     server.queue({ delayMs: 60_000, body: completion({ model: "gpt-4o-mini" }, answer) });
     await assert.rejects(provider({ timeoutMs: 200, maxRetries: 0 }).complete(request()), (e: unknown) => {
-      assert.ok(isCasefileError(e));
+      assert.ok(isCasefileError(e), "expected: isCasefileError(e)");
       assert.equal(e.code, "MODEL_CALL_FAILED");
       assert.match(e.message, /step "classify invoice": model call to .* timed out/);
       return true;
@@ -323,7 +323,7 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     assert.throws(
       () => new OpenAICompatibleProvider({ apiKey: key, baseUrl: "http://someone:hunter2-password@127.0.0.1:9/v1?x=1" }),
       (e: unknown) => {
-        assert.ok(isCasefileError(e) && e.code === "USAGE");
+        assert.ok(isCasefileError(e) && e.code === "USAGE", 'expected: isCasefileError(e) && e.code === "USAGE"');
         assert.match(e.message, /the base URL http:\/\/127\.0\.0\.1:9\/v1 carries a user name or password/);
         assert.ok(!JSON.stringify(e).includes("hunter2") && !e.message.includes("hunter2"), e.message);
         return true;
@@ -372,7 +372,7 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
       .catch((e: unknown) => record(e));
 
     assert.ok(echo().includes(key), "the server did receive the key");
-    assert.ok(seen.length >= 14);
+    assert.ok(seen.length >= 14, "expected: seen.length >= 14");
     for (const text of seen) assert.ok(!text.includes(key), `key found in: ${text.slice(0, 300)}`);
   });
 });

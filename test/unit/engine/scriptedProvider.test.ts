@@ -100,7 +100,7 @@ describe("ScriptedProvider", () => {
       ],
     });
     await assert.rejects(new ScriptedProvider(file).complete(request("classify", hashA, 1)), (e: unknown) => {
-      assert.ok(isCasefileError(e));
+      assert.ok(isCasefileError(e), "expected: isCasefileError(e)");
       assert.equal(e.code, "MODEL_RESPONSE_MISSING");
       assert.match(e.message, /step "classify"/);
       assert.ok(e.message.includes(hashA), e.message);
@@ -119,7 +119,7 @@ describe("ScriptedProvider", () => {
   it("reports a missing fixture file as a missing response naming the file, step and hash", async () => {
     const file = path.join(dir, "absent.responses.json");
     await assert.rejects(new ScriptedProvider(file).complete(request("classify", hashA)), (e: unknown) => {
-      assert.ok(isCasefileError(e));
+      assert.ok(isCasefileError(e), "expected: isCasefileError(e)");
       assert.equal(e.code, "MODEL_RESPONSE_MISSING");
       assert.ok(e.message.includes(file) && e.message.includes(hashA) && e.message.includes('"classify"'), e.message);
       assert.match(e.message, /does not exist/);
@@ -136,7 +136,7 @@ describe("ScriptedProvider", () => {
       ],
     });
     await assert.rejects(new ScriptedProvider(file).complete(request("classify", hashA)), (e: unknown) => {
-      assert.ok(isCasefileError(e));
+      assert.ok(isCasefileError(e), "expected: isCasefileError(e)");
       assert.equal(e.code, "INVALID_INPUT");
       assert.ok(e.message.includes(file), e.message);
       assert.match(e.message, /responses\[1\]\.hash: expected sha256:/);
@@ -150,7 +150,7 @@ describe("ScriptedProvider", () => {
   it("rejects a fixture that is not JSON, naming the file", async () => {
     const file = write("broken.json", '{ "responses": [ ');
     await assert.rejects(new ScriptedProvider(file).complete(request("classify", hashA)), (e: unknown) => {
-      assert.ok(isCasefileError(e) && e.code === "INVALID_INPUT");
+      assert.ok(isCasefileError(e) && e.code === "INVALID_INPUT", 'expected: isCasefileError(e) && e.code === "INVALID_INPUT"');
       assert.ok(e.message.includes(file) && /not valid JSON/.test(e.message), e.message);
       return true;
     });

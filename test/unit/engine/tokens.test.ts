@@ -62,7 +62,7 @@ describe("countTokens", () => {
 
   it("counts special-token text in content as ordinary text instead of throwing", () => {
     const r = countTokens([{ role: "user", content: "log line: <|endoftext|> <|im_start|>" }], "gpt-4");
-    assert.ok(r.count > 10);
+    assert.ok(r.count > 10, "expected: r.count > 10");
   });
 
   // How fast repeated counts are is measured by `npm run bench:tokens` (test/bench/tokenCount.bench.ts), not asserted here.
@@ -76,7 +76,7 @@ describe("checkBudget", () => {
 
   it("warns above the soft budget with both numbers and the step", () => {
     const w = checkBudget(1500, { soft: 1000, hard: 2000 }, "classify");
-    assert.ok(w);
+    assert.ok(w, "expected: w");
     assert.match(w, /classify/);
     assert.match(w, /1500/);
     assert.match(w, /1000/);
@@ -86,7 +86,7 @@ describe("checkBudget", () => {
     assert.throws(
       () => checkBudget(2500, { soft: 1000, hard: 2000 }, "classify"),
       (e: unknown) => {
-        assert.ok(isCasefileError(e));
+        assert.ok(isCasefileError(e), "expected: isCasefileError(e)");
         assert.equal(e.code, "TOKEN_BUDGET_EXCEEDED");
         assert.match(e.message, /step "classify"/);
         assert.match(e.message, /2500 tokens/);

@@ -121,7 +121,7 @@ for (const { name, open } of stores) {
 
     it("gives the agent step its exact context, with per-message counts only when a counter is given", () => {
       const without = detail(store, INVOICE_RUN, 1, "triage").context;
-      assert.ok(!("absent" in without));
+      assert.ok(!("absent" in without), 'expected: !("absent" in without)');
       assert.deepEqual(
         without.messages.map((m) => [m.role, m.tokens]),
         [
@@ -131,7 +131,7 @@ for (const { name, open } of stores) {
       );
       assert.deepEqual(without.tokens, { count: 118, soft: 2000, hard: 4000, tokenizer: "o200k_base" });
       const counted = detail(store, INVOICE_RUN, 1, "triage", { countMessageTokens: (m) => m.content.length }).context;
-      assert.ok(!("absent" in counted));
+      assert.ok(!("absent" in counted), 'expected: !("absent" in counted)');
       assert.deepEqual(
         counted.messages.map((m) => m.tokens),
         counted.messages.map((m) => m.content.length),
@@ -141,15 +141,18 @@ for (const { name, open } of stores) {
     it("gives another step's context alone, as the Context tab diffs it, the same as in its superstep's details", () => {
       const opts: DetailOptions = { countMessageTokens: (m) => m.content.length };
       const shown = detail(store, INVOICE_RUN, 1, "triage", opts).context;
-      assert.ok(!("absent" in shown));
+      assert.ok(!("absent" in shown), 'expected: !("absent" in shown)');
       const alone = buildContextView(store, INVOICE_RUN, 1, shown.agentCallId, opts);
-      assert.ok(!("absent" in alone));
+      assert.ok(!("absent" in alone), 'expected: !("absent" in alone)');
       assert.deepEqual({ ...alone, compareWith: shown.compareWith, compareMore: shown.compareMore }, shown);
       assert.match(
         (buildContextView(store, INVOICE_RUN, 2, shown.agentCallId) as { absent: string }).absent,
         /No model call .* was recorded in superstep 2 of /,
       );
-      assert.ok("absent" in buildContextView(store, INVOICE_RUN, 1, "no-such-call"));
+      assert.ok(
+        "absent" in buildContextView(store, INVOICE_RUN, 1, "no-such-call"),
+        'expected: "absent" in buildContextView(store, INVOICE_RUN, 1, "no-such-call")',
+      );
     });
 
     it("says why a section is empty instead of filling it", () => {
@@ -157,7 +160,7 @@ for (const { name, open } of stores) {
       assert.deepEqual(loader.context, { absent: "Only agent steps give a model a context; this is a loader step." });
       assert.deepEqual(loader.intents, { absent: "Only effect steps record intents; this is a loader step." });
       const effect = detail(store, INVOICE_RUN, 3, "postPayment");
-      assert.ok(Array.isArray(effect.intents));
+      assert.ok(Array.isArray(effect.intents), "expected: Array.isArray(effect.intents)");
       assert.deepEqual(
         effect.intents.map((i) => [i.id, i.status, i.reference]),
         [["invoice:INV-1042:postPayment", "done", { paymentId: "PAY-88213" }]],
@@ -166,7 +169,7 @@ for (const { name, open } of stores) {
 
     it("shows state at a checkpoint with facts' provenance and what changed since the checkpoint before", () => {
       const state = buildStateView(store, INVOICE_RUN, 2);
-      assert.ok("entries" in state);
+      assert.ok("entries" in state, 'expected: "entries" in state');
       assert.equal(state.checkpointId, `${INVOICE_RUN}-cp2`);
       assert.deepEqual(state.comparedWith, { runId: INVOICE_RUN, superstep: 1 });
       assert.deepEqual(
@@ -179,7 +182,7 @@ for (const { name, open } of stores) {
         ],
       );
       const first = buildStateView(store, INVOICE_RUN, 0);
-      assert.ok("entries" in first);
+      assert.ok("entries" in first, 'expected: "entries" in first');
       assert.equal(first.comparedWith, null);
       assert.ok(
         first.entries.every((e) => e.change === null),
@@ -192,7 +195,7 @@ for (const { name, open } of stores) {
       const vm = buildInspectorViewModel(store, { caseFile, runId: INVOICE_BRANCH, canRun: { ok: true } });
       assert.equal(vm.run.parentCheckpointId, `${INVOICE_RUN}-cp1`);
       const state = buildStateView(store, INVOICE_BRANCH, 2);
-      assert.ok("entries" in state);
+      assert.ok("entries" in state, 'expected: "entries" in state');
       assert.deepEqual(state.comparedWith, { runId: INVOICE_RUN, superstep: 1 });
       const invoice = state.entries.find((e) => e.key === "invoice")!;
       assert.equal(invoice.writtenBy, INVOICE_RUN, "inherited from the parent run");
@@ -205,7 +208,7 @@ for (const { name, open } of stores) {
       assert.deepEqual([proposal.change, proposal.version, proposal.writtenBy, proposal.provenance], ["changed", 2, INVOICE_BRANCH, null]);
       assert.equal(state.entries.find((e) => e.key === "decision")!.change, "new");
       const d = detail(store, INVOICE_BRANCH, 2, "decide").decision;
-      assert.ok(!("absent" in d));
+      assert.ok(!("absent" in d), 'expected: !("absent" in d)');
       assert.equal(d.verdict, "escalated");
       assert.equal(d.proposedBy, null, "the edited proposal came from a patch, not a model call");
     });
