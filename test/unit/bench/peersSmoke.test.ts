@@ -95,23 +95,26 @@ describe("bench: Casefile vs LangGraph.js, at a tiny size", function () {
         lines.some((l) => l.includes(r.measure)),
         `table lacks ${r.measure}`,
       );
-    const results = (at: string): Results => ({
+    const results = (at: string, rowsOf: Row[]): Results => ({
       at,
       machine: { cpus: 1, platform: "test", node: process.version, loadAvgAtStart: [], loadAvgAtEnd: [] },
       versions: {},
       sizes: { ...TINY },
       durationS: 1,
-      rows,
+      rows: rowsOf,
     });
     const out = path.join(dir, "results");
-    const first = writeResults(out, results("first"));
+    const first = writeResults(out, results("first", rows));
     assert.equal(first.previous, undefined);
-    const second = writeResults(out, results("second"));
+    // The second run's figures differ from the first's (ours doubled): a comparison of a results
+    // file with itself would report no change and pass on equal rows.
+    const doubled = rows.map((r) => ({ ...r, ours: r.ours * 2 }));
+    const second = writeResults(out, results("second", doubled));
     assert.equal(second.previous?.at, "first");
-    assert.equal(second.changes?.length, rows.length);
-    assert.ok(
-      second.changes!.every((c) => c.oursChange === 0),
-      `changes on the second run: ${JSON.stringify(second.changes)}`,
+    assert.deepEqual(
+      second.changes!.map((c) => [c.id, c.oursBefore, c.oursNow, c.oursChange]),
+      rows.map((r) => [r.id, r.ours, r.ours * 2, 1]),
+      "each measure compared with the previous file's: ours before, now, and the change (+100 %)",
     );
     const stored = JSON.parse(readFileSync(second.file, "utf8")) as Results;
     assert.equal(stored.previous?.at, "first");

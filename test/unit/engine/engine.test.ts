@@ -186,7 +186,12 @@ describe("engine: supersteps and checkpoints", () => {
 
   it("validates the input against the workflow's input schema", async () => {
     const engine = new Engine(defineWorkflow(counterSpec()), new MemoryStore());
-    await assert.rejects(engine.run({ limit: "x" }), /INVALID_INPUT|input of workflow "counter" is invalid at "limit"/);
+    // Code and message both: an alternation `CODE|message` would pass on either half.
+    await assert.rejects(engine.run({ limit: "x" }), (e: Error & { code?: string }) => {
+      assert.equal(e.code, "INVALID_INPUT", e.message);
+      assert.match(e.message, /^input of workflow "counter" is invalid at "limit": /);
+      return true;
+    });
   });
 
   it("yields outputs, kept with the run", async () => {

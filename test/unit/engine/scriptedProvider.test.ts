@@ -89,7 +89,11 @@ describe("ScriptedProvider", () => {
     const file = write("f.json", { responses: [{ step: "classify", hash: hashA, call: 1, response: "pinned" }] });
     const p = new ScriptedProvider(file);
     assert.equal((await p.complete(request("classify", hashA, 1))).text, "pinned");
-    await assert.rejects(p.complete(request("classify", hashA, 0)), /MODEL_RESPONSE_MISSING|no scripted response/);
+    await assert.rejects(p.complete(request("classify", hashA, 0)), (e: Error & { code?: string }) => {
+      assert.equal(e.code, "MODEL_RESPONSE_MISSING", e.message);
+      assert.match(e.message, /^no scripted response for step "classify" with hash sha256:a+ \(call 0\)/);
+      return true;
+    });
   });
 
   it("reports a missing response as MODEL_RESPONSE_MISSING naming the step, the hash and what the fixture has", async () => {
