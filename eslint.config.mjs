@@ -94,6 +94,15 @@ function restrict(rules) {
   };
 }
 
+/**
+ * Tests: every assert.ok has a message. Without one, a failing assert.ok makes Node re-read the
+ * test's source to describe the expression (a failing effects suite took 929 s to report it).
+ */
+const ASSERT_OK_MESSAGE = {
+  selector: "CallExpression[callee.object.name='assert'][callee.property.name='ok'][arguments.length<2]",
+  message: "give assert.ok a message (what was expected, and what was there): without one Node re-reads the source file to build it",
+};
+
 export default tseslint.config(
   { ignores: ["dist/**", "media/**", "node_modules/**", ".vscode-test/**", "test-output/**", "examples/**/cases/**"] },
   ...tseslint.configs.recommended,
@@ -107,8 +116,16 @@ export default tseslint.config(
   // Per layer: a later block replaces a rule's options, so each list carries VSCODE itself.
   ...Object.entries(LAYERS).map(([files, rules]) => ({ files: [files], rules: restrict(rules) })),
   {
-    files: ["src/extension/**", "test/e2e/**"],
+    files: ["test/**"],
+    rules: { "no-restricted-syntax": [...restrict([VSCODE])["no-restricted-syntax"], ASSERT_OK_MESSAGE] },
+  },
+  {
+    files: ["src/extension/**"],
     rules: { "no-restricted-imports": "off", "no-restricted-syntax": "off" },
+  },
+  {
+    files: ["test/e2e/**"],
+    rules: { "no-restricted-imports": "off", "no-restricted-syntax": ["error", ASSERT_OK_MESSAGE] },
   },
   {
     // Lazy loading in a CommonJS bundle: these modules require heavy parts only when first used.

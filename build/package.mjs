@@ -39,5 +39,5 @@ run(["esbuild.mjs", "--production"]);
 run(["build/types.mjs"]);
 const { version, name } = require("../package.json");
 const out = `dist/${name}-${target}-${version}.vsix`;
-run([require.resolve("@vscode/vsce/vsce"), "package", "--target", target, "--skip-license", "--allow-missing-repository", "--out", out]);
+run([require.resolve("@vscode/vsce/vsce"), "package", "--target", target, "--skip-license", "--allow-missing-repository", "--no-rewrite-relative-links", "--out", out]);
 console.log(`${out}: ${(statSync(out).size / 1024 / 1024).toFixed(2)} MB`);

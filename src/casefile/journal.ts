@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, rmSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, openSync, readSync } from "node:fs";
 import { CasefileError, errorMessage } from "../engine/errors";
+import { nodeFs, type CaseFileFs } from "./caseFileFs";
 
 /**
  * The journal beside a case file (`<file>.journal`): every commit is appended here and fsync'd
@@ -154,6 +155,7 @@ export class JournalWriter {
     readonly file: string,
     private fd: number | undefined,
     private readonly created: boolean,
+    private readonly fs: CaseFileFs,
   ) {
     this.size = fstatSync(fd!).size;
   }
@@ -163,19 +165,19 @@ export class JournalWriter {
    * so that new records never follow garbage. Returns whether the file was created, in which
    * case the caller fsyncs the directory so that the new name is durable too.
    */
-  static open(file: string, validLength: number): { writer: JournalWriter; created: boolean } {
+  static open(file: string, validLength: number, fs: CaseFileFs = nodeFs): { writer: JournalWriter; created: boolean } {
     const created = !existsSync(file);
-    const fd = openSync(file, "a");
+    const fd = fs.open(file, "a");
     try {
       if (fstatSync(fd).size > validLength) {
-        ftruncateSync(fd, validLength);
-        fsyncSync(fd);
+        fs.ftruncate(fd, validLength);
+        fs.fsync(fd);
       }
     } catch (e) {
-      closeSync(fd);
+      fs.close(fd);
       throw e;
     }
-    return { writer: new JournalWriter(file, fd, created), created };
+    return { writer: new JournalWriter(file, fd, created, fs), created };
   }
 
   get bytes(): number {
@@ -200,8 +202,8 @@ export class JournalWriter {
     const before = this.size;
     try {
       let written = 0;
-      while (written < record.length) written += writeSync(fd, record, written, record.length - written);
-      fsyncSync(fd);
+      while (written < record.length) written += this.fs.write(fd, record, written, record.length - written);
+      this.fs.fsync(fd);
     } catch (e) {
       this.fail(e as Error, before);
     }
@@ -211,7 +213,7 @@ export class JournalWriter {
   private fail(e: Error, cutTo: number): never {
     this.failed = e;
     try {
-      ftruncateSync(this.handle(), cutTo);
+      this.fs.ftruncate(this.handle(), cutTo);
     } catch {
       // The torn tail left behind is exactly what readJournal ignores.
     }
@@ -221,8 +223,8 @@ export class JournalWriter {
   /** Cuts the journal back to `size` bytes (compaction empties it this way). */
   rollbackTo(size: number): void {
     const fd = this.handle();
-    ftruncateSync(fd, size);
-    fsyncSync(fd);
+    this.fs.ftruncate(fd, size);
+    this.fs.fsync(fd);
     this.size = size;
   }
 
@@ -238,9 +240,9 @@ export class JournalWriter {
    */
   close(): void {
     if (this.fd === undefined) return;
-    closeSync(this.fd);
+    this.fs.close(this.fd);
     this.fd = undefined;
-    if (this.created && !this.used) rmSync(this.file, { force: true });
+    if (this.created && !this.used) this.fs.remove(this.file);
   }
 
   private handle(): number {

@@ -1,6 +1,7 @@
-import { closeSync, fstatSync, fsyncSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { fstatSync, readFileSync, statSync } from "node:fs";
 import os from "node:os";
 import { CasefileError } from "../engine/errors";
+import { nodeFs, type CaseFileFs } from "./caseFileFs";
 
 /**
  * One writer per case file: `<file>.lock`, created with O_EXCL, holding who owns it. Readers take
@@ -31,7 +32,7 @@ export function lockPath(caseFile: string): string {
   return caseFile + ".lock";
 }
 
-export function acquireLock(caseFile: string): LockHandle {
+export function acquireLock(caseFile: string, fs: CaseFileFs = nodeFs): LockHandle {
   const path = lockPath(caseFile);
   const owner: LockOwner = { pid: process.pid, hostname: os.hostname(), createdAt: new Date().toISOString() };
   const bootId = currentBootId();
@@ -42,29 +43,31 @@ export function acquireLock(caseFile: string): LockHandle {
   for (let round = 0; round < 3; round++) {
     let fd: number;
     try {
-      fd = openSync(path, "wx");
+      fd = fs.open(path, "wx");
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
       const stale = inspectExisting(path, caseFile);
       if (!stale) continue; // vanished between our open and our read: try again
       tookOverFrom = stale.owner;
-      removeIfSame(path, stale.ino, stale.text);
+      removeIfSame(path, stale.ino, stale.text, fs);
       continue;
     }
     try {
       const text = JSON.stringify(owner);
-      writeSync(fd, text);
-      fsyncSync(fd);
+      const bytes = Buffer.from(text, "utf8");
+      let written = 0;
+      while (written < bytes.length) written += fs.write(fd, bytes, written, bytes.length - written);
+      fs.fsync(fd);
       const ino = fstatSync(fd).ino;
       const handle: LockHandle = {
         path,
         owner,
-        release: () => removeIfSame(path, ino, text),
+        release: () => removeIfSame(path, ino, text, fs),
       };
       if (tookOverFrom) handle.tookOverFrom = tookOverFrom;
       return handle;
     } finally {
-      closeSync(fd);
+      fs.close(fd);
     }
   }
   throw new CasefileError("CASE_FILE_LOCKED", `${caseFile} is locked: another process keeps taking ${path}`, {
@@ -144,9 +147,9 @@ function isAlive(pid: number): boolean {
  * lock at the same instant could still race between the check and the unlink; the window is a
  * few microseconds and needs a crashed writer first, which we accept over a lock daemon.
  */
-function removeIfSame(path: string, ino: number, text: string): void {
+function removeIfSame(path: string, ino: number, text: string, fs: CaseFileFs): void {
   try {
-    if (statSync(path).ino === ino && readFileSync(path, "utf8") === text) unlinkSync(path);
+    if (statSync(path).ino === ino && readFileSync(path, "utf8") === text) fs.remove(path);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
   }

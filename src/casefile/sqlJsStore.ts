@@ -1,10 +1,11 @@
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import type { Stats } from "node:fs";
 import path from "node:path";
 import type { Database, SqlJsStatic } from "sql.js";
 import { CasefileError, errorMessage, isCasefileError, onFile } from "../engine/errors";
 import type { CaseFileMeta, CaseStore, CommitBatch } from "../engine/store";
 import { TABLES, prepareBatch } from "./batch";
+import { nodeFs, type CaseFileFs } from "./caseFileFs";
 import type { PreparedBatch } from "./batch";
 import { JournalWriter, corrupt, journalPath, readJournal } from "./journal";
 import type { JournalScan } from "./journal";
@@ -24,6 +25,8 @@ export interface OpenOptions {
   tenant?: string;
   /** Compact once the journal exceeds max(this, half the database file). Default 8 MB. */
   compactAtBytes?: number;
+  /** The file-system calls of a writer (journal, compaction, lock); default node:fs. Tests wrap it to simulate power loss. */
+  fs?: CaseFileFs;
 }
 
 const DEFAULT_COMPACT_AT = 8 * 1024 * 1024;
@@ -54,6 +57,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     readonly readOnly: boolean,
     private info: StoredMeta,
     private readonly compactAt: number,
+    private readonly fs: CaseFileFs,
     private readonly journal?: JournalWriter,
     private readonly lock?: LockHandle,
   ) {
@@ -77,13 +81,14 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     file = path.resolve(file);
     const readOnly = opts.readOnly === true;
     const compactAt = opts.compactAtBytes ?? DEFAULT_COMPACT_AT;
+    const fs = opts.fs ?? nodeFs;
     if (!existsSync(file)) {
       if (!opts.create || readOnly) {
         throw new CasefileError("NOT_A_CASE_FILE", `no case file at ${file}${readOnly ? "" : " (open with create to make one)"}`, { file });
       }
       const dir = path.dirname(file);
       if (!existsSync(dir)) throw new CasefileError("FILE_ERROR", `cannot create ${file}: its folder ${dir} does not exist`, { file });
-      return onFile("create", file, () => SqlJsStore.create(SQL, file, opts.tenant, compactAt));
+      return onFile("create", file, () => SqlJsStore.create(SQL, file, opts.tenant, compactAt, fs));
     }
     if (readOnly) {
       // The journal before the database: a compaction in between then only makes the database
@@ -92,7 +97,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       const scan = readJournal(journalPath(file));
       const loaded = loadDatabase(SQL, file, opts.tenant);
       try {
-        const store = SqlJsStore.finish(loaded, file, true, compactAt, scan);
+        const store = SqlJsStore.finish(loaded, file, true, compactAt, fs, scan);
         store.seen = {
           db: loaded.stat,
           ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
@@ -107,23 +112,23 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     let loaded = loadDatabase(SQL, file, opts.tenant);
     let lock: LockHandle;
     try {
-      lock = acquireLock(file);
+      lock = acquireLock(file, fs);
     } catch (e) {
       loaded.db.close();
       throw e;
     }
     try {
-      const staleTemp = removeStaleTemp(file);
+      const staleTemp = removeStaleTemp(file, fs);
       // The previous writer may have compacted between our look and our lock.
       if (changed(statSync(file), loaded.stat)) {
         loaded.db.close();
         loaded = loadDatabase(SQL, file, opts.tenant);
       }
       const scan = readJournal(journalPath(file));
-      const { writer, created } = JournalWriter.open(journalPath(file), scan.validLength);
+      const { writer, created } = JournalWriter.open(journalPath(file), scan.validLength, fs);
       try {
-        if (created) fsyncDir(file);
-        return SqlJsStore.finish(loaded, file, false, compactAt, scan, writer, lock, staleTemp);
+        if (created) fs.fsyncDir(path.dirname(file));
+        return SqlJsStore.finish(loaded, file, false, compactAt, fs, scan, writer, lock, staleTemp);
       } catch (e) {
         writer.close();
         throw e;
@@ -135,15 +140,15 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     }
   }
 
-  private static create(SQL: SqlJsStatic, file: string, tenant: string | undefined, compactAt: number): SqlJsStore {
-    const lock = acquireLock(file);
+  private static create(SQL: SqlJsStatic, file: string, tenant: string | undefined, compactAt: number, fs: CaseFileFs): SqlJsStore {
+    const lock = acquireLock(file, fs);
     let writer: JournalWriter | undefined;
     let db: Database | undefined;
     try {
       if (existsSync(file)) {
         throw new CasefileError("CASE_FILE_LOCKED", `${file} was created by another process while this one was creating it`, { file });
       }
-      const staleTemp = removeStaleTemp(file);
+      const staleTemp = removeStaleTemp(file, fs);
       const jpath = journalPath(file);
       if (existsSync(jpath) && statSync(jpath).size > 0) {
         throw new CasefileError(
@@ -158,8 +163,8 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       const meta: StoredMeta = { app: "casefile", schemaVersion: SCHEMA_VERSION, createdAt: new Date().toISOString(), journalSeq: 0 };
       if (tenant !== undefined) meta.tenant = tenant;
       createSchema(db, meta);
-      writer = JournalWriter.open(jpath, 0).writer;
-      const store = new SqlJsStore(db, file, false, meta, compactAt, writer, lock);
+      writer = JournalWriter.open(jpath, 0, fs).writer;
+      const store = new SqlJsStore(db, file, false, meta, compactAt, fs, writer, lock);
       if (lock.tookOverFrom) {
         const t = lock.tookOverFrom;
         store.warnings.push(`took over a stale lock on ${file} left by pid ${t.pid} on ${t.hostname} (since ${t.createdAt})`);
@@ -186,6 +191,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     file: string,
     readOnly: boolean,
     compactAt: number,
+    fs: CaseFileFs,
     scan: JournalScan,
     writer?: JournalWriter,
     lock?: LockHandle,
@@ -195,7 +201,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     const migrated = migrate(db, meta.schemaVersion, file);
     if (migrated.length) meta.schemaVersion = SCHEMA_VERSION;
     ensureIndexes(db, { readOnly });
-    const store = new SqlJsStore(db, file, readOnly, meta, compactAt, writer, lock);
+    const store = new SqlJsStore(db, file, readOnly, meta, compactAt, fs, writer, lock);
     try {
       if (lock?.tookOverFrom) {
         const t = lock.tookOverFrom;
@@ -375,21 +381,22 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     const journal = this.writable();
     const bytes = this.db.export();
     const tmp = this.file + ".tmp";
-    const fd = openSync(tmp, "w");
+    const fs = this.fs;
+    const fd = fs.open(tmp, "w");
     try {
       try {
         let written = 0;
-        while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
-        fsyncSync(fd);
+        while (written < bytes.length) written += fs.write(fd, bytes, written, bytes.length - written);
+        fs.fsync(fd);
       } finally {
-        closeSync(fd);
+        fs.close(fd);
       }
     } catch (e) {
-      rmSync(tmp, { force: true }); // a half-written copy (disk full) should not sit beside the file
+      fs.remove(tmp); // a half-written copy (disk full) should not sit beside the file
       throw e;
     }
-    renameSync(tmp, this.file);
-    fsyncDir(this.file);
+    fs.rename(tmp, this.file);
+    fs.fsyncDir(path.dirname(this.file));
     journal.truncate();
     this.dbFileBytes = bytes.length;
     this.uncompacted = { records: 0, checkpoints: 0 };
@@ -519,7 +526,7 @@ function loadDatabase(SQL: SqlJsStatic, file: string, tenant: string | undefined
  * It is never renamed over the file: the file and its journal still hold every commit, and the
  * temp copy may be incomplete. Returns the warning to report, if there was one.
  */
-function removeStaleTemp(file: string): string | undefined {
+function removeStaleTemp(file: string, fs: CaseFileFs): string | undefined {
   const tmp = file + ".tmp";
   let size: number;
   try {
@@ -528,7 +535,7 @@ function removeStaleTemp(file: string): string | undefined {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw e;
   }
-  rmSync(tmp, { force: true });
+  fs.remove(tmp);
   return `removed ${tmp} (${size} bytes) left by a compaction that was stopped before its rename; ${file} and its journal hold every commit`;
 }
 
@@ -547,15 +554,4 @@ function statIfExists(file: string): Stats | undefined {
 
 function changed(now: Stats, before: Stats): boolean {
   return now.ino !== before.ino || now.size !== before.size || now.mtimeMs !== before.mtimeMs;
-}
-
-/** Makes a rename or a new file's name durable. Windows cannot open a directory; skip there. */
-function fsyncDir(file: string): void {
-  if (process.platform === "win32") return;
-  const fd = openSync(path.dirname(file), "r");
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }

@@ -329,7 +329,10 @@ describe("casefile dap: the debug adapter over stdio, on the invoice example", f
     assert.deepEqual(branch.patch, ["variance"]);
     const parent = after.find((r) => r.id === before[0]!.id)!;
     assert.deepEqual(parent.checkpoints, before[0]!.checkpoints, "the parent's history is unchanged");
-    assert.ok(s.output.some((l) => /branch run run-\w+ of run-\w+, from checkpoint run-\w+:2 with edited variance/.test(l)));
+    assert.ok(
+      s.output.some((l) => /branch run run-\w+ of run-\w+, from checkpoint run-\w+:2 with edited variance/.test(l)),
+      `the Debug Console names the branch made with the edit; it said: ${s.output.join(" | ")}`,
+    );
   });
 
   it("reverse continue to the previous breakpoint; restart frame re-runs the superstep as a branch, the parent unchanged", async () => {
@@ -352,7 +355,7 @@ describe("casefile dap: the debug adapter over stdio, on the invoice example", f
     assert.match(stack[1]!.name, /checkpoint run-\w+:1/);
 
     const before = await runs(file);
-    assert.ok(stack[1]!.canRestart);
+    assert.ok(stack[1]!.canRestart, `the superstep frame can be restarted: ${JSON.stringify(stack[1])}`);
     const restarted = Promise.all([s.dc.restartFrameRequest({ frameId: stack[1]!.id }), stopped(s)]);
     ev = (await restarted)[1];
     assert.equal(ev.body.reason, "restart");
@@ -392,7 +395,10 @@ describe("casefile dap: the debug adapter over stdio, on the invoice example", f
     const after = await runs(file);
     assert.equal(after.length, 1, "the same run went on: no branch");
     assert.equal(after[0]!.status, "waiting");
-    assert.ok(s2.output.some((l) => new RegExp(`run ${run!.id} goes on from checkpoint ${latest}`).test(l)));
+    assert.ok(
+      s2.output.some((l) => new RegExp(`run ${run!.id} goes on from checkpoint ${latest}`).test(l)),
+      `the Debug Console says the run goes on from ${latest}; it said: ${s2.output.join(" | ")}`,
+    );
   });
 
   it("an adapter killed mid-session leaves a case file that opens and a run that resumes", async () => {
@@ -464,7 +470,7 @@ describe("casefile dap: the debug adapter over stdio, on the invoice example", f
     const inspector = s.dc.waitForEvent("casefile/inspector");
     await launch(s, { workflow, caseFile: caseFile(), inputFile: input, stopOnEntry: true, debugExecutorCode: true });
     const ev = (await inspector) as DebugProtocol.Event;
-    assert.ok(Number(ev.body.port) > 0);
+    assert.ok(Number(ev.body.port) > 0, `the inspector event names a port: ${JSON.stringify(ev.body)}`);
     assert.equal(ev.body.host, "127.0.0.1");
     const entry = await stopped(s);
     assert.equal(entry.body.reason, "entry");

@@ -326,7 +326,7 @@ describe("CLI: the API key never reaches the case file or any output", function 
   function assertNoKeyAnywhere(ran: Ran, caseFile: string): void {
     assertNoKey("stdout", ran.stdout);
     assertNoKey("stderr", ran.stderr);
-    assert.ok(existsSync(caseFile));
+    assert.ok(existsSync(caseFile), "expected: existsSync(caseFile)");
     assertNoKey("the case file", readFileSync(caseFile));
     // The journal is folded into the database when the CLI closes the case file; whatever is
     // left of it is checked too.

@@ -129,7 +129,7 @@ describe("CLI on a Postgres store: run, respond, inspect, replay, export-eval wi
     );
     assert.equal(exported.code, 0, exported.stderr);
     assert.equal(JSON.parse(exported.stdout).path, out);
-    assert.ok(existsSync(out));
+    assert.ok(existsSync(out), `export-eval wrote ${out}`);
     assert.equal(JSON.parse(readFileSync(out, "utf8")).step, "propose");
   });
 

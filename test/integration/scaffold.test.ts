@@ -45,8 +45,8 @@ describe("New Workflow scaffold", function () {
   it("type-checks with tsc --noEmit in a folder outside the repo with no node_modules", () => {
     const { dir, file } = scaffold();
     assert.equal(path.basename(file), "credit-check.ts");
-    assert.ok(!existsSync(path.join(dir, "node_modules")));
-    assert.ok(!dir.startsWith(ROOT));
+    assert.ok(!existsSync(path.join(dir, "node_modules")), 'expected: !existsSync(path.join(dir, "node_modules"))');
+    assert.ok(!dir.startsWith(ROOT), "expected: !dir.startsWith(ROOT)");
     const r = tsc(dir);
     assert.ok(r.ok, r.output);
   });

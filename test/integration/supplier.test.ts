@@ -58,7 +58,7 @@ describe("supplier onboarding example through the CLI", function () {
     });
     const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.on("close", (_c, s) => resolve(s)));
     assert.equal(signal, "SIGKILL", "the run was stopped before its first effect");
-    assert.ok(checkpoint);
+    assert.ok(checkpoint, "expected: checkpoint");
     return checkpoint;
   }
 

@@ -484,7 +484,10 @@ describe("Run Inspector webview (headless Chromium)", function () {
     await page.waitForSelector('.detail-head h2:text-is("Superstep 9999")');
     const last = await rowTexts(page);
     assert.equal(last[last.length - 1], "#9999 work");
-    assert.ok((await page.$$eval(".timeline-row", (r) => r.length)) < 80);
+    assert.ok(
+      (await page.$$eval(".timeline-row", (r) => r.length)) < 80,
+      'expected: (await page.$$eval(".timeline-row", (r) => r.length)) < 80',
+    );
     const box = (await (await page.$(".timeline-viewport"))!.boundingBox())!;
     await page.mouse.move(box.x + 50, box.y + 50);
     const tScroll = performance.now();
@@ -506,7 +509,7 @@ describe("Run Inspector webview (headless Chromium)", function () {
     });
     const wide = await boxes();
     assert.equal(wide.proposal.y, wide.commit.y);
-    assert.ok(wide.commit.x > wide.proposal.x);
+    assert.ok(wide.commit.x > wide.proposal.x, "expected: wide.commit.x > wide.proposal.x");
     await page.setViewportSize({ width: 720, height: 900 });
     const narrow = await boxes();
     assert.ok(narrow.commit.y > narrow.proposal.y, "commit below proposal");

@@ -70,7 +70,7 @@ describe("Authoring workflows", function () {
     const editor = await vscode.window.showTextDocument(doc);
     const text = doc.getText();
     const at = text.indexOf('owns: ["excess"]');
-    assert.ok(at > 0);
+    assert.ok(at > 0, "expected: at > 0");
     await editor.edit((e) =>
       e.replace(new vscode.Range(doc.positionAt(at), doc.positionAt(at + 'owns: ["excess"]'.length)), 'owns: ["nowhere"]'),
     );

@@ -318,7 +318,7 @@ describe("Debugging the invoice example with F5", function () {
     const editor = vscode.window.activeTextEditor;
     assert.equal(editor?.document.uri.fsPath, workflow.fsPath);
     assert.equal(editor?.selection.active.line, pctLine, "the editor shows the paused line");
-    assert.ok(inRun.enabled);
+    assert.ok(inRun.enabled, "the breakpoint inside run() is still enabled");
     if (browserAvailable()) {
       const checks = await askBrowser({
         name: "debug-executor-code",

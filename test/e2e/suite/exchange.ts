@@ -44,6 +44,33 @@ export function browserAvailable(): boolean {
   return process.env.CASEFILE_E2E_EXCHANGE !== undefined;
 }
 
+const NO_HARNESS = "needs the browser harness (CASEFILE_E2E_EXCHANGE is not set: run `npm run test:e2e`)";
+
+/**
+ * `it` for a test that reads a webview's DOM. Without the browser harness (@vscode/test-electron)
+ * the test is still registered and reported skipped under its own name, never silently left out;
+ * in CI (CI set) it fails instead, and the runners (run.ts, electron.ts) count a skip as a failure.
+ */
+export function itWithBrowser(title: string, fn: () => Promise<void>): void {
+  if (browserAvailable()) {
+    it(title, fn);
+    return;
+  }
+  it(`${title} [${NO_HARNESS}]`, function () {
+    if (process.env.CI) throw new Error(`"${title}" ${NO_HARNESS}; in CI a test that cannot run fails`);
+    this.skip();
+  });
+}
+
+/**
+ * For a test whose browser-side half cannot run without the harness: fails in CI, and elsewhere
+ * says loudly on the extension host's console which check was left out.
+ */
+export function browserCheckLeftOut(what: string): void {
+  if (process.env.CI) throw new Error(`${what} ${NO_HARNESS}; in CI a check that cannot run fails`);
+  console.warn(`SKIPPED CHECK: ${what} ${NO_HARNESS}`);
+}
+
 export async function askBrowser(request: InspectorDomRequest, timeoutMs = 90_000): Promise<BrowserChecks> {
   const dir = suiteConfig().exchangeDir;
   const answer = path.join(dir, `${request.name}.answer.json`);

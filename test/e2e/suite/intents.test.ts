@@ -46,7 +46,7 @@ describe("The Intents view lists a failed effect", function () {
     )) as Result;
     // The run stops failed, and what the editor tells the person names the effect and the system's answer.
     assert.equal(result.ok, true, result.ok ? "" : result.reason);
-    assert.ok(result.ok);
+    assert.ok(result.ok, "expected: result.ok");
     assert.equal(result.status, "failed");
     assert.match(result.message, /failed: EFFECT_FAILED: .*createSupplier.*409/);
 
@@ -67,7 +67,7 @@ describe("The Intents view lists a failed effect", function () {
     const listed = (await api.ctx.views.trees.intents.getChildren()).filter((n) => n.caseFile.fsPath === caseFile.fsPath);
     assert.equal(listed.length, 1);
     const node = listed[0]!;
-    assert.ok(node.kind === "intent");
+    assert.ok(node.kind === "intent", 'expected: node.kind === "intent"');
     assert.equal(node.id, failed[0]!.id);
     assert.equal(node.status, "failed");
     assert.equal(node.runId, runId);

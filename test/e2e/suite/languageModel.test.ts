@@ -68,7 +68,7 @@ describe("The vscode-lm provider: a model from VS Code's Language Model API", fu
   it("Run Workflow with provider vscode-lm: the editor's model answers the agent step, and the case file records it", async () => {
     const result = (await vscode.commands.executeCommand("casefile.run", workflow, { invoiceId: "INV-1002" }, caseFile.fsPath)) as Result;
     assert.equal(result.ok, true, result.ok ? "" : result.reason);
-    assert.ok(result.ok);
+    assert.ok(result.ok, "expected: result.ok");
     runId = result.runId;
     // The fixture model asks for a credit note (the scripted fixture would have approved): the commit accepts it.
     assert.equal(result.status, "completed");
@@ -103,7 +103,7 @@ describe("The vscode-lm provider: a model from VS Code's Language Model API", fu
     const call = await agentCall(runId);
     const replayed = (await vscode.commands.executeCommand("casefile.replayStep", caseFile, call.id, "live")) as Result;
     assert.equal(replayed.ok, true, replayed.ok ? "" : replayed.reason);
-    assert.ok(replayed.ok);
+    assert.ok(replayed.ok, "expected: replayed.ok");
     assert.notEqual(replayed.runId, runId);
     assert.equal(sentRequests().length, 2, "the live replay called the model once more");
     const branch = await agentCall(replayed.runId);

@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import * as vscode from "vscode";
-import { askBrowser, browserAvailable } from "./exchange";
+import { askBrowser, itWithBrowser } from "./exchange";
 
 /** Runs in a code-server started without --disable-workspace-trust: the workspace is untrusted. */
 describe("Restricted Mode", () => {
@@ -28,28 +28,26 @@ describe("Restricted Mode", () => {
     assert.equal(result.ok, true);
   });
 
-  if (browserAvailable()) {
-    it("the inspector explains Restricted Mode and disables resume, fork and replay", async () => {
-      const checks = await askBrowser({
-        name: "restricted-inspector",
-        waitFor: 'body[data-loaded="run-2026-11-30-a1"]',
-        read: { banner: ".banner" },
-        click: ['.timeline-row:has(.superstep-number:text-is("#1"))'],
-        readAfterClicks: {
-          enabled: ".actions button:not([disabled])",
-          disabled: ".actions button[disabled]",
-        },
-      });
-      assert.equal(checks.found, true, checks.error);
-      assert.match(checks.texts.banner?.[0] ?? "", /Restricted Mode\. Casefile does not run workflow code/);
-      assert.deepEqual(
-        checks.after?.disabled?.map((t) => t.trim()),
-        ["Resume from here", "Debug from here", "Fork with edited state", "Replay step"],
-      );
-      assert.deepEqual(
-        checks.after?.enabled?.map((t) => t.trim()),
-        ["Export as eval"],
-      );
+  itWithBrowser("the inspector explains Restricted Mode and disables resume, fork and replay", async () => {
+    const checks = await askBrowser({
+      name: "restricted-inspector",
+      waitFor: 'body[data-loaded="run-2026-11-30-a1"]',
+      read: { banner: ".banner" },
+      click: ['.timeline-row:has(.superstep-number:text-is("#1"))'],
+      readAfterClicks: {
+        enabled: ".actions button:not([disabled])",
+        disabled: ".actions button[disabled]",
+      },
     });
-  }
+    assert.equal(checks.found, true, checks.error);
+    assert.match(checks.texts.banner?.[0] ?? "", /Restricted Mode\. Casefile does not run workflow code/);
+    assert.deepEqual(
+      checks.after?.disabled?.map((t) => t.trim()),
+      ["Resume from here", "Debug from here", "Fork with edited state", "Replay step"],
+    );
+    assert.deepEqual(
+      checks.after?.enabled?.map((t) => t.trim()),
+      ["Export as eval"],
+    );
+  });
 });

@@ -38,14 +38,14 @@ describe("Rules view", function () {
 
     assert.equal(((await vscode.commands.executeCommand("casefile.confirmRule", rule)) as { ok: boolean }).ok, true);
     const [confirmed] = await listed();
-    assert.ok(confirmed?.kind === "rule" && confirmed.confirmed);
+    assert.ok(confirmed?.kind === "rule" && confirmed.confirmed, 'expected: confirmed?.kind === "rule" && confirmed.confirmed');
 
     assert.equal(
       ((await vscode.commands.executeCommand("casefile.editRule", confirmed, "Acme may vary up to 6%")) as { ok: boolean }).ok,
       true,
     );
     const [edited] = await listed();
-    assert.ok(edited?.kind === "rule");
+    assert.ok(edited?.kind === "rule", 'expected: edited?.kind === "rule"');
     assert.equal(edited.statement, "Acme may vary up to 6%");
 
     assert.equal(((await vscode.commands.executeCommand("casefile.deleteRule", edited, true)) as { ok: boolean }).ok, true);

@@ -6,7 +6,7 @@ import { invoiceSeed } from "../../../examples/invoice/erpData";
 import { openCaseFile } from "../../../src/casefile/index";
 import type { CasefileTestApi } from "../../../src/extension/extension";
 import { useErp } from "./erp";
-import { askBrowser, browserAvailable } from "./exchange";
+import { askBrowser, browserAvailable, browserCheckLeftOut, itWithBrowser } from "./exchange";
 
 /** The repository: the suite is bundled to dist/e2e/ (buildSuite.ts). */
 const ROOT = path.resolve(__dirname, "../..");
@@ -48,7 +48,7 @@ describe("Running the invoice example from the editor", function () {
   it("Run Workflow runs it to the person's review, and the Runs view lists its case file", async () => {
     const result = (await vscode.commands.executeCommand("casefile.run", workflow, { invoiceId: "INV-1001" }, caseFile.fsPath)) as Result;
     assert.equal(result.ok, true, result.ok ? "" : result.reason);
-    assert.ok(result.ok);
+    assert.ok(result.ok, "expected: result.ok");
     // A 9% variance: the tolerance rule escalates the agent's "approve", and the run waits for a person.
     assert.equal(result.status, "waiting");
     runId = result.runId;
@@ -114,11 +114,12 @@ describe("Running the invoice example from the editor", function () {
       );
     } else {
       await vscode.commands.executeCommand("casefile.stepControl", "continue");
+      browserCheckLeftOut("the Run Inspector's run controls (Paused ..., Continue/Step/Stop)");
     }
     const result = await running;
     assert.equal(result.ok, true, result.ok ? "" : result.reason);
     // A 2% variance: approved and paid, no person needed.
-    assert.ok(result.ok);
+    assert.ok(result.ok, "expected: result.ok");
     assert.equal(result.status, "completed");
   });
 
@@ -175,11 +176,13 @@ describe("Running the invoice example from the editor", function () {
           `Latest checkpoint (superstep ${first.superstep}) of run ${first.runId}: pending ${first.executors.join(", ")}`,
         );
         assert.equal(checks.texts.running?.length, first.executors.length);
+      } else {
+        browserCheckLeftOut("the Workflow Graph's highlight of the running executors");
       }
       assert.deepEqual(await vscode.commands.executeCommand("casefile.stepControl", "step"), { ok: true });
       await until("one Step", () => ((api.ctx.runs.pausedAt?.superstep ?? first.superstep) > first.superstep ? true : undefined));
       const second = await highlightAtPause();
-      assert.ok(second.superstep > first.superstep);
+      assert.ok(second.superstep > first.superstep, "expected: second.superstep > first.superstep");
     } finally {
       if (api.ctx.runs.running) await vscode.commands.executeCommand("casefile.stepControl", "stop");
     }
@@ -194,34 +197,32 @@ describe("Running the invoice example from the editor", function () {
     await vscode.commands.executeCommand("workbench.action.closeAllEditors");
   });
 
-  if (browserAvailable()) {
-    it("the Run Inspector shows the agent's proposal against the commit's verdict", async () => {
-      const superstep = await agentSuperstep();
-      await vscode.commands.executeCommand("workbench.action.closeAllEditors");
-      await vscode.commands.executeCommand("casefile.openInspector", caseFile, runId);
-      const checks = await askBrowser({
-        name: "run-proposal",
-        waitFor: `body[data-loaded="${runId}"]`,
-        read: { rows: ".timeline-row" },
-        click: [`.timeline-row:has(.superstep-number:text-is("#${superstep}"))`, '.tab[data-tab="decision"]'],
-        waitAfterClicks: [".verdict-large"],
-        readAfterClicks: { verdict: ".verdict-large", proposal: ".proposal-json", rules: ".rule" },
-      });
-      assert.equal(checks.found, true, checks.error);
-      assert.match(checks.after?.proposal?.[0] ?? "", /"action": "approve_variance"/);
-      assert.deepEqual(
-        checks.after?.verdict?.map((s) => s.replace(/\s+/g, " ").trim()),
-        ["Escalated"],
-      );
-      assert.ok((checks.after?.rules?.length ?? 0) >= 1, "the commit's rules are listed");
+  itWithBrowser("the Run Inspector shows the agent's proposal against the commit's verdict", async () => {
+    const superstep = await agentSuperstep();
+    await vscode.commands.executeCommand("workbench.action.closeAllEditors");
+    await vscode.commands.executeCommand("casefile.openInspector", caseFile, runId);
+    const checks = await askBrowser({
+      name: "run-proposal",
+      waitFor: `body[data-loaded="${runId}"]`,
+      read: { rows: ".timeline-row" },
+      click: [`.timeline-row:has(.superstep-number:text-is("#${superstep}"))`, '.tab[data-tab="decision"]'],
+      waitAfterClicks: [".verdict-large"],
+      readAfterClicks: { verdict: ".verdict-large", proposal: ".proposal-json", rules: ".rule" },
     });
-  }
+    assert.equal(checks.found, true, checks.error);
+    assert.match(checks.after?.proposal?.[0] ?? "", /"action": "approve_variance"/);
+    assert.deepEqual(
+      checks.after?.verdict?.map((s) => s.replace(/\s+/g, " ").trim()),
+      ["Escalated"],
+    );
+    assert.ok((checks.after?.rules?.length ?? 0) >= 1, "the commit's rules are listed");
+  });
 
   it("Resume from Checkpoint forks a branch of the run", async () => {
     const first = await firstCheckpoint();
     const result = (await vscode.commands.executeCommand("casefile.resume", caseFile, first)) as Result;
     assert.equal(result.ok, true, result.ok ? "" : result.reason);
-    assert.ok(result.ok);
+    assert.ok(result.ok, "expected: result.ok");
     assert.notEqual(result.runId, runId);
     const model = await api.ctx.inspector.load(caseFile, result.runId);
     const branch = model.branches.find((b) => b.runId === result.runId);
@@ -276,9 +277,9 @@ describe("Running the invoice example from the editor", function () {
     store.close();
     const result = (await vscode.commands.executeCommand("casefile.exportStepAsEval", caseFile, call.id, "json")) as Result;
     assert.equal(result.ok, true, result.ok ? "" : result.reason);
-    assert.ok(result.ok && result.file);
+    assert.ok(result.ok && result.file, "expected: result.ok && result.file");
     assert.ok(result.file.startsWith(vscode.workspace.workspaceFolders![0]!.uri.fsPath), result.file);
-    assert.ok(existsSync(result.file));
+    assert.ok(existsSync(result.file), "expected: existsSync(result.file)");
     const evalCase = JSON.parse(readFileSync(result.file, "utf8")) as { step: string };
     assert.equal(evalCase.step, call.executor);
     assert.match(result.message, /Eval case written to invoice\/evals\//);
@@ -290,7 +291,7 @@ describe("Running the invoice example from the editor", function () {
     store.close();
     const recorded = (await vscode.commands.executeCommand("casefile.replayStep", caseFile, call.id, "recorded")) as Result;
     assert.equal(recorded.ok, true, recorded.ok ? "" : recorded.reason);
-    assert.ok(recorded.ok);
+    assert.ok(recorded.ok, "expected: recorded.ok");
     assert.notEqual(recorded.runId, runId);
 
     const opened = (await vscode.commands.executeCommand("casefile.replayStep", caseFile, call.id, "edited")) as Result;
@@ -318,7 +319,7 @@ describe("Running the invoice example from the editor", function () {
     const answer = { decision: "reject", comment: "Price rise not agreed; ask for a credit note." };
     const result = (await vscode.commands.executeCommand("casefile.answerRequest", caseFile, waiting.id, answer)) as Result;
     assert.equal(result.ok, true, result.ok ? "" : result.reason);
-    assert.ok(result.ok);
+    assert.ok(result.ok, "expected: result.ok");
     assert.notEqual(result.status, "waiting");
   });
 

@@ -76,7 +76,7 @@ describe("bench: Casefile vs LangGraph.js, at a tiny size", function () {
           assert.ok(Math.abs(r.ratio - r.ours / r.theirs) < 1e-9 || r.unit === "x", `${r.id}: ratio is not ours/theirs`);
       }
       if (r.target !== undefined) assert.equal(typeof r.met, "boolean", `${r.id}: a target without a verdict`);
-      assert.ok(r.reps >= 1);
+      assert.ok(r.reps >= 1, "expected: r.reps >= 1");
     }
   });
 
@@ -95,21 +95,27 @@ describe("bench: Casefile vs LangGraph.js, at a tiny size", function () {
         lines.some((l) => l.includes(r.measure)),
         `table lacks ${r.measure}`,
       );
-    const results = (at: string): Results => ({
+    const results = (at: string, rowsOf: Row[]): Results => ({
       at,
       machine: { cpus: 1, platform: "test", node: process.version, loadAvgAtStart: [], loadAvgAtEnd: [] },
       versions: {},
       sizes: { ...TINY },
       durationS: 1,
-      rows,
+      rows: rowsOf,
     });
     const out = path.join(dir, "results");
-    const first = writeResults(out, results("first"));
+    const first = writeResults(out, results("first", rows));
     assert.equal(first.previous, undefined);
-    const second = writeResults(out, results("second"));
+    // The second run's figures differ from the first's (ours doubled): a comparison of a results
+    // file with itself would report no change and pass on equal rows.
+    const doubled = rows.map((r) => ({ ...r, ours: r.ours * 2 }));
+    const second = writeResults(out, results("second", doubled));
     assert.equal(second.previous?.at, "first");
-    assert.equal(second.changes?.length, rows.length);
-    assert.ok(second.changes!.every((c) => c.oursChange === 0));
+    assert.deepEqual(
+      second.changes!.map((c) => [c.id, c.oursBefore, c.oursNow, c.oursChange]),
+      rows.map((r) => [r.id, r.ours, r.ours * 2, 1]),
+      "each measure compared with the previous file's: ours before, now, and the change (+100 %)",
+    );
     const stored = JSON.parse(readFileSync(second.file, "utf8")) as Results;
     assert.equal(stored.previous?.at, "first");
     assert.equal(stored.rows.length, rows.length);

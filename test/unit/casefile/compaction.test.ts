@@ -152,7 +152,7 @@ describe("compaction: the database file alone is the case after a clean close", 
     w.close();
     assert.match(w.warnings.join("\n"), /compaction of .*case\.casefile on close failed \(.*EISDIR.*\); its journal keeps every commit/);
     assert.ok(!existsSync(lockPath(file)), "close released the lock anyway");
-    assert.ok(journalBytes(file) > 0);
+    assert.ok(journalBytes(file) > 0, "expected: journalBytes(file) > 0");
     rmSync(file + ".tmp", { recursive: true });
     const r = await SqlJsStore.open(file, { readOnly: true });
     assert.equal(r.listCheckpoints("r1").length, 2);
@@ -183,10 +183,10 @@ describe("stale files a killed writer leaves", () => {
       w.warnings.join("\n"),
       /removed .*case\.casefile\.tmp \(4096 bytes\) left by a compaction that was stopped before its rename/,
     );
-    assert.ok(!existsSync(file + ".tmp"));
+    assert.ok(!existsSync(file + ".tmp"), 'expected: !existsSync(file + ".tmp")');
     assert.equal(w.listCheckpoints("r1").length, 2, "the case is whole: the temp file was not used");
     w.close();
-    assert.ok(!existsSync(file + ".tmp"));
+    assert.ok(!existsSync(file + ".tmp"), 'expected: !existsSync(file + ".tmp")');
     assert.equal(plainRows(file, "SELECT count(*) FROM checkpoints")[0]![0], 2);
   });
 
@@ -216,7 +216,10 @@ describe("stale files a killed writer leaves", () => {
     assert.match(warnings, /removed .*new\.casefile\.tmp \(15 bytes\)/);
     runBatches("r1", 1).forEach((b) => w.commit(b));
     w.close();
-    assert.ok(!existsSync(file + ".tmp") && !existsSync(lockPath(file)));
+    assert.ok(
+      !existsSync(file + ".tmp") && !existsSync(lockPath(file)),
+      'expected: !existsSync(file + ".tmp") && !existsSync(lockPath(file))',
+    );
     assert.deepEqual(plainRows(file, "SELECT id, status FROM runs"), [["r1", "completed"]]);
   });
 });

@@ -363,7 +363,7 @@ function conformance(name: string, open: () => Promise<{ store: CaseStore; dispo
     it("drops undefined members as JSON does, so both stores return the same record", () => {
       store.commit({ runs: [run("r1", { parentRunId: undefined, error: undefined })] });
       assert.deepEqual(store.getRun("r1"), run("r1"));
-      assert.ok(!("parentRunId" in store.getRun("r1")!));
+      assert.ok(!("parentRunId" in store.getRun("r1")!), 'expected: !("parentRunId" in store.getRun("r1")!)');
     });
 
     it("does not let a caller alias a stored row, going in or coming out", () => {

@@ -151,7 +151,7 @@ describe("a case file with a damaged record", () => {
       assert.throws(() => store.listAgentCalls(), corrupt(/agent_calls row .*: data is a blob, not JSON text/));
       // What is not damaged still reads.
       assert.equal(store.listRuns().length, 2);
-      assert.ok(store.listVerdicts().length > 0);
+      assert.ok(store.listVerdicts().length > 0, "expected: store.listVerdicts().length > 0");
     } finally {
       store.close();
     }

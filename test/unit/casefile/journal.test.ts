@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { nodeFs, type CaseFileFs } from "../../../src/casefile/caseFileFs";
 import { HEADER_BYTES, JournalWriter, encodeRecord, readJournal } from "../../../src/casefile/journal";
 import { acquireLock, lockPath } from "../../../src/casefile/lock";
 
@@ -43,7 +44,12 @@ describe("journal records", () => {
 
   it("treats any kind of damaged last record as a torn tail", () => {
     const tails: [string, (good: Buffer, last: Buffer) => Buffer][] = [
+      // Shorter than the magic and length fields (kills the header bound's mutants in recordAt).
+      ["three bytes of a header", (good, last) => Buffer.concat([good, last.subarray(0, 3)])],
+      ["six bytes of a header", (good, last) => Buffer.concat([good, last.subarray(0, 6)])],
       ["half a header", (good, last) => Buffer.concat([good, last.subarray(0, HEADER_BYTES / 2)])],
+      // The search for a later good record steps past each false magic (kills `at - 1`, a loop forever).
+      ["garbage holding the magic three times", (good) => Buffer.concat([good, Buffer.from("CFJ1xxxxCFJ1yyyyyyyyCFJ1zz", "latin1")])],
       ["a header without all its payload", (good, last) => Buffer.concat([good, last.subarray(0, last.length - 3)])],
       ["a flipped payload byte", (good, last) => Buffer.concat([good, Buffer.from(last).fill(0x41, HEADER_BYTES + 2, HEADER_BYTES + 3)])],
       ["zeros where the record should be", (good, last) => Buffer.concat([good, Buffer.alloc(last.length)])],
@@ -109,6 +115,86 @@ describe("journal records", () => {
     } finally {
       writer.close();
     }
+  });
+});
+
+// Survivors of the mutation run over journal.ts (issue 18): each test names what it kills.
+describe("journal writer: what mutation testing found unchecked", () => {
+  /** Open descriptors of this process (Linux, where the tests and CI run). */
+  const openFds = () => readdirSync("/proc/self/fd").length;
+
+  // Kills `record.length + written` in append's write loop: write(2) may write fewer bytes than
+  // asked (a signal, a full pipe, some file systems), and the loop must ask for the rest.
+  it("appends whole records through a file system that writes a few bytes per call", () => {
+    const short: CaseFileFs = { ...nodeFs, write: (fd, buf, offset, length) => nodeFs.write(fd, buf, offset, Math.min(length, 7)) };
+    const file = path.join(dir, "short.journal");
+    const { writer } = JournalWriter.open(file, 0, short);
+    try {
+      writer.append(1, '{"a":"a payload longer than seven bytes"}');
+      writer.append(2, '{"b":2}');
+    } finally {
+      writer.close();
+    }
+    assert.deepEqual(
+      readJournal(file).records.map((r) => r.payload),
+      [{ a: "a payload longer than seven bytes" }, { b: 2 }],
+      "the records read back whole",
+    );
+  });
+
+  // Kills the emptied `fail` (and its ftruncate): a write that fails half-way (disk full) must
+  // not leave half a record that a later append would follow.
+  it("cuts the journal back to where it was when a write fails half-way, and refuses further appends", () => {
+    let calls = 0;
+    const full: CaseFileFs = {
+      ...nodeFs,
+      write: (fd, buf, offset, length) => {
+        if (++calls === 3) throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
+        return nodeFs.write(fd, buf, offset, calls === 2 ? Math.floor(length / 2) : length);
+      },
+    };
+    const file = path.join(dir, "full.journal");
+    const { writer } = JournalWriter.open(file, 0, full);
+    try {
+      writer.append(1, '{"a":1}');
+      const before = statSync(file).size;
+      assert.throws(() => writer.append(2, '{"a":2}'), /ENOSPC/);
+      assert.equal(statSync(file).size, before, "half a record was left in the journal");
+      assert.throws(
+        () => writer.append(3, '{"a":3}'),
+        /an earlier write failed \(ENOSPC: no space left on device, write\); reopen the case file/,
+      );
+    } finally {
+      writer.close();
+    }
+    const scan = readJournal(file);
+    assert.deepEqual([scan.records.map((r) => r.seq), scan.tornTailAt], [[1], undefined], "one good record, no torn tail");
+  });
+
+  // Kills the emptied close, its fs.close, `used = true` from the start and the removal's condition.
+  it("close releases its descriptor, removes a journal it created and never used, keeps one it used", () => {
+    const before = openFds();
+    const unused = path.join(dir, "unused.journal");
+    const a = JournalWriter.open(unused, 0);
+    assert.equal(a.created, true);
+    a.writer.close();
+    assert.equal(existsSync(unused), false, "a journal created and never appended to is left behind");
+    const used = path.join(dir, "used.journal");
+    const b = JournalWriter.open(used, 0).writer;
+    b.append(1, "{}");
+    b.close();
+    assert.equal(existsSync(used), true, "a journal holding a record was removed");
+    assert.equal(openFds(), before, "a closed writer keeps a descriptor open");
+    assert.throws(() => b.append(2, "{}"), new RegExp(`^Error: journal ${used.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is closed$`));
+  });
+
+  // Kills the deleted closeSync in readJournal's read: readers (the inspector refreshing) read
+  // the journal again and again.
+  it("reading the journal leaves no descriptor open", () => {
+    const { file, offsets } = journalOf({ a: 1 }, { b: 2 });
+    const before = openFds();
+    for (let i = 0; i < 20; i++) readJournal(file, i % 2 === 0 ? 0 : offsets[1]);
+    assert.equal(openFds(), before, "descriptors left open by 20 reads");
   });
 });
 

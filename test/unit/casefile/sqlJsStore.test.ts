@@ -119,7 +119,7 @@ describe("SqlJsStore on disk", () => {
     BATCHES.forEach((b) => w.commit(b));
     crashCopy(at("a.casefile"), at("b.casefile"));
     w.close();
-    assert.ok(statSync(journalPath(at("b.casefile"))).size > 0);
+    assert.ok(statSync(journalPath(at("b.casefile"))).size > 0, 'expected: statSync(journalPath(at("b.casefile"))).size > 0');
     const b = await SqlJsStore.open(at("b.casefile"));
     assert.deepEqual(everything(b), oracle(BATCHES));
     b.commit({ events: [event("r1", "run_resumed")] });
@@ -195,7 +195,7 @@ describe("SqlJsStore on disk", () => {
       const before = freeze(file);
       await refused(SqlJsStore.open(file), "NOT_A_CASE_FILE", /other\.db is a SQLite database but not a case file/);
       assertUntouched(file, before);
-      assert.ok(!existsSync(journalPath(file)));
+      assert.ok(!existsSync(journalPath(file)), "expected: !existsSync(journalPath(file))");
     });
 
     it("a case file whose pages were overwritten", async () => {
@@ -243,7 +243,10 @@ describe("SqlJsStore on disk", () => {
     it("a missing file unless asked to create it", async () => {
       await refused(SqlJsStore.open(at("none.casefile")), "NOT_A_CASE_FILE", /no case file at .*none\.casefile \(open with create/);
       await refused(SqlJsStore.open(at("none.casefile"), { readOnly: true, create: true }), "NOT_A_CASE_FILE", /no case file/);
-      assert.ok(!existsSync(at("none.casefile")) && !existsSync(lockPath(at("none.casefile"))));
+      assert.ok(
+        !existsSync(at("none.casefile")) && !existsSync(lockPath(at("none.casefile"))),
+        'expected: !existsSync(at("none.casefile")) && !existsSync(lockPath(at("none.casefile")))',
+      );
     });
 
     it("a new file where a journal without its database lies", async () => {
@@ -253,7 +256,10 @@ describe("SqlJsStore on disk", () => {
         "CORRUPT_CASE_FILE",
         /journal .*x\.casefile\.journal exists without its database/,
       );
-      assert.ok(!existsSync(at("x.casefile")) && !existsSync(lockPath(at("x.casefile"))));
+      assert.ok(
+        !existsSync(at("x.casefile")) && !existsSync(lockPath(at("x.casefile"))),
+        'expected: !existsSync(at("x.casefile")) && !existsSync(lockPath(at("x.casefile")))',
+      );
     });
   });
 
@@ -292,7 +298,7 @@ describe("SqlJsStore on disk", () => {
       assert.match(w.warnings.join("\n"), new RegExp(`took over a stale lock .* left by pid ${gone.pid} `));
       assert.equal(JSON.parse(readFileSync(lockPath(file), "utf8")).pid, process.pid);
       w.close();
-      assert.ok(!existsSync(lockPath(file)));
+      assert.ok(!existsSync(lockPath(file)), "expected: !existsSync(lockPath(file))");
     });
   });
 
@@ -331,7 +337,7 @@ describe("SqlJsStore on disk", () => {
     const sizeBefore = statSync(file).size;
     w.compact();
     assert.equal(statSync(journalPath(file)).size, 0);
-    assert.ok(statSync(file).size >= sizeBefore);
+    assert.ok(statSync(file).size >= sizeBefore, "expected: statSync(file).size >= sizeBefore");
     assert.ok(!existsSync(file + ".tmp"), "the temp file was renamed over the case file");
     assert.deepEqual(everything(w), oracle(BATCHES));
     const r = await SqlJsStore.open(file, { readOnly: true });
@@ -469,8 +475,13 @@ describe("SqlJsStore on disk", () => {
     const file = at("durable.casefile");
     const script = path.join(__dirname, "helpers", "commitLoop.ts");
     const reported: number[] = [];
+    // Where each kill lands is chosen by a seeded generator; the seed is in every failure message
+    // (repeat a failure with STORE_KILL_SEED=<seed>).
+    const seed = process.env.STORE_KILL_SEED ? Number(process.env.STORE_KILL_SEED) : (process.pid * 7919 + Date.now()) % 1_000_000;
+    const rand = seededRandom(seed);
+    const withSeed = (m: string) => `${m} (seed ${seed}: STORE_KILL_SEED=${seed} repeats it)`;
     for (let round = 0; round < 3; round++) {
-      const killAfter = 120 + Math.floor(Math.random() * 120);
+      const killAfter = 120 + Math.floor(rand() * 120);
       const child = spawn(process.execPath, ["--import", "tsx", script, file, String(24 * 1024)], { stdio: ["ignore", "pipe", "pipe"] });
       let stderr = "";
       child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
@@ -492,24 +503,36 @@ describe("SqlJsStore on disk", () => {
         }
       });
       const signal = await exit;
-      assert.equal(signal, "SIGKILL", `child ended on its own: ${stderr}`);
+      assert.equal(signal, "SIGKILL", withSeed(`child ended on its own: ${stderr}`));
       assert.ok(
         startedAt >= (reported[reported.length - seen - 1] ?? 0),
-        `round ${round} started at ${startedAt}, after what was reported`,
+        withSeed(`round ${round} started at ${startedAt}, after what was reported`),
       );
     }
     const s = await SqlJsStore.open(file);
     const events = s.listEvents();
     const byI = new Set(events.map((e) => (e.data as { i: number }).i));
     const missing = reported.filter((i) => !byI.has(i));
-    assert.deepEqual(missing, [], "every reported commit is in the case file");
+    assert.deepEqual(missing, [], withSeed("every reported commit is in the case file"));
     assert.deepEqual(
       events.map((e) => e.seq),
       events.map((_e, k) => k + 1),
-      "no commit twice, no gap",
+      withSeed("no commit twice, no gap"),
     );
     const last = reported[reported.length - 1]!;
-    assert.deepEqual((s.readValues({ counter: ref("r", last) }).counter as { i: number }).i, last);
+    assert.deepEqual((s.readValues({ counter: ref("r", last) }).counter as { i: number }).i, last, withSeed("the last reported value"));
     s.close();
   });
 });
+
+/** mulberry32: a small seeded generator, so that a failing random choice can be repeated. */
+function seededRandom(seed: number): () => number {
+  let a = seed >>> 0 || 1;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -177,7 +177,7 @@ describe("business rules recorded with the step", function () {
     try {
       const d = SuperstepDetailSchema.parse(buildSuperstepDetail(store, v.runId, v.superstep));
       const decision = d.steps.find((x) => !("absent" in x.decision))!.decision;
-      assert.ok(!("absent" in decision));
+      assert.ok(!("absent" in decision), 'expected: !("absent" in decision)');
       assert.deepEqual(decision.businessRules, {
         from: "agent call",
         given: [

@@ -7,6 +7,7 @@ import { MemoryStore } from "../../../src/casefile/memoryStore";
 import type { AgentReplay } from "../../../src/engine/task";
 import { RunControl } from "../../../src/engine/control";
 import { Engine, type EngineOptions } from "../../../src/engine/engine";
+import { checkProposal } from "../../../src/engine/agentStep";
 import { agent, code, commit, edge, fact, loader, type AgentSpec } from "../../../src/engine/executors";
 import { ScriptedProvider } from "../../../src/engine/providers/scripted";
 import type { AgentCallRecord, ChatMessage, Json } from "../../../src/engine/records";
@@ -82,9 +83,10 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
+let fixtures = 0;
 /** A scripted provider answering `propose` with each response in turn (by call index). */
 function scripted(...responses: (string | Record<string, Json>)[]): ScriptedProvider {
-  const file = path.join(dir, `fixture-${Math.random().toString(36).slice(2)}.json`);
+  const file = path.join(dir, `fixture-${++fixtures}.json`);
   writeFileSync(file, JSON.stringify({ responses: responses.map((response, call) => ({ step: "propose", call, response })) }));
   return new ScriptedProvider(file);
 }
@@ -171,7 +173,7 @@ describe("agent step: token budget", () => {
   it("records a warning event above the soft budget and still calls the model", async () => {
     const { store, result, call } = await runClaim(50, good, { budget: { soft: 20, hard: 10_000 } });
     assert.equal(result.status, "completed");
-    assert.ok(call!.tokens!.count > 20);
+    assert.ok(call!.tokens!.count > 20, "expected: call!.tokens!.count > 20");
     assert.deepEqual([call!.tokens!.soft, call!.tokens!.hard, call!.tokens!.tokenizer], [20, 10_000, "o200k_base"]);
     const warnings = store.listEvents({ runId: result.runId }).filter((e) => e.type === "warning");
     assert.equal(warnings.length, 1);
@@ -398,6 +400,25 @@ describe("agent step: replay", () => {
     assert.deepEqual(
       store.listAgentCalls(twice.runId).map((c) => (c.proposal as { action: string }).action),
       ["refuse"],
+    );
+  });
+});
+
+// Kills the mutant "every state key is citable" (agentStep.ts checkProposal, `known` without its
+// fact/extract filter): the table above only cites a name that is no key at all.
+describe("agent step: only facts of record are citable", () => {
+  it("rejects a proposal citing a workflow-state key (not a fact) as UNKNOWN_FACT, naming it and the facts it was given", () => {
+    const state = {
+      claim: { value: { id: "C-1", amount: 50 }, provenance: { source: "crm://claims/C-1", sourceVersion: '"v3"', readAt: "t" } },
+      decision: { action: "pay", verdict: "accepted", reason: "an earlier decision, written by code" },
+    } as unknown as Record<string, Json>;
+    assert.deepEqual(checkProposal({ proposal: Proposal }, JSON.stringify({ ...good, facts: ["claim", "decision"] }), state), {
+      rejection: { code: "UNKNOWN_FACT", message: 'proposal cites "decision", not among the facts it was given (claim)' },
+    });
+    assert.deepEqual(
+      checkProposal({ proposal: Proposal }, JSON.stringify({ ...good, facts: ["claim.amount"] }), state),
+      { proposal: { ...good, facts: ["claim.amount"] } },
+      "a fact's field is citable by its dotted name",
     );
   });
 });

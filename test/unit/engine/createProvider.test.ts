@@ -36,7 +36,7 @@ describe("createProvider", () => {
       JSON.stringify({ responses: [{ step: "classify", response: { action: "approve" } }] }),
     );
     const p = createProvider({ kind: "scripted" }, { workflowPath: workflow, env: {} });
-    assert.ok(p instanceof ScriptedProvider);
+    assert.ok(p instanceof ScriptedProvider, "expected: p instanceof ScriptedProvider");
     assert.equal(p.fixturePath, path.join(dir, "invoice.responses.json"));
     assert.equal((await p.complete(request)).text, '{"action":"approve"}');
   });
@@ -54,18 +54,18 @@ describe("createProvider", () => {
 
   it("reads the OpenAI key from OPENAI_API_KEY, or the variable the config names", () => {
     const a = createProvider({ kind: "openai" }, { workflowPath: "/w/f.ts", env: { OPENAI_API_KEY: key } });
-    assert.ok(a instanceof OpenAICompatibleProvider);
+    assert.ok(a instanceof OpenAICompatibleProvider, "expected: a instanceof OpenAICompatibleProvider");
     assert.equal(a.name, "openai");
     const b = createProvider(
       { kind: "openai", apiKeyEnv: "LOCAL_LLM_KEY", baseUrl: "http://127.0.0.1:11434/v1" },
       { workflowPath: "/w/f.ts", env: { LOCAL_LLM_KEY: "ollama" } },
     );
-    assert.ok(b instanceof OpenAICompatibleProvider);
+    assert.ok(b instanceof OpenAICompatibleProvider, "expected: b instanceof OpenAICompatibleProvider");
   });
 
   it("names the missing variable, not a value, when the key is absent", () => {
     const check = (e: unknown, variable: string): boolean => {
-      assert.ok(isCasefileError(e));
+      assert.ok(isCasefileError(e), "expected: isCasefileError(e)");
       assert.equal(e.code, "USAGE");
       assert.match(e.message, new RegExp(`environment variable ${variable} is not set`));
       assert.deepEqual(e.details, { variable });

@@ -11,7 +11,7 @@ import { PreconditionFailedError } from "../../../src/engine/effectStep";
 import { Engine } from "../../../src/engine/engine";
 import { edge, effect, fact, loader, type LiveRecord } from "../../../src/engine/executors";
 import { stableHash } from "../../../src/engine/hash";
-import type { IntentRecord, Json } from "../../../src/engine/records";
+import type { EventRecord, IntentRecord, Json } from "../../../src/engine/records";
 import type { CaseStore } from "../../../src/engine/store";
 import { defineWorkflow } from "../../../src/engine/workflow";
 
@@ -32,6 +32,8 @@ interface Target {
   afterCheck?: () => Promise<void>;
   /** Makes the act fail the way a broken system would. */
   failAct?: boolean;
+  /** Makes the idempotency-key lookup fail (the ERP's lookup route down). */
+  failReconcile?: boolean;
 }
 
 async function http(
@@ -97,6 +99,7 @@ function workflow(target: Target) {
           return { id: rec.id, version: rec.version };
         },
         async reconcile(intent) {
+          if (target.failReconcile) throw new Error("ERP idempotency lookup unavailable (503)");
           const r = await http("GET", `${target.url}/idempotency/${encodeURIComponent(intent.key)}`);
           if (r.status === 404) return null;
           const rec = r.body as { id: string; version: number };
@@ -334,6 +337,7 @@ describe("effects: open intents are reconciled on resume before anything else ru
     return crashed;
   }
 
+  // Kills the mutant "no reconciliation on resume" (engine.ts resume skipping resolveOpenIntents), with "unresolvable" below.
   it("found: a crash after the action is resolved by the key, recorded done, and not acted on again", async () => {
     const target: Target = { url: erp.url };
     const crashed = await crashCopyAt("AFTER", target);
@@ -367,6 +371,49 @@ describe("effects: open intents are reconciled on resume before anything else ru
     }
   });
 
+  // Kills the mutant "an open intent that cannot be resolved is ignored" (engine.ts resume, the
+  // `if (unresolved) return this.fail(...)` line removed): the run would go on into a superstep
+  // while the effect's outcome is unknown.
+  it("unresolvable: when the key cannot be looked up, the resume fails naming the executor, runs no superstep and leaves the intent open", async () => {
+    const target: Target = { url: erp.url };
+    const crashed = await crashCopyAt("AFTER", target);
+    assert.equal(workflowWrites(erp).length, 1, "the action reached the ERP before the crash");
+    target.failReconcile = true;
+    let store = await SqlJsStore.open(crashed);
+    let runId: string;
+    try {
+      const run = store.listRuns()[0]!;
+      runId = run.id;
+      const latest = store.latestCheckpoint(run.id)!;
+      const events: EventRecord[] = [];
+      const result = await new Engine(workflow(target), store, { onEvent: (e) => events.push(e) }).resume(latest.id);
+      assert.equal(result.status, "failed", `the resume ended ${result.status}`);
+      assert.equal(result.error?.executor, "setTerms", `error: ${JSON.stringify(result.error)}`);
+      assert.match(result.error?.message ?? "", /executor "setTerms" failed: .*ERP idempotency lookup unavailable \(503\)/);
+      assert.deepEqual(
+        events.filter((e) => e.type === "superstep_started" || e.type === "step_completed").map((e) => `${e.type} ${e.superstep}`),
+        [],
+        "a superstep ran while the intent's outcome was unknown",
+      );
+      assert.equal(onlyIntent(store).status, "open", "the intent is no longer open though its outcome is unknown");
+      assert.equal(store.latestCheckpoint(run.id)!.id, latest.id, "a checkpoint was added while the intent's outcome was unknown");
+      assert.equal(workflowWrites(erp).length, 1, "the ERP took a second write");
+    } finally {
+      store.close();
+    }
+    // The lookup back: the failed run is resumed, the intent found done, nothing acted again.
+    target.failReconcile = false;
+    store = await SqlJsStore.open(crashed);
+    try {
+      const result = await new Engine(workflow(target), store).resume(store.latestCheckpoint(runId)!.id);
+      assert.equal(result.status, "completed", `the second resume ended ${result.status}: ${JSON.stringify(result.error)}`);
+      assert.equal(onlyIntent(store).status, "done");
+      assert.equal(workflowWrites(erp).length, 1, "the ERP took a second write");
+    } finally {
+      store.close();
+    }
+  });
+
   it("not found: a crash after the intent opened but before the action reached the ERP acts on resume, once", async () => {
     const target: Target = { url: erp.url };
     const dataDir = path.dirname(erp.dataFile);
@@ -386,7 +433,10 @@ describe("effects: open intents are reconciled on resume before anything else ru
       assert.equal(result.status, "completed");
       const intent = onlyIntent(store);
       assert.equal(intent.status, "done");
-      assert.ok(logs.some((l) => /key not found in erp:vendors\/V-1; the effect did not happen/.test(l)));
+      assert.ok(
+        logs.some((l) => /key not found in erp:vendors\/V-1; the effect did not happen/.test(l)),
+        `no log said the key was not found; logs: ${JSON.stringify(logs)}`,
+      );
       const writes = workflowWrites(erp);
       assert.equal(writes.length, 1, "acted exactly once");
       assert.equal(writes[0]!.idempotencyKey, intent.id, "with the intent's key");

@@ -186,7 +186,12 @@ describe("engine: supersteps and checkpoints", () => {
 
   it("validates the input against the workflow's input schema", async () => {
     const engine = new Engine(defineWorkflow(counterSpec()), new MemoryStore());
-    await assert.rejects(engine.run({ limit: "x" }), /INVALID_INPUT|input of workflow "counter" is invalid at "limit"/);
+    // Code and message both: an alternation `CODE|message` would pass on either half.
+    await assert.rejects(engine.run({ limit: "x" }), (e: Error & { code?: string }) => {
+      assert.equal(e.code, "INVALID_INPUT", e.message);
+      assert.match(e.message, /^input of workflow "counter" is invalid at "limit": /);
+      return true;
+    });
   });
 
   it("yields outputs, kept with the run", async () => {
@@ -259,6 +264,39 @@ describe("engine: resume and fork", () => {
     assert.equal(again.runId, first.runId, "the latest checkpoint of a stopped run continues that run");
     assert.equal(again.status, "completed");
     assert.deepEqual(store.readValues(store.latestCheckpoint(first.runId)!.keys), { n: 5 });
+  });
+
+  // Kills the mutant "a patch at the latest checkpoint of an unfinished run continues that run"
+  // (resumePlan.ts sameRun without `changed.size === 0`): the edit would rewrite the parent's history.
+  it("editing state at the latest checkpoint of a stopped run forks a branch; the stopped run keeps its state and history", async () => {
+    const store = new MemoryStore();
+    const control = new RunControl();
+    const wf = defineWorkflow(counterSpec());
+    let seen = 0;
+    const first = await new Engine(wf, store, {
+      control,
+      onEvent: (e) => {
+        if (e.type === "checkpoint" && ++seen === 2) control.stop();
+      },
+    }).run({ limit: 5 });
+    assert.equal(first.status, "stopped");
+    const before = JSON.stringify([
+      store.getRun(first.runId),
+      store.listCheckpoints(first.runId),
+      store.listEvents({ runId: first.runId }),
+    ]);
+    const fork = await new Engine(wf, store).resume(first.checkpointId, { patch: { n: 3 } });
+    assert.notEqual(fork.runId, first.runId, "the edit continued the stopped run itself");
+    assert.equal(store.getRun(fork.runId)!.parentCheckpointId, first.checkpointId);
+    assert.deepEqual(store.getRun(fork.runId)!.patch, ["n"]);
+    assert.equal(fork.status, "completed");
+    assert.deepEqual(store.readValues(store.latestCheckpoint(fork.runId)!.keys), { n: 5 }, "the fork went on from the edited n = 3");
+    assert.equal(
+      JSON.stringify([store.getRun(first.runId), store.listCheckpoints(first.runId), store.listEvents({ runId: first.runId })]),
+      before,
+      "the stopped run's record, checkpoints or events changed",
+    );
+    assert.deepEqual(store.readValues(store.latestCheckpoint(first.runId)!.keys), { n: 2 }, "the stopped run's state changed");
   });
 
   it("resuming a failed run retries the failed superstep in the same run, keeping the failed attempt's records", async () => {
@@ -339,7 +377,10 @@ describe("engine: resume and fork", () => {
     const r = await new Engine(changed, store).resume(`${parent.runId}:1`);
     assert.equal(r.warnings.length, 1);
     assert.match(r.warnings[0]!, /graph of "counter" changed since checkpoint .*; executors added: audit/);
-    assert.ok(store.listEvents({ runId: r.runId }).some((e) => e.type === "warning"));
+    assert.ok(
+      store.listEvents({ runId: r.runId }).some((e) => e.type === "warning"),
+      `no warning event among ${JSON.stringify(store.listEvents({ runId: r.runId }).map((e) => e.type))}`,
+    );
   });
 });
 
@@ -382,17 +423,27 @@ describe("engine: requests, pause and step", () => {
     const store = new MemoryStore();
     const control = new RunControl(true);
     const events: EventRecord[] = [];
-    const running = new Engine(defineWorkflow(counterSpec()), store, { control, onEvent: (e) => events.push(e) }).run({ limit: 3 });
+    // Driven by the run's own run_paused events, never by time: each wait ends when the run comes to rest.
+    let onPause: (() => void) | undefined;
+    const nextPause = () => new Promise<void>((resolve) => (onPause = resolve));
+    let paused = nextPause();
+    const running = new Engine(defineWorkflow(counterSpec()), store, {
+      control,
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === "run_paused") onPause?.();
+      },
+    }).run({ limit: 3 });
     const pauses = () => events.filter((e) => e.type === "run_paused").length;
-    const settle = () => new Promise((r) => setTimeout(r, 20));
-    await settle();
-    assert.equal(pauses(), 1);
+    await paused;
+    assert.equal(pauses(), 1, "one pause before the first superstep");
     const runId = events[0]!.runId;
     assert.equal(store.latestCheckpoint(runId)!.superstep, 0, "nothing ran before the first step");
+    paused = nextPause();
     control.step();
-    await settle();
-    assert.equal(store.latestCheckpoint(runId)!.superstep, 1);
-    assert.equal(pauses(), 2);
+    await paused;
+    assert.equal(store.latestCheckpoint(runId)!.superstep, 1, "one step ran one superstep");
+    assert.equal(pauses(), 2, "the run paused again after its one superstep");
     control.continue();
     const r = await running;
     assert.equal(r.status, "completed");

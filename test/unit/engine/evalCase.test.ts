@@ -169,7 +169,7 @@ describe("eval cases", () => {
       assert.throws(
         () => parseOwnJson(JSON.stringify(bad), "evals/inv.json"),
         (e: unknown) => {
-          assert.ok(isCasefileError(e) && e.code === "INVALID_INPUT");
+          assert.ok(isCasefileError(e) && e.code === "INVALID_INPUT", 'expected: isCasefileError(e) && e.code === "INVALID_INPUT"');
           assert.match(e.message, /^evals\/inv\.json is not a valid eval case/);
           assert.match(e.message, /expected\.verdict/);
           assert.match(e.message, /request\.messages\.1\.role/);

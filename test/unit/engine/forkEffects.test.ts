@@ -191,7 +191,10 @@ describe("effects on branches: a fork never silently takes over a different effe
     assert.equal(branch.error?.code, "EFFECT_CONFLICT");
     assert.equal(branch.error?.executor, "refund");
     const key = parent.intent.key ?? parent.intent.id;
-    assert.ok(branch.error!.message.includes(`idempotency key ${key} is held by run ${parent.runId}'s ${parent.intent.status} intent`));
+    assert.ok(
+      branch.error!.message.includes(`idempotency key ${key} is held by run ${parent.runId}'s ${parent.intent.status} intent`),
+      "expected: branch.error!.message.includes(`idempotency key ${key} is held by run ${parent.runId}'s ${parent.intent.status} intent`)",
+    );
     assert.ok(
       branch.error!.message.includes(`payload.amount: 60 (run ${parent.runId}) vs ${proposedAmount} (this branch)`),
       branch.error!.message,
@@ -251,7 +254,10 @@ describe("effects on branches: a fork never silently takes over a different effe
       const parent = await parentRefunds60();
       const branch = await command(file, (e) => e.resume(checkpoint(parent.runId, 1)));
       await assertReused(branch, parent);
-      assert.ok(branch.logs.some((l) => l.includes(`identical to run ${parent.runId}'s intent ${parent.intent.id}; reused its reference`)));
+      assert.ok(
+        branch.logs.some((l) => l.includes(`identical to run ${parent.runId}'s intent ${parent.intent.id}; reused its reference`)),
+        `no log said the intent was reused; logs: ${JSON.stringify(branch.logs)}`,
+      );
     });
 
     it("different decision: stops the branch for replanning with both intents, no call on the ERP", async () => {
@@ -360,7 +366,10 @@ describe("effects on branches: a fork never silently takes over a different effe
 
       const refused = await command(file, (e) => e.resume(checkpoint(parent.runId, 3), { patch: { decision: { amount: 25 } } }));
       assert.equal(refused.error?.code, "EFFECT_CONFLICT");
-      assert.ok(refused.error!.message.includes(`run ${parent.runId}'s open intent`));
+      assert.ok(
+        refused.error!.message.includes(`run ${parent.runId}'s open intent`),
+        "expected: refused.error!.message.includes(`run ${parent.runId}'s open intent`)",
+      );
       assert.equal(refundsPosted().length, 0, "no call on the ERP");
 
       const same = await command(file, (e) => e.resume(checkpoint(parent.runId, 3), { patch: { decision: { amount: 60 } } }));

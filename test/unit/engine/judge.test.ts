@@ -99,6 +99,37 @@ describe("judge: the commit rules' decision, computed and not applied", () => {
     assert.deepEqual(book, before);
   });
 
+  // Kills deepFreeze's mutants in commitStep.ts (its condition, freeze and recursion): a nested
+  // value of a business rule is frozen too, not only the rule object.
+  it("a rule that changes a nested value of a business rule fails, and the book is unchanged", () => {
+    const before = structuredClone(book);
+    const nested: RuleFn = ({ businessRules }) => {
+      (businessRules[0]!.value as { cartonsPerPallet: number }).cartonsPerPallet = 1;
+      return true;
+    };
+    assert.throws(
+      () => judge({ nested }, proposal, state, { businessRules: book, executor: "commit" }),
+      (e: unknown) =>
+        e instanceof CasefileError &&
+        e.code === "RULE_FAILED" &&
+        /^rule "nested" threw: Cannot assign to read only property 'cartonsPerPallet'/.test(e.message),
+    );
+    assert.deepEqual(book, before, "the book changed");
+  });
+
+  // Kills `businessRulesRead: []` on a failed verdict: the rules read count when a rule fails too.
+  it("records the business rules read when the verdict is not accepted", () => {
+    const j = judge(
+      { fits: ({ businessRules }) => ({ ok: businessRules[0]!.statement === "never", message: "does not fit", onFail: "reject" }) },
+      proposal,
+      state,
+      { businessRules: book },
+    );
+    assert.equal(j.verdict, "rejected");
+    assert.deepEqual(j.businessRulesRead, ["r-cartons"], "the rule read r-cartons's statement");
+  });
+
+  // Kills the mutant "a rule that throws counted as passed" (commitStep.ts judge).
   it("a rule that throws is a RULE_FAILED error naming the rule and the step, not a failed rule", () => {
     const throwing: Record<string, RuleFn> = {
       positive: () => true,
@@ -118,6 +149,7 @@ describe("judge: the commit rules' decision, computed and not applied", () => {
     );
   });
 
+  // Kills the mutant "reject and escalate in the other precedence" (commitStep.ts judge).
   it("escalates when any failing rule escalates, rejects when every failing rule says reject", () => {
     const fail =
       (onFail?: "reject" | "escalate"): RuleFn =>

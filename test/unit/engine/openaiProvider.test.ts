@@ -32,6 +32,10 @@ class ChatCompletionsServer {
   readonly received: Received[] = [];
   private replies: Reply[] = [];
   private server: Server | undefined;
+  /** Delayed replies not sent yet (cleared by reset and stop). */
+  private readonly timers = new Set<NodeJS.Timeout>();
+  /** Replies written so far. */
+  replied = 0;
   url = "";
 
   async start(): Promise<void> {
@@ -51,9 +55,17 @@ class ChatCompletionsServer {
         const reply = this.replies.shift() ?? {};
         const status = reply.status ?? 200;
         const body = reply.body ?? (status >= 400 ? { error: { message: "error" } } : completion(received.body, "{}"));
-        const send = (): void => sendJson(res, status, body, reply.headers);
-        if (reply.delayMs) setTimeout(send, reply.delayMs);
-        else send();
+        const send = (): void => {
+          this.replied++;
+          sendJson(res, status, body, reply.headers);
+        };
+        if (reply.delayMs) {
+          const timer = setTimeout(() => {
+            this.timers.delete(timer);
+            send();
+          }, reply.delayMs);
+          this.timers.add(timer);
+        } else send();
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, "127.0.0.1", resolve));
@@ -68,9 +80,13 @@ class ChatCompletionsServer {
   reset(): void {
     this.received.length = 0;
     this.replies.length = 0;
+    this.replied = 0;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
   }
 
   async stop(): Promise<void> {
+    this.reset();
     this.server?.closeAllConnections();
     await new Promise<void>((resolve) => this.server!.close(() => resolve()));
   }
@@ -215,7 +231,7 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     };
     server.queue(limited, limited, limited);
     await assert.rejects(provider({ maxRetries: 1 }).complete(request()), (e: unknown) => {
-      assert.ok(isCasefileError(e));
+      assert.ok(isCasefileError(e), "expected: isCasefileError(e)");
       assert.equal(e.code, "MODEL_CALL_FAILED");
       assert.match(
         e.message,
@@ -251,15 +267,17 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
   });
 
   it("times out a slow server with MODEL_CALL_FAILED naming the step", async () => {
-    server.queue({ delayMs: 3_000, body: completion({ model: "gpt-4o-mini" }, answer) });
-    const started = Date.now();
+    // The server would answer after a minute: the test can only pass by the provider giving up first
+    // (no clock read; a provider that waited would hit mocha's timeout).
+    server.queue({ delayMs: 60_000, body: completion({ model: "gpt-4o-mini" }, answer) });
     await assert.rejects(provider({ timeoutMs: 200, maxRetries: 0 }).complete(request()), (e: unknown) => {
-      assert.ok(isCasefileError(e));
+      assert.ok(isCasefileError(e), "expected: isCasefileError(e)");
       assert.equal(e.code, "MODEL_CALL_FAILED");
       assert.match(e.message, /step "classify invoice": model call to .* timed out/);
       return true;
     });
-    assert.ok(Date.now() - started < 2_000, `took ${Date.now() - started} ms`);
+    assert.equal(server.received.length, 1, "the request reached the server once (no retry)");
+    assert.equal(server.replied, 0, "the server replied before the provider gave up: nothing timed out");
   });
 
   it("reports an unreachable server as MODEL_CALL_FAILED", async () => {
@@ -305,7 +323,7 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     assert.throws(
       () => new OpenAICompatibleProvider({ apiKey: key, baseUrl: "http://someone:hunter2-password@127.0.0.1:9/v1?x=1" }),
       (e: unknown) => {
-        assert.ok(isCasefileError(e) && e.code === "USAGE");
+        assert.ok(isCasefileError(e) && e.code === "USAGE", 'expected: isCasefileError(e) && e.code === "USAGE"');
         assert.match(e.message, /the base URL http:\/\/127\.0\.0\.1:9\/v1 carries a user name or password/);
         assert.ok(!JSON.stringify(e).includes("hunter2") && !e.message.includes("hunter2"), e.message);
         return true;
@@ -354,7 +372,7 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
       .catch((e: unknown) => record(e));
 
     assert.ok(echo().includes(key), "the server did receive the key");
-    assert.ok(seen.length >= 14);
+    assert.ok(seen.length >= 14, "expected: seen.length >= 14");
     for (const text of seen) assert.ok(!text.includes(key), `key found in: ${text.slice(0, 300)}`);
   });
 });

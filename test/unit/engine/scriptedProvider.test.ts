@@ -89,7 +89,11 @@ describe("ScriptedProvider", () => {
     const file = write("f.json", { responses: [{ step: "classify", hash: hashA, call: 1, response: "pinned" }] });
     const p = new ScriptedProvider(file);
     assert.equal((await p.complete(request("classify", hashA, 1))).text, "pinned");
-    await assert.rejects(p.complete(request("classify", hashA, 0)), /MODEL_RESPONSE_MISSING|no scripted response/);
+    await assert.rejects(p.complete(request("classify", hashA, 0)), (e: Error & { code?: string }) => {
+      assert.equal(e.code, "MODEL_RESPONSE_MISSING", e.message);
+      assert.match(e.message, /^no scripted response for step "classify" with hash sha256:a+ \(call 0\)/);
+      return true;
+    });
   });
 
   it("reports a missing response as MODEL_RESPONSE_MISSING naming the step, the hash and what the fixture has", async () => {
@@ -100,7 +104,7 @@ describe("ScriptedProvider", () => {
       ],
     });
     await assert.rejects(new ScriptedProvider(file).complete(request("classify", hashA, 1)), (e: unknown) => {
-      assert.ok(isCasefileError(e));
+      assert.ok(isCasefileError(e), "expected: isCasefileError(e)");
       assert.equal(e.code, "MODEL_RESPONSE_MISSING");
       assert.match(e.message, /step "classify"/);
       assert.ok(e.message.includes(hashA), e.message);
@@ -119,7 +123,7 @@ describe("ScriptedProvider", () => {
   it("reports a missing fixture file as a missing response naming the file, step and hash", async () => {
     const file = path.join(dir, "absent.responses.json");
     await assert.rejects(new ScriptedProvider(file).complete(request("classify", hashA)), (e: unknown) => {
-      assert.ok(isCasefileError(e));
+      assert.ok(isCasefileError(e), "expected: isCasefileError(e)");
       assert.equal(e.code, "MODEL_RESPONSE_MISSING");
       assert.ok(e.message.includes(file) && e.message.includes(hashA) && e.message.includes('"classify"'), e.message);
       assert.match(e.message, /does not exist/);
@@ -136,7 +140,7 @@ describe("ScriptedProvider", () => {
       ],
     });
     await assert.rejects(new ScriptedProvider(file).complete(request("classify", hashA)), (e: unknown) => {
-      assert.ok(isCasefileError(e));
+      assert.ok(isCasefileError(e), "expected: isCasefileError(e)");
       assert.equal(e.code, "INVALID_INPUT");
       assert.ok(e.message.includes(file), e.message);
       assert.match(e.message, /responses\[1\]\.hash: expected sha256:/);
@@ -150,7 +154,7 @@ describe("ScriptedProvider", () => {
   it("rejects a fixture that is not JSON, naming the file", async () => {
     const file = write("broken.json", '{ "responses": [ ');
     await assert.rejects(new ScriptedProvider(file).complete(request("classify", hashA)), (e: unknown) => {
-      assert.ok(isCasefileError(e) && e.code === "INVALID_INPUT");
+      assert.ok(isCasefileError(e) && e.code === "INVALID_INPUT", 'expected: isCasefileError(e) && e.code === "INVALID_INPUT"');
       assert.ok(e.message.includes(file) && /not valid JSON/.test(e.message), e.message);
       return true;
     });

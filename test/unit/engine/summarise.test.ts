@@ -168,7 +168,7 @@ describe("summarising the working context", () => {
     const { result, call, warnings } = await run(claimWorkflow(notes(200), { soft: 300, hard: 4000 }, hook));
     assert.equal(result.status, "completed", result.error?.message);
     const { count } = call!.tokens!;
-    assert.ok(count > 300 && count < call!.summarised!.tokensBefore);
+    assert.ok(count > 300 && count < call!.summarised!.tokensBefore, "expected: count > 300 && count < call!.summarised!.tokensBefore");
     assert.deepEqual(
       warnings.map((w) => w.data),
       [
@@ -193,7 +193,7 @@ describe("summarising the working context", () => {
         result.error!.message,
       );
     assert.ok(m, result.error!.message);
-    assert.ok(Number(m[1]) > 600 && Number(m[2]) > Number(m[1]));
+    assert.ok(Number(m[1]) > 600 && Number(m[2]) > Number(m[1]), "expected: Number(m[1]) > 600 && Number(m[2]) > Number(m[1])");
     assert.equal(call, undefined, "no model call was made or recorded");
     const claim = store!.readValues(store!.latestCheckpoint(result.runId)!.keys).claim as unknown as Fact<z.infer<typeof Claim>>;
     assert.equal(claim.value.notes, notes(200), "the fact is whole");

@@ -153,3 +153,80 @@ describe("superstep core: nextCheckpoint", () => {
     );
   });
 });
+
+// Survivors of the mutation run over superstep.ts (issue 18): each test names what it kills.
+describe("superstep core: what mutation testing found unchecked", () => {
+  // Kills: `outputs` starting empty (the run's earlier outputs dropped), the output event's data
+  // emptied, and the batch committing no run record (`runs: []`).
+  it("keeps the run's earlier outputs, adds this superstep's, and commits the run record with them", () => {
+    const earlier: SuperstepInput = { ...input([outcome("right", { b: 7 }, ["r"], { outputs: [{ b: 7 }] })]) };
+    earlier.run = { ...run, outputs: [{ first: true }] };
+    const next = nextCheckpoint(earlier);
+    assert.deepEqual(next.run.outputs, [{ first: true }, { b: 7 }], "the run's outputs after the superstep");
+    assert.deepEqual(next.batch.runs, [next.run], "the batch commits the run record holding the outputs");
+    const output = next.batch.events!.find((e) => e.type === "output");
+    assert.deepEqual(output?.data, { executor: "right", output: { b: 7 } }, "the output event names the executor and the output");
+  });
+
+  // Kills the mutants of deepFreeze (its condition, its freeze, its recursion): executors of the
+  // next superstep get the values frozen, nested objects included.
+  it("hands on the changed values deeply frozen, so that no executor can change state in place", () => {
+    const nested = { ...input([outcome("left", { a: 2 }, [])]) };
+    const value = { deep: { list: [1, { x: 1 }] } };
+    nested.changed = new Map([["a", { executor: "left", value: value as unknown as Json }]]);
+    const next = nextCheckpoint(nested);
+    const v = next.values.a as unknown as typeof value;
+    assert.ok(Object.isFrozen(v) && Object.isFrozen(v.deep) && Object.isFrozen(v.deep.list), "the value and its nested object and array");
+    assert.ok(Object.isFrozen(v.deep.list[1]), "an object inside an array");
+    assert.throws(() => {
+      (v.deep.list[1] as { x: number }).x = 2;
+    }, TypeError);
+  });
+
+  // Kills the emptied details ({ executor, key }) of write errors and the emptied path of array
+  // items and class names in toJson's message.
+  it("names executor and key in every write error's details, and the path and class of a non-JSON value", () => {
+    const details = (writes: TaskOutcome["writes"]) => {
+      try {
+        checkWrites(wf, writes);
+      } catch (e) {
+        const err = e as Error & { code?: string; details?: Record<string, unknown> };
+        return { code: err.code, details: err.details, message: err.message };
+      }
+      return assert.fail(`no error for ${JSON.stringify(writes)}`);
+    };
+    assert.deepEqual(details([{ executor: "left", key: "nope", value: 1 }]), {
+      code: "UNKNOWN_KEY",
+      details: { executor: "left", key: "nope" },
+      message: 'executor "left" wrote unknown state key "nope"',
+    });
+    assert.deepEqual(details([{ executor: "right", key: "a", value: 1 }]).details, { executor: "right", key: "a" });
+    assert.deepEqual(
+      details([
+        { executor: "left", key: "a", value: 1 },
+        { executor: "left", key: "a", value: 2 },
+      ]).details,
+      { executor: "left", key: "a" },
+    );
+    const schemaFree = defineWorkflow({
+      name: "free",
+      version: 1,
+      state: { blob: z.any() },
+      start: "w",
+      executors: { w: code({ owns: ["blob"], run: () => undefined }) },
+      edges: [],
+    });
+    assert.throws(
+      () => checkWrites(schemaFree, [{ executor: "w", key: "blob", value: { list: [1, new Date(0)] } }]),
+      (e: Error & { details?: unknown }) => {
+        assert.equal(e.message, 'executor "w" wrote a Date object at "blob.list.1": state holds JSON data only');
+        assert.deepEqual(e.details, { executor: "w", key: "blob" });
+        return true;
+      },
+    );
+    assert.throws(
+      () => checkWrites(schemaFree, [{ executor: "w", key: "blob", value: { f: () => 1 } }]),
+      (e: Error) => e.message === 'executor "w" wrote a function at "blob.f": state holds JSON data only',
+    );
+  });
+});

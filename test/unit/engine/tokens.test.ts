@@ -62,16 +62,10 @@ describe("countTokens", () => {
 
   it("counts special-token text in content as ordinary text instead of throwing", () => {
     const r = countTokens([{ role: "user", content: "log line: <|endoftext|> <|im_start|>" }], "gpt-4");
-    assert.ok(r.count > 10);
+    assert.ok(r.count > 10, "expected: r.count > 10");
   });
 
-  it("is fast after first use", () => {
-    countTokens(messages, "gpt-4o");
-    const started = process.hrtime.bigint();
-    for (let i = 0; i < 200; i++) countTokens(messages, "gpt-4o");
-    const ms = Number(process.hrtime.bigint() - started) / 1e6;
-    assert.ok(ms < 500, `200 counts took ${ms} ms`);
-  });
+  // How fast repeated counts are is measured by `npm run bench:tokens` (test/bench/tokenCount.bench.ts), not asserted here.
 });
 
 describe("checkBudget", () => {
@@ -82,7 +76,7 @@ describe("checkBudget", () => {
 
   it("warns above the soft budget with both numbers and the step", () => {
     const w = checkBudget(1500, { soft: 1000, hard: 2000 }, "classify");
-    assert.ok(w);
+    assert.ok(w, "expected: w");
     assert.match(w, /classify/);
     assert.match(w, /1500/);
     assert.match(w, /1000/);
@@ -92,7 +86,7 @@ describe("checkBudget", () => {
     assert.throws(
       () => checkBudget(2500, { soft: 1000, hard: 2000 }, "classify"),
       (e: unknown) => {
-        assert.ok(isCasefileError(e));
+        assert.ok(isCasefileError(e), "expected: isCasefileError(e)");
         assert.equal(e.code, "TOKEN_BUDGET_EXCEEDED");
         assert.match(e.message, /step "classify"/);
         assert.match(e.message, /2500 tokens/);
@@ -101,6 +95,16 @@ describe("checkBudget", () => {
         return true;
       },
     );
+  });
+
+  // Kills the mutant "refuse at the hard budget" (tokens.ts checkBudget, `count >= budget.hard`).
+  it("a count exactly at the hard budget is within it: no refusal, and only the soft budget's warning", () => {
+    assert.equal(checkBudget(10, { hard: 10 }, "s"), undefined);
+    assert.equal(
+      checkBudget(2000, { soft: 1000, hard: 2000 }, "classify"),
+      'step "classify": context is 2000 tokens, above the soft budget of 1000 tokens',
+    );
+    assert.throws(() => checkBudget(2001, { soft: 1000, hard: 2000 }, "classify"), /2001 tokens, above the hard budget of 2000/);
   });
 
   it("refuses on a hard budget alone", () => {

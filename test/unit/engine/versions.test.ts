@@ -145,6 +145,7 @@ describe("versions: messages for removed executors", () => {
     return failed;
   }
 
+  // Kills the mutant "pending messages for removed executors dropped, not refused" (resumePlan.ts reroute).
   it("refuses the resume, naming the executor and the message, when nothing routes it", async () => {
     const failed = await failedAtSecond();
     for (const [wf, hint] of [

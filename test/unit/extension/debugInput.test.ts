@@ -10,7 +10,7 @@ import { inputOutline, inputProblem, inputSkeleton } from "../../../src/extensio
 
 async function invoiceSchema(): Promise<Record<string, unknown> | undefined> {
   const described = await describeWorkflow(path.resolve(__dirname, "../../../examples/invoice/workflow.ts"));
-  assert.ok(described.ok);
+  assert.ok(described.ok, `the workflow describes: ${JSON.stringify(described)}`);
   return described.inputSchema;
 }
 

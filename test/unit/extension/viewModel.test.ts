@@ -122,7 +122,7 @@ for (const { name, open } of stores) {
 
     it("gives the agent step its exact context, with per-message counts only when a counter is given", () => {
       const without = detail(store, INVOICE_RUN, 1, "triage").context;
-      assert.ok(!("absent" in without));
+      assert.ok(!("absent" in without), 'expected: !("absent" in without)');
       assert.deepEqual(
         without.messages.map((m) => [m.role, m.tokens]),
         [
@@ -132,7 +132,7 @@ for (const { name, open } of stores) {
       );
       assert.deepEqual(without.tokens, { count: 118, soft: 2000, hard: 4000, tokenizer: "o200k_base" });
       const counted = detail(store, INVOICE_RUN, 1, "triage", { countMessageTokens: (m) => m.content.length }).context;
-      assert.ok(!("absent" in counted));
+      assert.ok(!("absent" in counted), 'expected: !("absent" in counted)');
       assert.deepEqual(
         counted.messages.map((m) => m.tokens),
         counted.messages.map((m) => m.content.length),
@@ -142,15 +142,18 @@ for (const { name, open } of stores) {
     it("gives another step's context alone, as the Context tab diffs it, the same as in its superstep's details", () => {
       const opts: DetailOptions = { countMessageTokens: (m) => m.content.length };
       const shown = detail(store, INVOICE_RUN, 1, "triage", opts).context;
-      assert.ok(!("absent" in shown));
+      assert.ok(!("absent" in shown), 'expected: !("absent" in shown)');
       const alone = buildContextView(store, INVOICE_RUN, 1, shown.agentCallId, opts);
-      assert.ok(!("absent" in alone));
+      assert.ok(!("absent" in alone), 'expected: !("absent" in alone)');
       assert.deepEqual({ ...alone, compareWith: shown.compareWith, compareMore: shown.compareMore }, shown);
       assert.match(
         (buildContextView(store, INVOICE_RUN, 2, shown.agentCallId) as { absent: string }).absent,
         /No model call .* was recorded in superstep 2 of /,
       );
-      assert.ok("absent" in buildContextView(store, INVOICE_RUN, 1, "no-such-call"));
+      assert.ok(
+        "absent" in buildContextView(store, INVOICE_RUN, 1, "no-such-call"),
+        'expected: "absent" in buildContextView(store, INVOICE_RUN, 1, "no-such-call")',
+      );
     });
 
     it("says why a section is empty instead of filling it", () => {
@@ -158,7 +161,7 @@ for (const { name, open } of stores) {
       assert.deepEqual(loader.context, { absent: "Only agent steps give a model a context; this is a loader step." });
       assert.deepEqual(loader.intents, { absent: "Only effect steps record intents; this is a loader step." });
       const effect = detail(store, INVOICE_RUN, 3, "postPayment");
-      assert.ok(Array.isArray(effect.intents));
+      assert.ok(Array.isArray(effect.intents), "expected: Array.isArray(effect.intents)");
       assert.deepEqual(
         effect.intents.map((i) => [i.id, i.status, i.reference]),
         [["invoice:INV-1042:postPayment", "done", { paymentId: "PAY-88213" }]],
@@ -167,7 +170,7 @@ for (const { name, open } of stores) {
 
     it("shows state at a checkpoint with facts' provenance and what changed since the checkpoint before", () => {
       const state = buildStateView(store, INVOICE_RUN, 2);
-      assert.ok("entries" in state);
+      assert.ok("entries" in state, 'expected: "entries" in state');
       assert.equal(state.checkpointId, `${INVOICE_RUN}-cp2`);
       assert.deepEqual(state.comparedWith, { runId: INVOICE_RUN, superstep: 1 });
       assert.deepEqual(
@@ -180,7 +183,7 @@ for (const { name, open } of stores) {
         ],
       );
       const first = buildStateView(store, INVOICE_RUN, 0);
-      assert.ok("entries" in first);
+      assert.ok("entries" in first, 'expected: "entries" in first');
       assert.equal(first.comparedWith, null);
       assert.ok(
         first.entries.every((e) => e.change === null),
@@ -193,7 +196,7 @@ for (const { name, open } of stores) {
       const vm = buildInspectorViewModel(store, { caseFile, runId: INVOICE_BRANCH, canRun: { ok: true } });
       assert.equal(vm.run.parentCheckpointId, `${INVOICE_RUN}-cp1`);
       const state = buildStateView(store, INVOICE_BRANCH, 2);
-      assert.ok("entries" in state);
+      assert.ok("entries" in state, 'expected: "entries" in state');
       assert.deepEqual(state.comparedWith, { runId: INVOICE_RUN, superstep: 1 });
       const invoice = state.entries.find((e) => e.key === "invoice")!;
       assert.equal(invoice.writtenBy, INVOICE_RUN, "inherited from the parent run");
@@ -206,7 +209,7 @@ for (const { name, open } of stores) {
       assert.deepEqual([proposal.change, proposal.version, proposal.writtenBy, proposal.provenance], ["changed", 2, INVOICE_BRANCH, null]);
       assert.equal(state.entries.find((e) => e.key === "decision")!.change, "new");
       const d = detail(store, INVOICE_BRANCH, 2, "decide").decision;
-      assert.ok(!("absent" in d));
+      assert.ok(!("absent" in d), 'expected: !("absent" in d)');
       assert.equal(d.verdict, "escalated");
       assert.equal(d.proposedBy, null, "the edited proposal came from a patch, not a model call");
     });
@@ -285,7 +288,7 @@ for (const { name, open } of [
 
     it("offers the nearest steps to compare with, the same step in the other branch first, and counts the rest", () => {
       const context = detail(store, "main", 30, "decide").context;
-      assert.ok(!("absent" in context));
+      assert.ok(!("absent" in context), `a context is shown: ${JSON.stringify(context)}`);
       const picked = context.compareWith.map((c) => `${c.relation} ${c.runId} ${c.superstep} ${c.executor}`);
       const branch = picked.filter((p) => p.startsWith("branch"));
       assert.equal(branch.length, 25);
@@ -332,11 +335,11 @@ for (const { name, open } of [
         ],
       );
       const d = detail(store, "main", 7, "decide").decision;
-      assert.ok(!("absent" in d));
+      assert.ok(!("absent" in d), `a decision is shown: ${JSON.stringify(d)}`);
       assert.equal(d.verdictId, "main-v7");
       assert.deepEqual(d.proposedBy, { executor: "decide", agentCallId: "main-a7-decide" });
       const c = detail(store, "main", 7, "decide").context;
-      assert.ok(!("absent" in c));
+      assert.ok(!("absent" in c), `a context is shown: ${JSON.stringify(c)}`);
       assert.equal(c.agentCallId, "main-a7-decide", "a step's context is its first model call");
     });
   });

@@ -85,7 +85,10 @@ describe("PostgresStore tenants: row-level security by the connection's role", (
 
   it("tenant A cannot answer (or otherwise commit to) tenant B's case", async () => {
     const asB = await PostgresStore.open(asAlice, { caseId: "b-1", tenant: "B", readOnly: true }).catch((e: Error) => e);
-    assert.ok(asB instanceof Error && (asB as Error & { code?: string }).code === "UNKNOWN_CASE");
+    assert.ok(
+      asB instanceof Error && (asB as Error & { code?: string }).code === "UNKNOWN_CASE",
+      `alice naming tenant B is refused as an unknown case: ${String(asB)}`,
+    );
     const bob = await PostgresStore.open(asBob, { caseId: "b-1" });
     try {
       assert.equal(bob.getRun("rb")!.status, "running", "tenant B's case is as B left it");

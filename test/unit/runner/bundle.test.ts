@@ -49,7 +49,7 @@ describe("runner/bundle: the workflow bundle as a debugger sees it", () => {
       const userLine = readFileSync(WORKFLOW, "utf8")
         .split("\n")
         .findIndex((l) => l.includes("const pct ="));
-      assert.ok(bundleLine > 0 && userLine > 0);
+      assert.ok(bundleLine > 0 && userLine > 0, `the line is found in the bundle (${bundleLine}) and in the workflow (${userLine})`);
       const column = scriptSource.split("\n")[bundleLine]!.indexOf("const pct");
       const entry = new SourceMap(payload).findEntry(bundleLine, column) as { originalSource: string; originalLine: number };
       assert.equal(path.resolve(path.dirname(bundleFileOf(WORKFLOW)), entry.originalSource), WORKFLOW);
@@ -61,7 +61,7 @@ describe("runner/bundle: the workflow bundle as a debugger sees it", () => {
 
   it("describe gives the workflow's input as JSON Schema, for the form F5 shows", async () => {
     const described = await describeWorkflow(WORKFLOW);
-    assert.ok(described.ok);
+    assert.ok(described.ok, `the workflow describes: ${JSON.stringify(described)}`);
     assert.deepEqual(described.inputSchema?.required, ["invoiceId"]);
     assert.deepEqual(Object.keys(described.inputSchema?.properties as object), ["invoiceId", "erpUrl"]);
   });

@@ -86,7 +86,7 @@ describe("case naming: one case file per case", () => {
       input: { invoiceId: "INV-7" },
     });
     assert.equal(result.caseFile, path.join(dir, "runs", "all", "INV-7.casefile"));
-    assert.ok(existsSync(result.caseFile));
+    assert.ok(existsSync(result.caseFile), `the case file ${result.caseFile} exists`);
   });
 
   it("makes an id safe for a file name and names the workflow when caseId gives nothing", () => {

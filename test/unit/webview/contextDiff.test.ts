@@ -70,7 +70,7 @@ describe("Context diff from a case file on disk", () => {
       ],
       "the review step is another executor in another run: not offered",
     );
-    assert.ok(COMPARE_LIMIT >= 3);
+    assert.ok(COMPARE_LIMIT >= 3, "expected: COMPARE_LIMIT >= 3");
   });
 
   it("carries everything the diff needs over the schema-checked messages, both ways", () => {
@@ -124,7 +124,10 @@ describe("Context diff from a case file on disk", () => {
   it("says two contexts are the same when their hashes are", () => {
     const d = diffContexts(context(store, INVOICE_RUN, 1, "triage"), context(store, SAME_BRANCH, 1, "triage"));
     assert.equal(d.sameHash, true);
-    assert.ok(d.messages.every((m) => m.change === "same"));
+    assert.ok(
+      d.messages.every((m) => m.change === "same"),
+      `changes: ${JSON.stringify(d.messages.map((m) => m.change))}`,
+    );
   });
 
   it("lines up messages added or dropped between two agent steps", () => {
