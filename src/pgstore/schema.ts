@@ -63,8 +63,8 @@ export interface PgMigration {
   statements: string[];
 }
 
-/** Every schema change of the Postgres store, oldest first; each runs in its own transaction. */
-const TENANT_TABLES = [
+/** The tables that hold a tenant's cases: each is under row-level security (TENANT_ISOLATION). */
+export const TENANT_TABLES = [
   "cases",
   "runs",
   "checkpoints",

@@ -4,6 +4,7 @@ import path from "node:path";
 import { startErp, type ErpServer } from "../../examples/erp/server";
 import { invoiceSeed } from "../../examples/invoice/erpData";
 import { PostgresStore } from "../../src/pgstore/index";
+import { TENANT_TABLES } from "../../src/pgstore/schema";
 import { openCaseFile } from "../../src/casefile/index";
 import { createDatabase, pgCluster } from "../helpers/pgCluster";
 import { root, runCli, tempDir } from "./helpers";
@@ -135,19 +136,7 @@ describe("CLI on a Postgres store: run, respond, inspect, replay, export-eval wi
 
   it("pulls a case with its branch into a local case file: inspect --json of both agree but for the location, and the store is unchanged", async () => {
     const db = new URL(url).pathname.slice(1);
-    const tables = [
-      "cases",
-      "runs",
-      "checkpoints",
-      "state_values",
-      "steps",
-      "facts",
-      "agent_calls",
-      "verdicts",
-      "intents",
-      "rules",
-      "events",
-    ];
+    const tables = TENANT_TABLES;
     const snapshot = (): string =>
       pgCluster().psql(tables.map((t) => `SELECT '${t}', count(*), coalesce(max(pos), 0) FROM casefile.${t}`).join(" UNION ALL "), db);
     const before = snapshot();
