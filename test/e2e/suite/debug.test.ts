@@ -233,6 +233,8 @@ describe("Debugging the invoice example with F5", function () {
         '.debug-variables .monaco-list-row[aria-level="1"]:has-text("State")',
         '.debug-variables .monaco-list-row[aria-level="2"]:has-text("variance")',
       ],
+      // The row shows expanded before its children arrive (a variables request): wait for them.
+      waitAfterClicks: ['.debug-variables .monaco-list-row[aria-level="3"]:has-text("pct")'],
       readAfterClicks: { rows: ".debug-variables .monaco-list-row" },
     });
     assert.equal(checks.found, true, checks.error);
