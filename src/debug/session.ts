@@ -385,12 +385,11 @@ export class CasefileDebugSession extends LoggingDebugSession {
       case "request_waiting":
         says("waitingForPerson", `${String(data.executor)} waits for a person: ${(data.prompt as { title?: string } | null)?.title ?? ""}`);
         return;
-      case "intent": {
-        const drift = data.drift as { kind?: string } | undefined;
-        if (drift || data.status === "needs_replanning")
-          says("drift", `effect ${String(data.executor)}: the record changed under it (${drift?.kind ?? String(data.status)})`);
+      case "intent":
+        // The effect's check found the live record changed: in a field it relies on (replanning) or not (it goes on, logged).
+        if (data.status === "needs_replanning" || /drift/.test(String(data.what)))
+          says("drift", `effect ${String(data.executor)}: the record changed under it (${String(data.what ?? data.status)})`);
         return;
-      }
       case "extract":
         if (data.stale === true) says("drift", `extract "${String(data.key)}" went stale: ${String(data.reason)}`);
         return;
@@ -402,6 +401,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
         return;
       case "run_failed":
       case "run_needs_replanning":
+        if (e.type === "run_needs_replanning") says("drift", `run ${e.runId} needs replanning: ${describe(data.error)}`);
         this.console(`run ${e.runId} ${e.type === "run_failed" ? "failed" : "needs replanning"}: ${describe(data.error)}`, "stderr");
         return;
       case "run_completed":
