@@ -21,7 +21,12 @@ export const exportOtel: Command = async (args, io) => {
   );
   const location = locationFromOptions("export-otel", values, positionals[0]);
   if (!location) throw new CasefileError("USAGE", "export-otel needs a case file (or --store URL --case ID)");
-  const settings = otelSettings(io.env, { enabled: true, endpoint: values.endpoint, includeContent: values.content });
+  const settings = otelSettings(io.env, {
+    enabled: true,
+    endpoint: values.endpoint,
+    endpointFrom: "--endpoint",
+    includeContent: values.content,
+  });
   if (!settings) throw new CasefileError("USAGE", "export-otel: tracing is turned off by OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none");
   const { store, label } = await openLocation(location, { readOnly: true });
   let runs: RunRecords[];

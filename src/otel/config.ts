@@ -18,17 +18,20 @@ export interface OtelSettings {
 
 export const DEFAULT_TRACES_URL = "http://localhost:4318/v1/traces";
 
-/** Undefined when no trace is to be sent. `endpoint` is an explicit base URL (the editor's setting). */
+/**
+ * Undefined when no trace is to be sent. `endpoint` is an explicit base URL (the editor's setting,
+ * export-otel's --endpoint), named in an error as `endpointFrom`.
+ */
 export function otelSettings(
   env: NodeJS.ProcessEnv,
-  opts: { enabled?: boolean; endpoint?: string; includeContent?: boolean },
+  opts: { enabled?: boolean; endpoint?: string; includeContent?: boolean; endpointFrom?: string },
 ): OtelSettings | undefined {
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true" || env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === "none") return undefined;
   const tracesEnv = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
   const baseEnv = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
   if (!opts.enabled && !opts.endpoint && !tracesEnv && !baseEnv) return undefined;
   const url = opts.endpoint
-    ? tracesUrl(opts.endpoint, "the trace endpoint (casefile.otel.endpoint)")
+    ? tracesUrl(opts.endpoint, opts.endpointFrom ?? "the trace endpoint")
     : tracesEnv
       ? checkedUrl(tracesEnv, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
       : baseEnv
