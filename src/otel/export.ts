@@ -63,7 +63,10 @@ export async function sendSpans(spans: readonly SpanDescription[], target: OtelT
   // Children end before their parents, at the times the run recorded.
   for (const d of [...spans].reverse()) made.get(d.id)!.end(new Date(d.end));
   const finished = memory.getFinishedSpans();
-  const exporter = new OTLPTraceExporter({ url: target.url, timeoutMillis: target.timeoutMs ?? 10_000 });
+  // The standard OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT, read by the exporter, else 5 s: a receiver
+  // that is not running costs a run that long (the exporter retries within it), not the SDK's 10 s.
+  const timeoutSet = Boolean(process.env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT || process.env.OTEL_EXPORTER_OTLP_TIMEOUT);
+  const exporter = new OTLPTraceExporter({ url: target.url, ...(timeoutSet ? {} : { timeoutMillis: target.timeoutMs ?? 5_000 }) });
   try {
     await new Promise<void>((resolve, reject) =>
       exporter.export(finished, (result) =>
