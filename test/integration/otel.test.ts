@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import path from "node:path";
 import { startErp, type ErpServer } from "../../examples/erp/server";
 import { invoiceSeed } from "../../examples/invoice/erpData";
+import { supplierSeed } from "../../examples/supplier/erpSeed";
 import { openCaseFile } from "../../src/casefile/index";
 import type { Json } from "../../src/engine/records";
 import { startRunner } from "../../src/runner/client";
@@ -215,6 +216,40 @@ describe("runs as OpenTelemetry traces (invoice example, real OTLP decoder)", fu
     const { byName, parentOf } = tree(traceSince(from));
     assert.equal(byName("workflow invoice-variance").attributes["casefile.run.status"], "completed", "the run's status");
     assert.equal(parentOf("chat gpt-4o-mini"), "agent propose", "the model call under its step");
+  });
+
+  it("an effect's span carries its intent key, action and outcome (the supplier example's three effects)", async () => {
+    const supplierErp = await startErp({ dataDir: path.join(dir, "erp-supplier"), seed: supplierSeed(1) });
+    try {
+      const from = receiver.spans.length;
+      const file = path.join(dir, "APP-0000.casefile");
+      const supplier = path.join(root, "examples/supplier/workflow.ts");
+      const r = await runCli(["run", supplier, "--case-file", file, "--input", '{"applicationId":"APP-0000"}', "--otel"], {
+        ...env,
+        ERP_URL: supplierErp.url,
+      });
+      assert.equal(r.code, 0, r.stderr);
+      await until(() => receiver.spans.some((s, i) => i >= from && s.name.startsWith("workflow ")), "the run's span");
+      const effects = traceSince(from).filter((s) => s.attributes["casefile.step.kind"] === "effect");
+      const store = await openCaseFile(file, { readOnly: true });
+      const intents = store.listIntents();
+      store.close();
+      assert.deepEqual(
+        effects
+          .map((s) => [
+            s.name,
+            s.attributes["casefile.intent.key"],
+            s.attributes["casefile.intent.action"],
+            s.attributes["casefile.intent.status"],
+          ])
+          .sort(),
+        intents.map((i) => [`effect ${i.executor}`, i.key ?? i.id, i.action, "done"]).sort(),
+        "one span per effect, with the key, action and outcome its intent recorded",
+      );
+      assert.equal(effects.length, 3, "three effects");
+    } finally {
+      await supplierErp.close();
+    }
   });
 
   it("a receiver that is not there: the run still completes with a warning, export-otel fails in one line", async () => {
