@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { startErp, type ErpServer } from "../../examples/erp/server";
 import { invoiceSeed } from "../../examples/invoice/erpData";
@@ -250,6 +251,31 @@ describe("runs as OpenTelemetry traces (invoice example, real OTLP decoder)", fu
     } finally {
       await supplierErp.close();
     }
+  });
+
+  it("the SDK loads only to send a trace: not for --help, inspect or a run without tracing", async () => {
+    // A probe loaded before the CLI names, at exit, the dist/ bundles the process required.
+    const probe = path.join(dir, "bundles-probe.cjs");
+    writeFileSync(
+      probe,
+      `process.on("exit", () => process.stderr.write("bundles: " + Object.keys(require.cache).filter((k) => k.includes("/dist/")).map((k) => require("node:path").basename(k)).sort().join(",") + "\\n"));\n`,
+    );
+    const loaded = async (args: string[], extra: NodeJS.ProcessEnv = {}): Promise<string[]> => {
+      const r = await runCli(args, { ...env, ...extra, NODE_OPTIONS: `--require ${probe}` });
+      assert.equal(r.code, 0, r.stderr);
+      const bundles = /^bundles: (.*)$/m.exec(r.stderr)?.[1]?.split(",") ?? [];
+      assert.ok(bundles.includes("cli.js"), `the probe saw the CLI's bundle: ${r.stderr}`);
+      return bundles;
+    };
+    const file = path.join(dir, "untraced.casefile");
+    const untraced = ["run", workflow, "--case-file", file, "--input", '{"invoiceId":"INV-1002"}'];
+    assert.ok(
+      !(await loaded(untraced, { OTEL_EXPORTER_OTLP_ENDPOINT: "" })).includes("otel-export.js"),
+      "a run without tracing does not load it",
+    );
+    assert.ok(!(await loaded(["--help"])).includes("otel-export.js"), "--help does not load the SDK");
+    assert.ok(!(await loaded(["inspect", file])).includes("otel-export.js"), "inspect does not load it");
+    assert.ok((await loaded(["export-otel", file])).includes("otel-export.js"), "export-otel does");
   });
 
   it("a receiver that is not there: the run still completes with a warning, export-otel fails in one line", async () => {
