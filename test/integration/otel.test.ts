@@ -7,6 +7,7 @@ import { supplierSeed } from "../../examples/supplier/erpSeed";
 import { openCaseFile } from "../../src/casefile/index";
 import type { Json } from "../../src/engine/records";
 import { startRunner } from "../../src/runner/client";
+import { createDatabase } from "../helpers/pgCluster";
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../helpers/otlpReceiver";
 import { root, runCli, runnerPath, tempDir } from "./helpers";
 
@@ -251,6 +252,21 @@ describe("runs as OpenTelemetry traces (invoice example, real OTLP decoder)", fu
     } finally {
       await supplierErp.close();
     }
+  });
+
+  it("a case of a Postgres store: run --store --case --otel, and export-otel --store --case sends the same tree", async () => {
+    const url = createDatabase("otel");
+    let from = receiver.spans.length;
+    const r = await runCli(["run", workflow, "--store", url, "--case", "inv-1001", "--input", '{"invoiceId":"INV-1001"}', "--otel"], env);
+    assert.equal(r.code, 0, r.stderr);
+    await until(() => receiver.spans.length >= from + 12, "12 spans");
+    const live = traceSince(from);
+    assert.equal(tree(live).parentOf("chat gpt-4o-mini"), "agent propose", "the same tree as from a case file");
+    from = receiver.spans.length;
+    const exported = await runCli(["export-otel", "--store", url, "--case", "inv-1001"], env);
+    assert.equal(exported.code, 0, exported.stderr);
+    await until(() => receiver.spans.length >= from + 12, "12 spans");
+    assert.deepEqual(shape(traceSince(from)), shape(live), "export-otel from the store sends what the live run sent");
   });
 
   it("the SDK loads only to send a trace: not for --help, inspect or a run without tracing", async () => {
