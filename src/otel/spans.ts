@@ -78,6 +78,12 @@ export function readRunRecords(store: CaseStore, runId: string): RunRecords | un
 /** The providers' names as the GenAI conventions spell them (gen_ai.provider.name); others as recorded. */
 const PROVIDER_NAMES: Record<string, string> = { openai: "openai", azure: "azure.ai.openai" };
 
+/**
+ * OpenInference's span kind, which Phoenix groups and draws spans by (CHAIN, LLM, TOOL); the
+ * GenAI attributes are what Jaeger, Aspire and Langfuse show.
+ */
+const OPENINFERENCE_KIND = "openinference.span.kind";
+
 /** The run's spans, parents before children. */
 export function runSpans(records: RunRecords, opts: SpanOptions): SpanDescription[] {
   const { run } = records;
@@ -90,6 +96,7 @@ export function runSpans(records: RunRecords, opts: SpanOptions): SpanDescriptio
     start: run.createdAt,
     end: runEnd,
     attributes: compact({
+      [OPENINFERENCE_KIND]: "CHAIN",
       "casefile.run.id": run.id,
       "casefile.run.status": run.status,
       "casefile.workflow.name": run.workflow.name,
@@ -125,6 +132,7 @@ export function runSpans(records: RunRecords, opts: SpanOptions): SpanDescriptio
       start,
       end,
       attributes: compact({
+        [OPENINFERENCE_KIND]: "CHAIN",
         "casefile.superstep": superstep,
         "casefile.checkpoint.id": checkpoint && isObject(checkpoint.data) ? str(checkpoint.data.checkpoint) : undefined,
         "casefile.state.changed": changed.filter((k): k is string => typeof k === "string"),
@@ -153,6 +161,7 @@ function stepSpans(step: StepRecord, parentId: string, records: RunRecords, cont
     start: step.startedAt,
     end: step.endedAt,
     attributes: compact({
+      [OPENINFERENCE_KIND]: step.kind === "effect" ? "TOOL" : "CHAIN",
       "casefile.step.id": step.id,
       "casefile.step.kind": step.kind,
       "casefile.step.executor": step.executor,
@@ -196,6 +205,12 @@ function chatSpan(call: AgentCallRecord, parentId: string, content: boolean): Sp
       "gen_ai.usage.input_tokens": num(usage.promptTokens),
       "gen_ai.usage.output_tokens": num(usage.completionTokens),
       "gen_ai.output.type": "json",
+      // Phoenix reads OpenInference's names rather than the GenAI conventions'.
+      [OPENINFERENCE_KIND]: "LLM",
+      "llm.model_name": call.answeredBy ?? call.request.model,
+      "llm.token_count.prompt": num(usage.promptTokens),
+      "llm.token_count.completion": num(usage.completionTokens),
+      "llm.token_count.total": num(usage.totalTokens),
       "casefile.agent_call.id": call.id,
       "casefile.agent_call.mode": call.mode,
       "casefile.context.hash": call.hash,

@@ -161,6 +161,15 @@ describe("otel: a recorded run as spans", () => {
   it("gives the model call the GenAI attributes: operation, provider, models, tokens, response id", () => {
     const chat = byName(runSpans(records(), { includeContent: false }), "chat gpt-4o-mini");
     assert.equal(chat.kind, "client", "a model call is a client span");
+    const kinds = runSpans(records(), { includeContent: false }).map((s) => [s.name, s.attributes["openinference.span.kind"]]);
+    assert.deepEqual(
+      kinds.filter(([, k]) => k !== "CHAIN"),
+      [
+        ["chat gpt-4o-mini", "LLM"],
+        ["effect pay", "TOOL"],
+      ],
+      "for Phoenix, the model call is an LLM span and the effect a TOOL; the rest are CHAIN",
+    );
     assert.deepEqual(
       {
         op: chat.attributes["gen_ai.operation.name"],
