@@ -114,6 +114,7 @@ export function runSpans(records: RunRecords, opts: SpanOptions): SpanDescriptio
     ...(run.error ? { error: { type: run.error.code, message: run.error.message } } : {}),
   };
   const spans: SpanDescription[] = [root];
+  const uses = new Map<string, number>();
 
   for (const superstep of superstepsOf(records)) {
     const steps = records.steps.filter((s) => s.superstep === superstep);
@@ -141,20 +142,24 @@ export function runSpans(records: RunRecords, opts: SpanOptions): SpanDescriptio
       events: events.flatMap((e) => superstepEvent(e, content)),
       ...(steps.some((s) => s.status === "failed") ? { error: firstError(steps) } : {}),
     });
-    for (const step of steps) spans.push(...stepSpans(step, ssId, records, content));
+    for (const step of steps) {
+      // A superstep run again after a failure (resumed from its checkpoint) records its steps again under the same ids.
+      const seen = (uses.get(step.id) ?? 0) + 1;
+      uses.set(step.id, seen);
+      spans.push(...stepSpans(step, seen === 1 ? step.id : `${step.id}~${seen}`, ssId, records, content));
+    }
   }
   return spans;
 }
 
 /** A step's span, and below an agent step its model calls. */
-function stepSpans(step: StepRecord, parentId: string, records: RunRecords, content: boolean): SpanDescription[] {
-  const of = <T extends { superstep: number; executor: string }>(rows: T[]) =>
-    rows.filter((r) => r.superstep === step.superstep && r.executor === step.executor);
-  const calls = of(records.agentCalls);
-  const verdicts = of(records.verdicts);
-  const intents = of(records.intents);
+function stepSpans(step: StepRecord, id: string, parentId: string, records: RunRecords, content: boolean): SpanDescription[] {
+  // An agent call and a verdict have their step's id; an intent is the effect's of that superstep.
+  const calls = records.agentCalls.filter((c) => c.id === step.id);
+  const verdicts = records.verdicts.filter((v) => v.id === step.id);
+  const intents = records.intents.filter((i) => i.superstep === step.superstep && i.executor === step.executor);
   const span: SpanDescription = {
-    id: step.id,
+    id,
     parentId,
     name: `${step.kind} ${step.executor}`,
     kind: "internal",
@@ -175,17 +180,17 @@ function stepSpans(step: StepRecord, parentId: string, records: RunRecords, cont
   const failedIntent = intents.find((i) => i.status === "failed" || i.status === "needs_replanning");
   if (step.error) span.error = { type: step.error.code, message: step.error.message };
   else if (failedIntent?.error) span.error = { type: failedIntent.error.code, message: failedIntent.error.message };
-  return [span, ...calls.map((c) => chatSpan(c, step.id, content))];
+  return [span, ...calls.map((c, i) => chatSpan(c, `${id}:chat${i ? `#${i}` : ""}`, id, content))];
 }
 
 /** One model call as a GenAI client span (semantic conventions for generative AI, `chat`). */
-function chatSpan(call: AgentCallRecord, parentId: string, content: boolean): SpanDescription {
+function chatSpan(call: AgentCallRecord, id: string, parentId: string, content: boolean): SpanDescription {
   const usage = isObject(call.usage) ? call.usage : {};
   const params = call.request.params;
   const provider = PROVIDER_NAMES[call.provider] ?? call.provider;
   const proposal = isObject(call.proposal) ? call.proposal : undefined;
   return {
-    id: `${call.id}:chat`,
+    id,
     parentId,
     name: `chat ${call.request.model}`,
     kind: "client",

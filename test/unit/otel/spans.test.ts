@@ -220,6 +220,24 @@ describe("otel: a recorded run as spans", () => {
     assert.deepEqual(byName(spans, "workflow payables").error?.type, "EFFECT_FAILED", "and the failed run");
   });
 
+  it("a superstep run again after a failure shows both attempts, each linked to its superstep", () => {
+    const r = records();
+    const again = step(4, "pay", "effect", 1000, 1100);
+    r.steps.push(again);
+    r.events.push({ runId: RUN, superstep: 4, type: "checkpoint", at: t(1105), data: { checkpoint: `${RUN}:4`, changed: [] } });
+    const spans = runSpans(r, { includeContent: false });
+    const attempts = spans.filter((s) => s.name === "effect pay");
+    assert.equal(attempts.length, 2, "both attempts of the effect");
+    assert.equal(new Set(spans.map((s) => s.id)).size, spans.length, "every span has an id of its own");
+    const superstep = byName(spans, "superstep 4");
+    assert.deepEqual(
+      attempts.map((a) => a.parentId),
+      [superstep.id, superstep.id],
+      "both under superstep 4",
+    );
+    assert.deepEqual([superstep.start, superstep.end], [t(690), t(1105)], "which spans both attempts");
+  });
+
   it("sends no payload, message or reason by default, and all of them with content on", () => {
     const secrets = ["INV-SECRET-7", "ACME-HIDDEN", "4711", "DE-IBAN-HIDDEN", "You approve invoices"];
     const without = JSON.stringify(runSpans(records(), { includeContent: false }));
