@@ -220,6 +220,28 @@ describe("runs as OpenTelemetry traces (invoice example, real OTLP decoder)", fu
     assert.equal(parentOf("chat gpt-4o-mini"), "agent propose", "the model call under its step");
   });
 
+  it("a failed run: its span, its superstep's and the failed step's have status ERROR with the error", async () => {
+    const from = receiver.spans.length;
+    const file = path.join(dir, "nope.casefile");
+    const r = await runCli(["run", workflow, "--case-file", file, "--input", '{"invoiceId":"INV-NOPE"}', "--otel"], env);
+    assert.equal(r.code, 1, r.stderr);
+    await until(() => receiver.spans.some((s, i) => i >= from && s.name.startsWith("workflow ")), "the run's span");
+    const { byName } = tree(traceSince(from));
+    const store = await openCaseFile(file, { readOnly: true });
+    const recorded = store.listRuns()[0]!.error!;
+    store.close();
+    for (const name of ["workflow invoice-variance", "superstep 1", "loader load"]) {
+      assert.equal(byName(name).status?.code, "STATUS_CODE_ERROR", `${name} has status ERROR`);
+    }
+    assert.equal(byName("workflow invoice-variance").status?.message, recorded.message, "the run's error message, as recorded");
+    const load = byName("loader load");
+    assert.equal(load.attributes["error.type"], recorded.code, "error.type is the error's code");
+    assert.ok(
+      load.events?.some((e) => e.name === "exception" && e.attributes?.["exception.type"] === recorded.code),
+      `an exception event on the failed step: ${JSON.stringify(load.events)}`,
+    );
+  });
+
   it("an effect's span carries its intent key, action and outcome (the supplier example's three effects)", async () => {
     const supplierErp = await startErp({ dataDir: path.join(dir, "erp-supplier"), seed: supplierSeed(1) });
     try {
