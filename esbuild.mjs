@@ -101,7 +101,18 @@ const vendorChunksPlugin = {
     );
   },
 };
-const nodeSplit = { ...node, plugins: [vendorChunksPlugin] };
+// The OpenTelemetry SDK with the module that drives it (src/otel/export.ts) is one bundle of its
+// own, dist/otel-export.js: only a run with tracing on, or `export-otel`, requires it.
+const OTEL_EXPORT = path.resolve("src/otel/export.ts");
+const otelChunkPlugin = {
+  name: "otel-chunk",
+  setup(build) {
+    build.onResolve({ filter: /\/export$/ }, (args) =>
+      path.resolve(args.resolveDir, `${args.path}.ts`) === OTEL_EXPORT ? { path: "./otel-export.js", external: true } : undefined,
+    );
+  },
+};
+const nodeSplit = { ...node, plugins: [vendorChunksPlugin, otelChunkPlugin] };
 
 const browser = {
   bundle: true,
@@ -130,6 +141,7 @@ const targets = [
   // Inspector opens (src/extension/caseFiles.ts), so they weigh on neither activation nor
   // extension.js; it requires the encoding it counts with (a vendor bundle) on first count.
   { ...nodeSplit, entryPoints: ["src/engine/tokens.ts"], outfile: "dist/tokenCounter.js" },
+  { ...node, entryPoints: ["src/otel/export.ts"], outfile: "dist/otel-export.js" },
   // The vendor bundles of the CLI, the runner and tokenCounter.js (zod's is ext-zod.js, above).
   ...Object.entries(vendorChunks)
     .filter(([, out]) => out.startsWith("vendor-"))

@@ -53,6 +53,16 @@ const LAYERS = {
       message: "runner, cli and debug are glue below the editor: no extension or webview code (DESIGN.md, Layers)",
     },
   ],
+  // Runs as OpenTelemetry traces: reads the engine's records and types, sends with the SDK; the
+  // CLI and the runner call it. No store, runner, cli, debug, extension or webview code.
+  "src/otel/**": [
+    VSCODE,
+    { regex: pkg("sql.js", "pg"), message: "otel reads records through the engine's store interface: no sql.js or pg" },
+    {
+      regex: layer("casefile", "pgstore", "runner", "cli", "debug", "extension", "webview", "authoring"),
+      message: "otel imports only engine and protocol code: no store, runner, cli, debug, extension or webview code (DESIGN.md, Layers)",
+    },
+  ],
   "src/webview/**": [
     {
       // Anything but ./, ../protocol/ (or ../webview/) and the browser packages: Node builtins
@@ -129,7 +139,16 @@ export default tseslint.config(
   },
   {
     // Lazy loading in a CommonJS bundle: these modules require heavy parts only when first used.
-    files: ["**/*.mjs", "**/*.js", "bin/**", "src/casefile/sqlite.ts", "src/engine/tokens.ts", "src/engine/providers/openai.ts", "src/cli/main.ts"],
+    files: [
+      "**/*.mjs",
+      "**/*.js",
+      "bin/**",
+      "src/casefile/sqlite.ts",
+      "src/engine/tokens.ts",
+      "src/engine/providers/openai.ts",
+      "src/cli/main.ts",
+      "src/otel/trace.ts",
+    ],
     rules: { "@typescript-eslint/no-require-imports": "off" },
   },
 );

@@ -29,20 +29,22 @@ export type CommandEntry = { name: string; synopsis: readonly string[] } & ({ ha
 export const COMMANDS: readonly CommandEntry[] = [
   {
     name: "run",
-    synopsis: ["casefile run <workflow.ts> [--case-file F | --store URL --case ID] [--input JSON] [--provider JSON] [--token-budget N]"],
+    synopsis: [
+      "casefile run <workflow.ts> [--case-file F | --store URL --case ID] [--input JSON] [--provider JSON] [--token-budget N] [--otel] [--otel-content]",
+    ],
     load: async () => (require("./sessionCommands") as typeof import("./sessionCommands")).sessionCommands.run,
   },
   {
     name: "resume",
     synopsis: [
-      "casefile resume (<case file> | --store URL --case ID) --checkpoint ID [--patch JSON] [--workflow F] [--provider JSON] [--token-budget N]",
+      "casefile resume (<case file> | --store URL --case ID) --checkpoint ID [--patch JSON] [--workflow F] [--provider JSON] [--token-budget N] [--otel] [--otel-content]",
     ],
     load: async () => (require("./sessionCommands") as typeof import("./sessionCommands")).sessionCommands.resume,
   },
   {
     name: "respond",
     synopsis: [
-      "casefile respond (<case file> | --store URL --case ID) --request ID --answer JSON [--by NAME] [--workflow F] [--provider JSON] [--token-budget N]",
+      "casefile respond (<case file> | --store URL --case ID) --request ID --answer JSON [--by NAME] [--workflow F] [--provider JSON] [--token-budget N] [--otel] [--otel-content]",
     ],
     load: async () => (require("./sessionCommands") as typeof import("./sessionCommands")).sessionCommands.respond,
   },
@@ -69,6 +71,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "eval",
     synopsis: ["casefile eval <dir or files...> [--provider JSON] [--junit PATH] [--workflow F]"],
     load: async () => (require("./evalCommands") as typeof import("./evalCommands")).runEval,
+  },
+  {
+    name: "export-otel",
+    synopsis: ["casefile export-otel (<case file> | --store URL --case ID) [--run ID] [--endpoint URL] [--content]"],
+    load: async () => (require("./otelCommand") as typeof import("./otelCommand")).exportOtel,
   },
   {
     name: "enqueue",

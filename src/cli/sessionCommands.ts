@@ -5,6 +5,7 @@ import { PgQueue } from "../pgstore/index";
 import { runSession, type SessionResult } from "../runner/session";
 import { STORE_OPTIONS, locationFromOptions, type StoreLocation } from "../runner/storeLocation";
 import { CasefileError } from "../engine/errors";
+import { otelSettings } from "../otel/config";
 import {
   jsonOption as jsonArg,
   parseOptions as parse,
@@ -31,8 +32,14 @@ async function session(
   io: Io,
   tokenBudget: string | undefined,
   location: StoreLocation | undefined,
+  otel: OtelFlags,
 ): Promise<number> {
+  const traces = otelSettings(io.env, {
+    enabled: otel.otel === true || otel["otel-content"] === true,
+    includeContent: otel["otel-content"],
+  });
   const result: SessionResult = await runSession(command, {
+    ...(traces ? { otel: traces } : {}),
     // A case file is the command's caseFile (or, for a new run, named by the runner from its input).
     ...(location?.kind === "postgres" ? { location } : {}),
     provider,
@@ -50,6 +57,14 @@ async function session(
   return result.status === "completed" || result.status === "waiting" ? 0 : 1;
 }
 
+/**
+ * `--otel`: send the run as an OpenTelemetry trace when the command ends (also on when an
+ * OTEL_EXPORTER_OTLP_*ENDPOINT variable is set); `--otel-content` adds message content and
+ * payloads to it (and turns it on). otel/config.ts resolves where to.
+ */
+const OTEL_OPTIONS = { otel: { type: "boolean" }, "otel-content": { type: "boolean" } } as const;
+type OtelFlags = { otel?: boolean; "otel-content"?: boolean };
+
 /** The run, resume and respond commands (main.ts's COMMANDS loads them on demand). */
 export const sessionCommands = {
   async run(args, io) {
@@ -61,6 +76,7 @@ export const sessionCommands = {
         input: { type: "string" },
         provider: { type: "string" },
         "token-budget": { type: "string" },
+        ...OTEL_OPTIONS,
       },
       1,
     );
@@ -74,6 +90,7 @@ export const sessionCommands = {
       io,
       values["token-budget"],
       location,
+      values,
     );
   },
 
@@ -87,6 +104,7 @@ export const sessionCommands = {
         workflow: { type: "string" },
         provider: { type: "string" },
         "token-budget": { type: "string" },
+        ...OTEL_OPTIONS,
       },
       1,
     );
@@ -109,6 +127,7 @@ export const sessionCommands = {
       io,
       values["token-budget"],
       location,
+      values,
     );
   },
 
@@ -123,6 +142,7 @@ export const sessionCommands = {
         workflow: { type: "string" },
         provider: { type: "string" },
         "token-budget": { type: "string" },
+        ...OTEL_OPTIONS,
       },
       1,
     );
@@ -146,6 +166,7 @@ export const sessionCommands = {
       io,
       values["token-budget"],
       location,
+      values,
     );
   },
 } satisfies Record<string, Command>;

@@ -270,6 +270,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
       stepMode: true,
       ...(provider ? { provider } : {}),
       ...(budget ? { defaultBudget: { hard: budget } } : {}),
+      ...(a.otel ? { otel: a.otel } : {}),
       env: this.opts.env ?? process.env,
       cwd: path.dirname(this.workflowFile),
       ...(a.debugExecutorCode ? { execArgv: ["--inspect=127.0.0.1:0"] } : {}),

@@ -121,6 +121,7 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
   record.durationMs = Math.round(performance.now() - t0);
   record.raw = response.text;
   if (typeof response.meta?.model === "string") record.answeredBy = response.meta.model;
+  if (typeof response.meta?.id === "string") record.responseId = response.meta.id;
   if (response.usage) record.usage = response.usage as Json;
 
   const checked = checkProposal(spec, response.text, state);

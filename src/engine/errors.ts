@@ -79,6 +79,8 @@ export type ErrorCode =
   | "LEASE_LOST"
   /** The file system refused a read or write the command needed (a directory where a file was meant, no permission, no folder). */
   | "FILE_ERROR"
+  /** A receiver (an OTLP endpoint) did not accept what was sent to it: unreachable, refused or timed out. */
+  | "EXPORT_FAILED"
   // process boundaries
   | "INVALID_MESSAGE"
   | "BUNDLE_FAILED"

@@ -172,6 +172,8 @@ export interface AgentCallRecord {
    * the model the step asked for: the step's own, or the one the run named.
    */
   answeredBy?: string;
+  /** The provider's id for this response (the server's completion `id`), when it gives one. */
+  responseId?: string;
   raw?: string;
   proposal?: Json;
   /** Why the answer was rejected before the commit step (bad JSON, schema, unknown action...). */

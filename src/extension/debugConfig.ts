@@ -4,7 +4,7 @@ import type { Json } from "../engine/records";
 import { askWorkflowInput } from "./inputForm";
 import { providerFromSettingValues } from "./modelSettings";
 import { caseFileFor, findWorkflowFiles } from "./runCommands";
-import { budgetFromSettings } from "./runSessions";
+import { budgetFromSettings, otelFromSettings } from "./runSessions";
 import { canRunWorkflowCode } from "./trust";
 
 /**
@@ -108,6 +108,10 @@ export class CasefileConfigurationProvider implements vscode.DebugConfigurationP
       const budget = budgetFromSettings(this.log);
       if (budget) out.tokenBudget = budget.hard;
     } else if (out.tokenBudget === 0) delete out.tokenBudget;
+    if (out.otel === undefined) {
+      const otel = otelFromSettings();
+      if (otel) out.otel = otel;
+    }
     // Breakpoints in executor code need js-debug attached to the runner: on unless turned off.
     out.debugExecutorCode ??= vscode.workspace.isTrusted;
     return out;

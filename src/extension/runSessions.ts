@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { GraphLive } from "../protocol/graph";
-import type { ControlAction, ProviderConfig, RunCommand, RunnerToHost, TokenBudget } from "../protocol/runner";
+import type { ControlAction, OtelConfig, ProviderConfig, RunCommand, RunnerToHost, TokenBudget } from "../protocol/runner";
 import type { PrestartedRunner, RunnerHandle } from "../runner/client";
 import { liveFromEvent } from "./graphLive";
 import { API_KEY_SECRETS, pickLanguageModel, providerFromSettingValues } from "./modelSettings";
@@ -92,6 +92,7 @@ export class RunSessions implements vscode.Disposable {
     if (this.active) return { ok: false, reason: "A workflow is already running in this window: stop it first (Casefile: Stop)." };
     const provider = providerFromSettings();
     const defaultBudget = budgetFromSettings(this.log);
+    const otel = otelFromSettings();
     // opts.env: what the workflow's launch configuration adds (the ERP stand-in's address, launchTask.ts).
     const env = { ...(await this.environment(provider)), ...opts.env };
     const { startRunner, PrestartedRunner } = await import("../runner/client.js");
@@ -112,6 +113,7 @@ export class RunSessions implements vscode.Disposable {
       stepMode: opts.stepMode,
       ...(provider ? { provider } : {}),
       ...(defaultBudget ? { defaultBudget } : {}),
+      ...(otel ? { otel } : {}),
       env,
       cwd,
       prestarted,
@@ -275,6 +277,17 @@ export function budgetFromSettings(log?: vscode.LogOutputChannel): TokenBudget |
     return undefined;
   }
   return { hard: value };
+}
+
+/**
+ * The casefile.otel.* settings: trace each run the editor starts (Run, Step, Resume, Answer) to
+ * an OTLP/HTTP receiver. Undefined when casefile.otel.enabled is off (the default).
+ */
+export function otelFromSettings(): OtelConfig | undefined {
+  const config = vscode.workspace.getConfiguration("casefile.otel");
+  if (config.get<boolean>("enabled", false) !== true) return undefined;
+  const endpoint = config.get<string>("endpoint", "").trim();
+  return { ...(endpoint ? { endpoint } : {}), includeContent: config.get<boolean>("includeContent", false) === true };
 }
 
 /** Answers the runner's model request through VS Code's Language Model API (provider vscode-lm). */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ProviderConfigSchema } from "./runner";
+import { OtelConfigSchema, ProviderConfigSchema } from "./runner";
 
 /**
  * The `casefile` debug type's launch attributes, as a DAP client sends them in `launch` (VS Code
@@ -31,6 +31,8 @@ export const LaunchArgumentsSchema = z
     provider: ProviderConfigSchema.optional(),
     /** The hard token budget of agent steps that declare none. */
     tokenBudget: z.number().int().positive().optional(),
+    /** Send the session's runs as OpenTelemetry traces (default: the casefile.otel.* settings). */
+    otel: OtelConfigSchema.optional(),
     /** Pause at the first superstep boundary. */
     stopOnEntry: z.boolean().optional(),
     resumeFrom: ResumeFromSchema.optional(),

@@ -38,6 +38,14 @@ export type ProviderConfig = z.infer<typeof ProviderConfigSchema>;
 export const TokenBudgetSchema = z.object({ soft: z.number().int().positive().optional(), hard: z.number().int().positive().optional() });
 export type TokenBudget = z.infer<typeof TokenBudgetSchema>;
 
+/**
+ * Send the run as an OpenTelemetry trace when the command ends (the editor's casefile.otel.*
+ * settings): to `endpoint` (an OTLP/HTTP base URL), else where the runner's OTEL_EXPORTER_OTLP_*
+ * variables say, else localhost:4318; message content and payloads only with `includeContent`.
+ */
+export const OtelConfigSchema = z.object({ endpoint: z.string().optional(), includeContent: z.boolean().default(false) });
+export type OtelConfig = z.infer<typeof OtelConfigSchema>;
+
 export const ReplayModeSchema = z.enum(["recorded", "live", "edited"]);
 export type ReplayMode = z.infer<typeof ReplayModeSchema>;
 
@@ -100,6 +108,7 @@ export const HostToRunnerSchema = z.discriminatedUnion("type", [
     stepMode: z.boolean().default(false),
     provider: ProviderConfigSchema.optional(),
     defaultBudget: TokenBudgetSchema.optional(),
+    otel: OtelConfigSchema.optional(),
   }),
   z.object({ type: z.literal("control"), action: ControlActionSchema }),
   z.object({

@@ -5,6 +5,7 @@ import {
   RunnerToHostSchema,
   type ControlAction,
   type HostToRunner,
+  type OtelConfig,
   type ProviderConfig,
   type RunCommand,
   type RunnerToHost,
@@ -19,6 +20,8 @@ export interface RunnerOptions {
   provider?: ProviderConfig;
   /** Token budget for agent steps that declare none (the casefile.tokenBudget setting). */
   defaultBudget?: TokenBudget;
+  /** Trace the run (OpenTelemetry): the editor's casefile.otel.* settings. */
+  otel?: OtelConfig;
   /** Environment for the child: the CLI's env, or the editor's with a key from SecretStorage. */
   env?: NodeJS.ProcessEnv;
   cwd?: string;
@@ -89,6 +92,7 @@ export function startRunner(opts: RunnerOptions): RunnerHandle {
       stepMode: opts.stepMode ?? false,
       provider: opts.provider,
       ...(opts.defaultBudget ? { defaultBudget: opts.defaultBudget } : {}),
+      ...(opts.otel ? { otel: opts.otel } : {}),
     });
   const stderr: string[] = taken?.stderr ?? [];
   child.stderr?.on("data", (d: Buffer) => {

@@ -8,9 +8,10 @@
 import { randomUUID } from "node:crypto";
 import { baselineWasmOnly, loadSqlJs } from "../casefile/sqlite";
 import { RunControl } from "../engine/control";
-import { CasefileError, describeError, isCasefileError, zodIssue } from "../engine/errors";
+import { CasefileError, describeError, errorMessage, isCasefileError, zodIssue } from "../engine/errors";
 import type { ModelProvider, ModelRequest, ModelResponse } from "../engine/model";
-import { HostToRunnerSchema, type HostToRunner, type RunnerToHost } from "../protocol/runner";
+import { otelSettings, type OtelSettings } from "../otel/config";
+import { HostToRunnerSchema, type HostToRunner, type OtelConfig, type RunnerToHost } from "../protocol/runner";
 import { patchCheckMain } from "./patchCheck";
 import { runSession } from "./session";
 
@@ -94,6 +95,7 @@ async function start(message: Extract<HostToRunner, { type: "start" }>, control:
       control,
       provider: message.provider,
       defaultBudget: message.defaultBudget,
+      ...otelOf(message.otel),
       providerInstance: message.provider?.kind === "vscode-lm" ? host : undefined,
       onEvent: (event) => {
         post({ type: "event", event });
@@ -124,6 +126,27 @@ async function start(message: Extract<HostToRunner, { type: "start" }>, control:
   } finally {
     // Let the last messages flush before exiting.
     process.disconnect?.();
+  }
+}
+
+/**
+ * The start message's tracing settings, resolved against the runner's environment. Only the
+ * editor's setting turns tracing on here (an OTEL_* variable the editor happened to be started
+ * with does not); a setting that names no usable URL is a warning, and the run goes untraced.
+ */
+function otelOf(config: OtelConfig | undefined): { otel?: OtelSettings } {
+  if (!config) return {};
+  try {
+    const otel = otelSettings(process.env, {
+      enabled: true,
+      endpoint: config.endpoint || undefined,
+      endpointFrom: "casefile.otel.endpoint",
+      includeContent: config.includeContent,
+    });
+    return otel ? { otel } : {};
+  } catch (e) {
+    post({ type: "log", level: "warn", message: `the run is not traced: ${errorMessage(e)}` });
+    return {};
   }
 }
 

@@ -5,13 +5,16 @@ import type { AgentReplay, EngineHooks } from "../engine/task";
 import { RunControl } from "../engine/control";
 import { caseIdOf, defaultCaseFile } from "../engine/caseName";
 import { Engine, type RunResult } from "../engine/engine";
-import { CasefileError } from "../engine/errors";
+import { CasefileError, errorMessage } from "../engine/errors";
 import type { ModelProvider } from "../engine/model";
 import { withRunModel } from "../engine/modelChoice";
 import { createProvider, runModelOf } from "../engine/providers/index";
 import type { AgentCallRecord, EventRecord, Json } from "../engine/records";
 import type { CaseStore } from "../engine/store";
 import type { ProviderConfig, RunCommand, TokenBudget } from "../protocol/runner";
+import type { OtelSettings } from "../otel/config";
+import { readRunRecords, type RunRecords } from "../otel/spans";
+import { traceRun } from "../otel/trace";
 import { withDefaultBudget } from "./budget";
 import { loadWorkflow } from "./bundle";
 import { compactAtFromEnv, openRuleBook } from "./ruleBook";
@@ -33,6 +36,8 @@ export interface SessionOptions {
   location?: StoreLocation;
   /** respond only: record the answer and return, the run left `running` for a worker to continue. */
   recordAnswerOnly?: boolean;
+  /** Send the run as an OpenTelemetry trace when the command ends (otel/config.ts says whether and where). */
+  otel?: OtelSettings;
 }
 
 export interface SessionResult extends RunResult {
@@ -78,6 +83,7 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
     compactAtBytes: compactAtFromEnv(env),
   });
   let ruleBook: SqlJsStore | undefined;
+  let traced: RunRecords | undefined;
   const reported = warnings.length;
   for (const w of warnings) opts.log?.(`warning: ${w}`);
   try {
@@ -126,6 +132,7 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
         throw new CasefileError("USAGE", `unknown command ${JSON.stringify(never)}`);
       }
     }
+    if (opts.otel) traced = readRunRecords(store, result.runId);
     return { ...result, caseFile, workflowPath };
   } finally {
     try {
@@ -137,7 +144,22 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
       // failed mid-run or on close) are reported here, once.
       store.close();
       for (const w of warnings.slice(reported)) opts.log?.(`warning: ${w}`);
+      // The trace goes once the case file is released: a receiver that is slow or away delays nothing else.
+      if (traced && opts.otel) await sendTrace(traced, opts.otel, opts.log);
     }
+  }
+}
+
+/**
+ * Sends the run's trace; a receiver that cannot be reached or refuses it is a warning, never a
+ * failure of the run, which is recorded whatever happens to its trace (export-otel sends it later).
+ */
+async function sendTrace(records: RunRecords, otel: OtelSettings, log: ((m: string) => void) | undefined): Promise<void> {
+  try {
+    const sent = await traceRun(records, otel);
+    log?.(`trace: run ${records.run.id} sent to ${otel.url} (${sent.spans} spans, trace ${sent.traceId})`);
+  } catch (e) {
+    log?.(`warning: the trace of run ${records.run.id} was not sent to ${otel.url}: ${errorMessage(e)}`);
   }
 }
 

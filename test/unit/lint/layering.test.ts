@@ -54,6 +54,13 @@ describe("lint: the layering of src/ is enforced per folder", function () {
     ["src/runner/x.ts", `import { activate } from "../extension/extension";`, /glue below the editor/],
     ["src/cli/x.ts", `import type { Uri } from "vscode";`, /only src\/extension\/ imports vscode/],
     ["src/cli/x.ts", `import { render } from "../webview/inspector";`, /glue below the editor/],
+    // otel: the engine's records and the SDK; no store, runner, cli, extension or vscode
+    ["src/otel/x.ts", `import { openCaseFile } from "../casefile/index";`, /otel imports only engine and protocol code/],
+    ["src/otel/x.ts", `import { PostgresStore } from "../pgstore/index";`, /otel imports only engine and protocol code/],
+    ["src/otel/x.ts", `import { runSession } from "../runner/session";`, /otel imports only engine and protocol code/],
+    ["src/otel/x.ts", `import { activate } from "../extension/extension";`, /otel imports only engine and protocol code/],
+    ["src/otel/x.ts", `import initSqlJs from "sql.js";`, /otel reads records through the engine's store interface/],
+    ["src/otel/x.ts", `import * as vscode from "vscode";`, /only src\/extension\/ imports vscode/],
     // webview: browser code, only protocol and browser packages
     ["src/webview/x.ts", `import { readFileSync } from "node:fs";`, /runs in the panel's browser/],
     ["src/webview/x.ts", `import fs from "fs";`, /runs in the panel's browser/],
@@ -122,6 +129,10 @@ describe("lint: the layering of src/ is enforced per folder", function () {
     [
       "src/webview/inspector/x.ts",
       `import { el } from "../dom";\nimport { HostMessageSchema } from "../../protocol/webview";\nimport { z } from "zod";\nexport { el, HostMessageSchema, z };`,
+    ],
+    [
+      "src/otel/x.ts",
+      `import { trace } from "@opentelemetry/api";\nimport type { CaseStore } from "../engine/store";\nimport type { OtelConfig } from "../protocol/runner";\nexport type S = CaseStore | OtelConfig;\nexport { trace };`,
     ],
     ["src/protocol/x.ts", `import { z } from "zod";\nimport { TimelineSchema } from "./timeline";\nexport { z, TimelineSchema };`],
     [

@@ -128,6 +128,7 @@ export default defineWorkflow({
     const [call] = await calls(caseFile);
     assert.equal(call!.request.model, "llama3.1", "the request recorded is the request sent");
     assert.equal(call!.answeredBy, "llama3.1:latest", "and the model the server says answered");
+    assert.equal(call!.responseId, "chatcmpl-1", "and the server's id for the response (a trace's gen_ai.response.id)");
     assert.equal(call!.provider, "openai");
     assert.equal(call!.hash, requestHash(call!.request), "the hash covers the model that was asked for");
     assert.notEqual(call!.hash, requestHash({ ...call!.request, model: "gpt-4o-mini" }));
