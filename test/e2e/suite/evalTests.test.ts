@@ -1,0 +1,150 @@
+import * as assert from "node:assert/strict";
+import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
+import * as path from "node:path";
+import * as vscode from "vscode";
+import { invoiceSeed } from "../../../examples/invoice/erpData";
+import { openCaseFile } from "../../../src/casefile/index";
+import type { CasefileTestApi } from "../../../src/extension/extension";
+import { caseItemId } from "../../../src/extension/evalTestTree";
+import { useErp } from "./erp";
+import { askBrowser, browserAvailable, browserCheckLeftOut } from "./exchange";
+
+/** The repository: the suite is bundled to dist/e2e/ (buildSuite.ts). */
+const ROOT = path.resolve(__dirname, "../..");
+
+type Result = { ok: true; runId: string; file?: string } | { ok: false; reason: string };
+
+/** Polls until `get` gives a value (the file watchers and the tree rebuild are asynchronous). */
+async function until<T>(what: string, get: () => T | undefined, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = get();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms / 1000} s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/**
+ * The invoice example's agent step exported as an eval case, then found, run and failed in VS
+ * Code's Testing view: the controller's items are the real ones the view shows, and each run is a
+ * real `casefile eval --json` child process.
+ */
+describe("Testing view", function () {
+  this.timeout(120_000);
+  useErp(invoiceSeed);
+  let api: CasefileTestApi;
+  let evalFile: string;
+  let caseId: string;
+
+  const find = (id: string): vscode.TestItem | undefined => {
+    let found: vscode.TestItem | undefined;
+    const walk = (i: vscode.TestItem) => {
+      if (i.id === id) found = i;
+      i.children.forEach(walk);
+    };
+    api.ctx.evalTests.controller.items.forEach(walk);
+    return found;
+  };
+
+  before(async () => {
+    api = await vscode.extensions.getExtension<CasefileTestApi>("casefile.casefile")!.activate();
+    const folder = path.join(vscode.workspace.workspaceFolders![0]!.uri.fsPath, "testing-view");
+    mkdirSync(folder, { recursive: true });
+    for (const f of ["workflow.ts", "workflow.responses.json"])
+      copyFileSync(path.join(ROOT, "examples", "invoice", f), path.join(folder, f));
+    const workflow = vscode.Uri.file(path.join(folder, "workflow.ts"));
+    const caseFile = vscode.Uri.file(path.join(folder, "INV-1001.casefile"));
+    const ran = (await vscode.commands.executeCommand("casefile.run", workflow, { invoiceId: "INV-1001" }, caseFile.fsPath)) as Result;
+    assert.ok(ran.ok, ran.ok ? "" : ran.reason);
+    const store = await openCaseFile(caseFile.fsPath, { readOnly: true });
+    const call = store.listAgentCalls(ran.runId)[0]!;
+    store.close();
+    const exported = (await vscode.commands.executeCommand("casefile.exportStepAsEval", caseFile, call.id, "json")) as Result;
+    assert.ok(exported.ok && exported.file, exported.ok ? "no file" : exported.reason);
+    evalFile = exported.file;
+    caseId = (JSON.parse(readFileSync(evalFile, "utf8")) as { id: string }).id;
+  });
+
+  after(() => vscode.commands.executeCommand("workbench.action.closeAllEditors"));
+
+  it("lists the exported case under its workflow and step, at its line in the eval file", async () => {
+    await api.ctx.evalTests.discover();
+    const item = await until("the exported case listed", () => find(caseItemId(evalFile, caseId)));
+    assert.equal(item.parent?.label, "propose");
+    assert.equal(item.parent?.parent?.label, "invoice-variance");
+    assert.equal(item.description, "expects approve_variance (escalated)");
+    assert.equal(item.uri?.fsPath, evalFile);
+    const line = readFileSync(evalFile, "utf8").split("\n")[item.range!.start.line]!;
+    assert.match(line, new RegExp(`"id": "${caseId}"`), "the item's range is the case's id line");
+  });
+
+  it("runs it with the recorded answer: it passes", async () => {
+    const item = find(caseItemId(evalFile, caseId))!;
+    const outcomes = await api.ctx.evalTests.execute(new vscode.TestRunRequest([item]), undefined, undefined);
+    assert.deepEqual(outcomes.get(item.id)?.kind, "passed", JSON.stringify([...outcomes]));
+  });
+
+  it("edited to expect another action, it fails with expected against actual, and links to the step in the Run Inspector", async () => {
+    const doc = await vscode.workspace.openTextDocument(evalFile);
+    await vscode.window.showTextDocument(doc);
+    const text = doc.getText();
+    const at = text.indexOf('"action": "approve_variance"', text.indexOf('"expected"'));
+    assert.ok(at > 0, "the expected action is in the file");
+    const edit = new vscode.WorkspaceEdit();
+    edit.replace(
+      doc.uri,
+      new vscode.Range(doc.positionAt(at), doc.positionAt(at + '"action": "approve_variance"'.length)),
+      '"action": "hold"',
+    );
+    assert.ok(await vscode.workspace.applyEdit(edit), "the edit applied");
+    assert.ok(await doc.save(), "saved");
+    const item = await until("the item shows the edited expectation", () => {
+      const i = find(caseItemId(evalFile, caseId));
+      return i?.description === "expects hold (escalated)" ? i : undefined;
+    });
+    const outcomes = await api.ctx.evalTests.execute(new vscode.TestRunRequest([item]), undefined, undefined);
+    const o = outcomes.get(item.id);
+    assert.ok(o?.kind === "failed", `a failure: ${JSON.stringify(o)}`);
+    assert.equal(o.message, `${caseId}: action approve_variance, expected hold`);
+    assert.match(o.expected, /^action: hold\nverdict: escalated\n/);
+    assert.match(o.actual, /^action: approve_variance\nverdict: escalated\nrules:\n/);
+    assert.match(o.actual, /FAIL: /, "the rule that escalates says why");
+
+    const opened = (await vscode.commands.executeCommand("casefile.openEvalCaseInInspector", { test: item })) as Result;
+    assert.ok(opened.ok, opened.ok ? "" : opened.reason);
+    if (!browserAvailable()) return browserCheckLeftOut("the Run Inspector showing the eval case's step");
+    const { superstep } = (JSON.parse(readFileSync(evalFile, "utf8")) as { provenance: { superstep: number } }).provenance;
+    const inspector = await askBrowser({
+      name: "testing-view-inspector-step",
+      waitFor: '.step-button.selected:has-text("propose")',
+      read: { head: ".detail-head h2", step: ".step-button.selected" },
+    });
+    assert.equal(inspector.found, true, inspector.error);
+    assert.deepEqual(inspector.texts.head, [`Superstep ${superstep}`], "the eval case's superstep is shown");
+    assert.match(inspector.texts.step![0]!, /propose/, "its agent step is selected");
+  });
+
+  it("the Testing view shows the workflow, the step and the failed case (screenshot testing-view)", async () => {
+    if (!browserAvailable()) return browserCheckLeftOut("the Testing view's rows");
+    await vscode.commands.executeCommand("workbench.action.closeAllEditors");
+    await vscode.commands.executeCommand("workbench.view.testing.focus");
+    const checks = await askBrowser({
+      name: "testing-view",
+      waitFor: '.test-explorer .monaco-list-row:has-text("invoice-variance")',
+      read: { rows: ".test-explorer .monaco-list-row" },
+      expand: [
+        '.test-explorer .monaco-list-row[aria-level="1"]:has-text("invoice-variance")',
+        '.test-explorer .monaco-list-row[aria-level="2"]:has-text("propose")',
+      ],
+      waitAfterClicks: [`.test-explorer .monaco-list-row:has-text("${caseId}")`],
+      readAfterClicks: { rows: ".test-explorer .monaco-list-row" },
+    });
+    assert.equal(checks.found, true, checks.error);
+    const rows = (checks.after?.rows ?? []).map((r) => r.replace(/\s+/g, " "));
+    assert.ok(
+      rows.some((r) => r.includes(caseId) && r.includes("expects hold")),
+      `the case's row with its expectation: ${rows.join(" | ")}`,
+    );
+  });
+});
