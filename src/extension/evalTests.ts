@@ -29,7 +29,8 @@ type Outcome = CaseOutcome | { kind: "refused"; message: string } | { kind: "ski
 export class EvalTests implements vscode.Disposable {
   readonly controller: vscode.TestController;
   private readonly disposables: vscode.Disposable[] = [];
-  private readonly recorded: vscode.TestRunProfile;
+  /** The default profile; the e2e suite starts a continuous run with its handler. */
+  readonly recorded: vscode.TestRunProfile;
   private providerProfile: vscode.TestRunProfile | undefined;
   /** The eval files read, by path: the tree is rebuilt from them when one changes. */
   private readonly texts = new Map<string, string>();
@@ -285,12 +286,7 @@ export class EvalTests implements vscode.Disposable {
         report(item, o);
         if (o.kind === "passed") run.passed(item, o.durationMs);
         else if (o.kind === "errored") run.errored(item, this.located(new vscode.TestMessage(o.message), node), o.durationMs);
-        else
-          run.failed(
-            item,
-            [this.located(vscode.TestMessage.diff(o.message, o.expected, o.actual), node), inspectorLink(node)],
-            o.durationMs,
-          );
+        else run.failed(item, this.located(vscode.TestMessage.diff(o.message, o.expected, o.actual), node), o.durationMs);
       },
     });
     // Whatever got no line: the run was stopped, or the CLI refused before any case (its one-line error).
@@ -311,15 +307,16 @@ export class EvalTests implements vscode.Disposable {
 
   private located(message: vscode.TestMessage, node: EvalCaseNode): vscode.TestMessage {
     message.location = new vscode.Location(vscode.Uri.file(node.file), new vscode.Position(node.line, 0));
-    // The `testing/message/context` menu offers "Open Step in Run Inspector" on it (package.json).
+    // "Open Step in Run Inspector" on it: a button over the message in the peek (`testing/message/content`)
+    // and in the Test Results' context menu (`testing/message/context`; package.json).
     message.contextValue = "casefile.evalCase";
     return message;
   }
 
   /**
-   * "Open Step in Run Inspector" (casefile.openEvalCaseInInspector): from a failure's menu
-   * (`{ test, message }`), a TestItem, or a case item's id (the failure's link). Opens the case
-   * file the case was recorded in at its agent step.
+   * "Open Step in Run Inspector" (casefile.openEvalCaseInInspector): from a failure's menus
+   * (`{ test, message }`), a TestItem, or a case item's id. Opens the case file the case was
+   * recorded in, at its agent step.
    */
   async openInInspector(arg: unknown): Promise<{ ok: true; message: string } | { ok: false; reason: string }> {
     await this.discover();
@@ -349,18 +346,6 @@ export class EvalTests implements vscode.Disposable {
     this.providerProfile?.dispose();
     this.recorded.dispose();
   }
-}
-
-/** A second message on a failure: the link to the step in the Run Inspector. */
-function inspectorLink(node: EvalCaseNode): vscode.TestMessage {
-  const args = encodeURIComponent(JSON.stringify([node.id]));
-  const md = new vscode.MarkdownString(
-    `[Open step ${node.provenance.superstep}:${node.step} in the Run Inspector](command:casefile.openEvalCaseInInspector?${args})`,
-  );
-  md.isTrusted = { enabledCommands: ["casefile.openEvalCaseInInspector"] };
-  const m = new vscode.TestMessage(md);
-  m.contextValue = "casefile.evalCase";
-  return m;
 }
 
 function tell<T extends { ok: boolean; reason?: string }>(result: T): T {

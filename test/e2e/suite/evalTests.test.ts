@@ -125,9 +125,30 @@ describe("Testing view", function () {
     assert.match(inspector.texts.step![0]!, /propose/, "its agent step is selected");
   });
 
+  it("in a continuous run, saving the workflow file re-runs its case", async () => {
+    const item = find(caseItemId(evalFile, caseId))!;
+    const profile = api.ctx.evalTests.recorded;
+    const stop = new vscode.CancellationTokenSource();
+    try {
+      await profile.runHandler(new vscode.TestRunRequest([item], undefined, profile, true), stop.token);
+      api.ctx.evalTests.outcomes.delete(item.id);
+      const doc = await vscode.workspace.openTextDocument(path.join(path.dirname(path.dirname(evalFile)), "workflow.ts"));
+      const edit = new vscode.WorkspaceEdit();
+      edit.insert(doc.uri, new vscode.Position(0, 0), "// edited while the Testing view runs continuously\n");
+      assert.ok(await vscode.workspace.applyEdit(edit), "the edit applied");
+      assert.ok(await doc.save(), "saved");
+      const o = await until("the case re-run after the save", () => api.ctx.evalTests.outcomes.get(item.id), 60_000);
+      assert.equal(o.kind, "failed", JSON.stringify(o));
+    } finally {
+      stop.cancel();
+      stop.dispose();
+    }
+  });
+
   it("the Testing view shows the workflow, the step and the failed case (screenshot testing-view)", async () => {
     if (!browserAvailable()) return browserCheckLeftOut("the Testing view's rows");
     await vscode.commands.executeCommand("workbench.action.closeAllEditors");
+    await vscode.commands.executeCommand("workbench.action.closeAuxiliaryBar");
     await vscode.commands.executeCommand("workbench.view.testing.focus");
     const checks = await askBrowser({
       name: "testing-view",
@@ -146,5 +167,28 @@ describe("Testing view", function () {
       rows.some((r) => r.includes(caseId) && r.includes("expects hold")),
       `the case's row with its expectation: ${rows.join(" | ")}`,
     );
+  });
+
+  it("with the eval file open, the failure's peek shows expected against actual at the case (screenshot testing-view-diff)", async () => {
+    if (!browserAvailable()) return browserCheckLeftOut("the failure's peek");
+    await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(evalFile));
+    const item = find(caseItemId(evalFile, caseId))!;
+    await api.ctx.evalTests.execute(new vscode.TestRunRequest([item]), undefined, undefined);
+    // The failure shows on the case's line; Peek Output opens the failure's peek there.
+    await vscode.commands.executeCommand("testing.openOutputPeek");
+    const checks = await askBrowser({ name: "testing-view-diff", waitFor: ".test-output-peek", read: { peek: ".test-output-peek" } });
+    assert.equal(checks.found, true, checks.error);
+    const peek = (checks.texts.peek ?? []).join("\n");
+    assert.match(peek, /action approve_variance, expected hold/, peek);
+
+    // The peek's "Open Step in Run Inspector" button (testing/message/content) opens the case file the case came from.
+    const { caseFile } = (JSON.parse(readFileSync(evalFile, "utf8")) as { provenance: { caseFile: string } }).provenance;
+    assert.equal(await api.inspectorPanel(vscode.Uri.file(caseFile)), undefined, "no inspector open before the click");
+    const button = 'text="Open Step in Run Inspector"';
+    const clicked = await askBrowser({ name: "testing-view-open-step", waitFor: button, read: {}, click: [button] });
+    assert.equal(clicked.found, true, clicked.error);
+    const deadline = Date.now() + 20_000;
+    while (!(await api.inspectorPanel(vscode.Uri.file(caseFile))) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    assert.ok(await api.inspectorPanel(vscode.Uri.file(caseFile)), "the button opened the Run Inspector on the case's case file");
   });
 });
