@@ -31,7 +31,8 @@ export class EvalTests implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   /** The default profile; the e2e suite starts a continuous run with its handler. */
   readonly recorded: vscode.TestRunProfile;
-  private providerProfile: vscode.TestRunProfile | undefined;
+  /** The profile of the provider the casefile.* settings name, if they name one eval runs can ask (read by the e2e suite). */
+  providerProfile: vscode.TestRunProfile | undefined;
   /** The eval files read, by path: the tree is rebuilt from them when one changes. */
   private readonly texts = new Map<string, string>();
   private tree: EvalTree = { workflows: [], problems: [] };

@@ -1,5 +1,7 @@
 import * as assert from "node:assert/strict";
 import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { invoiceSeed } from "../../../examples/invoice/erpData";
@@ -190,5 +192,57 @@ describe("Testing view", function () {
     const deadline = Date.now() + 20_000;
     while (!(await api.inspectorPanel(vscode.Uri.file(caseFile))) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
     assert.ok(await api.inspectorPanel(vscode.Uri.file(caseFile)), "the button opened the Run Inspector on the case's case file");
+  });
+
+  it("with casefile.provider set to an OpenAI-compatible server, its profile asks that model, with the key from SecretStorage", async () => {
+    const seen: { authorization?: string; model?: string }[] = [];
+    const server = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (c: Buffer) => (body += c.toString("utf8")));
+      req.on("end", () => {
+        const parsed = JSON.parse(body || "{}") as { model?: string };
+        seen.push({ authorization: req.headers.authorization, model: parsed.model });
+        const answer = { action: "request_credit_note", reason: "Unit prices above the agreement.", facts: ["invoice", "po"] };
+        res.setHeader("content-type", "application/json");
+        res.end(
+          JSON.stringify({
+            id: "chatcmpl-e2e",
+            object: "chat.completion",
+            created: 1,
+            model: parsed.model,
+            choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: JSON.stringify(answer), refusal: null } }],
+            usage: { prompt_tokens: 300, completion_tokens: 30, total_tokens: 330 },
+          }),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const settings = () => vscode.workspace.getConfiguration("casefile");
+    try {
+      await vscode.commands.executeCommand("casefile.setApiKey", "openai", "sk-e2e-testing-view");
+      await settings().update("provider", "openai", vscode.ConfigurationTarget.Workspace);
+      await settings().update(
+        "baseUrl",
+        `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+        vscode.ConfigurationTarget.Workspace,
+      );
+      await settings().update("model", "model-b", vscode.ConfigurationTarget.Workspace);
+      const profile = await until("the provider's profile", () =>
+        api.ctx.evalTests.providerProfile?.label === "Provider: openai model-b" ? api.ctx.evalTests.providerProfile : undefined,
+      );
+      const item = find(caseItemId(evalFile, caseId))!;
+      api.ctx.evalTests.outcomes.delete(item.id);
+      const stop = new vscode.CancellationTokenSource();
+      await profile.runHandler(new vscode.TestRunRequest([item], undefined, profile), stop.token);
+      stop.dispose();
+      const o = api.ctx.evalTests.outcomes.get(item.id);
+      assert.ok(o?.kind === "failed", `the model's answer judged: ${JSON.stringify(o)}`);
+      assert.match(o.actual, /^action: request_credit_note\n/);
+      assert.deepEqual(seen, [{ authorization: "Bearer sk-e2e-testing-view", model: "model-b" }]);
+    } finally {
+      for (const key of ["provider", "baseUrl", "model"]) await settings().update(key, undefined, vscode.ConfigurationTarget.Workspace);
+      server.close();
+    }
+    await until("no provider profile once the setting is cleared", () => (api.ctx.evalTests.providerProfile ? undefined : true));
   });
 });
