@@ -38,6 +38,9 @@ const lazyModules = {
   "src/runner/describe.ts": "ext-describeClient",
   "src/protocol/runner.ts": "ext-runnerProtocol",
   "src/protocol/exportEval.ts": "ext-exportEval",
+  // The Testing view's eval case tree (zod, yaml) and eval --json's schema: when the view first lists or runs cases.
+  "src/extension/evalTestTree.ts": "ext-evalTestTree",
+  "src/protocol/evalRun.ts": "ext-evalRun",
   "src/authoring/scaffold.ts": "ext-scaffold",
   // The debug adapter (src/debug/) with the runner client and the case-file reader: when a session starts.
   "src/extension/debugAdapter.ts": "ext-debugAdapter",

@@ -9,13 +9,12 @@ import {
   correctExpected,
   evalCaseFromRecords,
   ExpectedOutcomeSchema,
-  parseOwnJson,
-  parsePromptfooYaml,
   toOpenAIEvalsJsonl,
   toOwnJson,
   toPromptfooYaml,
   type EvalCase,
 } from "../engine/evalCase";
+import { evalCasesOfText, sniffEvalFormat } from "../engine/evalFile";
 import type { CommitSpec } from "../engine/executors";
 import { agentSpecOf, commitStateOf, commitStepAfter, evalSourceOf, stateAt } from "../engine/evalSource";
 import type { ModelProvider } from "../engine/model";
@@ -24,6 +23,7 @@ import { createProvider, FixedProvider, runModelOf } from "../engine/providers/i
 import type { RuleInForce } from "../engine/rules";
 import type { Json, RunRecord } from "../engine/records";
 import type { Workflow } from "../engine/workflow";
+import { EvalRunLineSchema } from "../protocol/evalRun";
 import { ExportEvalResultSchema } from "../protocol/exportEval";
 import type { ProviderConfig } from "../protocol/runner";
 import { loadWorkflow } from "../runner/bundle";
@@ -138,6 +138,7 @@ export const runEval: Command = async (args, io) => {
     provider: { type: "string" },
     junit: { type: "string" },
     workflow: { type: "string" },
+    json: { type: "boolean" },
   });
   if (positionals.length === 0) throw new CasefileError("USAGE", "eval needs eval case files or a folder of them");
   const provider = providerOption(values.provider, io);
@@ -148,18 +149,27 @@ export const runEval: Command = async (args, io) => {
   const runner = new CaseRunner(io, provider, values.workflow);
   const results: CaseResult[] = [];
   try {
-    for (const { file, c } of cases) results.push(await runner.run(file, c));
+    for (const { file, c } of cases) {
+      const result = await runner.run(file, c);
+      results.push(result);
+      // For the editor's Testing view and scripts: each case as soon as it is judged (src/protocol/evalRun.ts).
+      if (values.json) io.out(JSON.stringify(EvalRunLineSchema.parse({ v: 1, type: "case", ...result })));
+    }
   } finally {
     runner.close();
   }
 
-  io.out(formatTable(results));
   const failed = results.filter((r) => !r.passed).length;
-  io.out(`${results.length - failed} passed, ${failed} failed`);
+  if (values.json) io.out(JSON.stringify(EvalRunLineSchema.parse({ v: 1, type: "done", passed: results.length - failed, failed })));
+  else {
+    io.out(formatTable(results));
+    io.out(`${results.length - failed} passed, ${failed} failed`);
+  }
   if (values.junit) {
     const file = path.resolve(values.junit);
     writeOut(file, toJUnit(results));
-    io.out(`JUnit: ${file}`);
+    // On stderr with --json: stdout holds only the JSON lines.
+    (values.json ? io.err : io.out)(`JUnit: ${file}`);
   }
   return failed === 0 ? 0 : 1;
 };
@@ -192,49 +202,15 @@ function caseFilesIn(arg: string, io: Io): string[] {
     .map((f) => path.join(abs, f));
 }
 
-/**
- * Reads one eval file, whatever its name: the format is told from the content. A JSON object is
- * our eval case; a JSON array, an object with `vars`, or any other YAML is a promptfoo test list;
- * lines that are each a JSON object (or an object with `input` and `ideal`) are OpenAI evals
- * JSONL, refused because it holds too little to evaluate.
- */
+/** Reads one eval file, whatever its name: the format is told from the content (engine/evalFile.ts). */
 export function loadCases(file: string): EvalCase[] {
-  const text = onFile("read", file, () => readFileSync(file, "utf8"));
-  const format = sniffEvalFormat(text);
-  if (format === "openai-jsonl") {
-    throw new CasefileError(
-      "USAGE",
-      `${file}: OpenAI evals JSONL holds only the messages and the ideal proposal, not the facts and verdict casefile eval checks; export with --format json or promptfoo`,
-      { file },
-    );
-  }
-  return format === "promptfoo" ? parsePromptfooYaml(text, file) : [parseOwnJson(text, file)];
+  return evalCasesOfText(
+    onFile("read", file, () => readFileSync(file, "utf8")),
+    file,
+  );
 }
 
-export function sniffEvalFormat(text: string): "json" | "promptfoo" | "openai-jsonl" {
-  const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
-  const isJsonlLine = (v: unknown) => isObject(v) && "input" in v && "ideal" in v;
-  let whole: unknown;
-  try {
-    whole = JSON.parse(text);
-  } catch {
-    const lines = text.split("\n").filter((l) => l.trim() !== "");
-    const jsonLines =
-      lines.length > 0 &&
-      lines.every((l) => {
-        try {
-          return isObject(JSON.parse(l));
-        } catch {
-          return false;
-        }
-      });
-    // Not one JSON document: JSON lines, or YAML (a parse error there names the line).
-    return jsonLines ? "openai-jsonl" : "promptfoo";
-  }
-  if (Array.isArray(whole) || (isObject(whole) && "vars" in whole)) return "promptfoo";
-  if (isJsonlLine(whole)) return "openai-jsonl";
-  return "json";
-}
+export { sniffEvalFormat };
 
 /**
  * Runs cases one by one, keeping the workflows it bundled and the case files it opened (read-only)
@@ -256,7 +232,9 @@ class CaseRunner {
       file,
       id: c.id,
       step: c.step,
+      workflow: { name: c.workflow.name, version: c.workflow.version },
       expected: { action: c.expected.action, verdict: c.expected.verdict },
+      provenance: c.provenance,
       notes: [],
       passed: false,
       durationMs: 0,
@@ -265,7 +243,8 @@ class CaseRunner {
       result.got = await this.evaluate(file, c, result.notes);
       result.passed = result.got.action === c.expected.action && result.got.verdict === c.expected.verdict;
     } catch (e) {
-      result.error = `${describeError(e).code}: ${describeError(e).message}`;
+      const { code, message } = describeError(e);
+      result.error = { code, message };
     }
     result.durationMs = Math.round(performance.now() - t0);
     return result;
@@ -321,13 +300,18 @@ class CaseRunner {
     const state = commitStateOf(spec, c.commitState !== undefined ? c.commitState : await this.commitStateFromCaseFile(c, spec));
     const proposal = "proposal" in checked && isRecord(checked.proposal) ? checked.proposal : undefined;
     const message: AgentMessage = { agentCallId: c.provenance.agentCallId, ...checked };
-    const { verdict, reason } = judge(spec.rules, proposal, state, {
+    const { verdict, reason, results } = judge(spec.rules, proposal, state, {
       ...("rejection" in checked ? { rejection: checked.rejection } : {}),
       message: message as unknown as Json,
       businessRules: c.rules as RuleInForce[],
       executor: target,
     });
-    return { action: typeof proposal?.action === "string" ? proposal.action : null, verdict, reason };
+    return {
+      action: typeof proposal?.action === "string" ? proposal.action : null,
+      verdict,
+      reason,
+      rules: results.map(({ name, ok, message }) => ({ name, ok, message })),
+    };
   }
 
   private async runOf(c: EvalCase): Promise<RunRecord> {

@@ -1,4 +1,4 @@
-import type { Verdict } from "../engine/records";
+import type { RuleResult, Verdict } from "../engine/records";
 
 /**
  * How `casefile eval` reports its cases: a table on stdout and, with --junit, a JUnit XML file
@@ -10,10 +10,14 @@ export interface CaseResult {
   file: string;
   id: string;
   step: string;
+  workflow: { name: string; version: number };
   expected: { action: string | null; verdict: Verdict };
-  got?: { action: string | null; verdict: Verdict; reason: string };
+  /** The proposal's action, the commit rules' verdict and reason, and each rule's result. */
+  got?: { action: string | null; verdict: Verdict; reason: string; rules: Pick<RuleResult, "name" | "ok" | "message">[] };
   /** Set when the case could not be run at all (workflow, provider or case file fault). */
-  error?: string;
+  error?: { code: string; message: string };
+  /** Where the case was recorded (the eval case's provenance). */
+  provenance: { caseFile: string; runId: string; superstep: number; agentCallId: string };
   notes: string[];
   passed: boolean;
   durationMs: number;
@@ -30,7 +34,7 @@ export function formatTable(results: CaseResult[]): string {
       r.step,
       fmt(r.expected),
       r.error ? "error" : fmt(r.got),
-      [...r.notes, r.error ?? ""].filter(Boolean).join("; "),
+      [...r.notes, r.error ? errorText(r.error) : ""].filter(Boolean).join("; "),
     ]),
   ];
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
@@ -43,6 +47,8 @@ export function formatTable(results: CaseResult[]): string {
     )
     .join("\n");
 }
+
+const errorText = (e: { code: string; message: string }) => `${e.code}: ${e.message}`;
 
 function xml(s: string): string {
   return s
@@ -63,7 +69,7 @@ export function toJUnit(results: CaseResult[]): string {
   for (const r of results) {
     lines.push(`    <testcase classname="${xml(r.step)}" name="${xml(r.id)}" file="${xml(r.file)}" time="${time(r.durationMs)}">`);
     const expected = `${r.expected.action ?? "(none)"} / ${r.expected.verdict}`;
-    if (r.error) lines.push(`      <error message="${xml(r.error)}"/>`);
+    if (r.error) lines.push(`      <error message="${xml(errorText(r.error))}"/>`);
     else if (!r.passed) {
       const got = `${r.got!.action ?? "(none)"} / ${r.got!.verdict}`;
       lines.push(`      <failure message="${xml(`expected ${expected}, got ${got}`)}">${xml(`reason: ${r.got!.reason}`)}</failure>`);

@@ -69,7 +69,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: "eval",
-    synopsis: ["casefile eval <dir or files...> [--provider JSON] [--junit PATH] [--workflow F]"],
+    synopsis: ["casefile eval <dir or files...> [--provider JSON] [--junit PATH] [--workflow F] [--json]"],
     load: async () => (require("./evalCommands") as typeof import("./evalCommands")).runEval,
   },
   {

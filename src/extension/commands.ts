@@ -9,6 +9,7 @@ import { answerRequest, changeRule, exportStepAsEval, replayStep, resumeFrom, ru
 import type { RunSessions } from "./runSessions";
 import type { CasefileViews } from "./views";
 import type { CasefileDebugging } from "./debugSessions";
+import type { EvalTests } from "./evalTests";
 
 /**
  * Every command of the extension, as factories `(ctx) => handler`. extension.ts registers them in
@@ -25,6 +26,7 @@ export interface Ctx {
   readonly runs: RunSessions;
   readonly forks: ForkEditor;
   readonly debug: CasefileDebugging;
+  readonly evalTests: EvalTests;
 }
 
 export type CommandResult = { ok: true; message?: string } | { ok: false; reason: string };
@@ -93,7 +95,8 @@ export const commands = {
   confirmRule: (ctx) => (item?: unknown) => ruleAction(ctx, item, "confirm"),
   editRule: (ctx) => (item?: unknown, statement?: unknown) => ruleAction(ctx, item, "edit", statement),
   deleteRule: (ctx) => (item?: unknown, confirmed?: unknown) => ruleAction(ctx, item, "delete", confirmed === true ? "" : undefined),
-  openInspector: (ctx) => async (uri?: unknown, runId?: unknown) => {
+  // Arguments: the case file, optionally a run id and a step to show ({ superstep, executor }: a failed eval case's link).
+  openInspector: (ctx) => async (uri?: unknown, runId?: unknown, step?: unknown) => {
     const caseFile = uri instanceof vscode.Uri ? uri : await pickCaseFile();
     if (!caseFile) return { ok: false, reason: "No case file chosen." } satisfies CommandResult;
     // Loaded on first use: the panel brings zod (the message schemas), too heavy for activation.
@@ -104,9 +107,12 @@ export const commands = {
       ctx.inspector,
       caseFile,
       typeof runId === "string" ? runId : undefined,
+      isStep(step) ? step : undefined,
     );
     return { ok: true, message: panel.panel.title } satisfies CommandResult;
   },
+  // A failed eval case's "Open Step in Run Inspector" (the Testing view's message menu and link; evalTests.ts).
+  openEvalCaseInInspector: (ctx) => (arg?: unknown) => ctx.evalTests.openInInspector(arg),
   refreshViews: (ctx) => () => {
     ctx.views.refresh();
     return { ok: true } satisfies CommandResult;
@@ -129,6 +135,11 @@ function startWorkflow(ctx: Ctx, mode: "run" | "step", uri: unknown, input: unkn
     input as Json | undefined,
     typeof caseFile === "string" ? caseFile : undefined,
   );
+}
+
+function isStep(value: unknown): value is { superstep: number; executor: string } {
+  const v = value as { superstep?: unknown; executor?: unknown } | null;
+  return typeof v === "object" && v !== null && typeof v.superstep === "number" && typeof v.executor === "string";
 }
 
 function isItemWithUri(value: unknown): value is { resourceUri: vscode.Uri } {

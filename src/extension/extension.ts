@@ -11,6 +11,7 @@ import { performInspectorAction } from "./runCommands";
 import { RunSessions } from "./runSessions";
 import { CasefileViews } from "./views";
 import { CasefileDebugging } from "./debugSessions";
+import { EvalTests } from "./evalTests";
 
 /**
  * Entry point, bundled alone into dist/extension.js. Activation only registers: commands, views,
@@ -53,8 +54,11 @@ export function activate(context: vscode.ExtensionContext): CasefileTestApi {
   const forks = new ForkEditor(context, runs, log);
   // The `casefile` debugger: configurations, the inline adapter, js-debug for executor code (debugSessions.ts).
   const debug = new CasefileDebugging(context, log, inspectorRunState, () => views.refresh());
-  const ctx: Ctx = { extension: context, log, views, runs, forks, debug, inspector: inspectorActions(context, runs, forks, debug, log) };
-  context.subscriptions.push(log, views, runs, forks, debug);
+  // Eval cases in the Testing view; runs spawn `casefile eval --json` (evalTests.ts).
+  const evalTests = new EvalTests(context, runs, log);
+  const inspector = inspectorActions(context, runs, forks, debug, log);
+  const ctx: Ctx = { extension: context, log, views, runs, forks, debug, evalTests, inspector };
+  context.subscriptions.push(log, views, runs, forks, debug, evalTests);
   for (const [name, factory] of Object.entries(commands)) {
     context.subscriptions.push(vscode.commands.registerCommand(`casefile.${name}`, factory(ctx)));
   }

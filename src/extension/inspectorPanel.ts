@@ -53,16 +53,19 @@ export class InspectorPanel implements vscode.Disposable {
     actions: InspectorActions,
     caseFile: vscode.Uri,
     runId?: string,
+    step?: { superstep: number; executor: string },
   ): Promise<InspectorPanel> {
     const existing = InspectorPanel.open.get(caseFile.toString());
+    const inspector = existing ?? new InspectorPanel(vscode.Uri.joinPath(extensionUri, "media"), log, actions, caseFile);
     if (existing) {
       existing.panel.reveal();
       if (runId !== undefined && runId !== existing.runId) await existing.reload(runId);
-      return existing;
+    } else {
+      InspectorPanel.open.set(caseFile.toString(), inspector);
+      await inspector.reload(runId);
     }
-    const inspector = new InspectorPanel(vscode.Uri.joinPath(extensionUri, "media"), log, actions, caseFile);
-    InspectorPanel.open.set(caseFile.toString(), inspector);
-    await inspector.reload(runId);
+    // After the view model: the page selects the step once it shows that run (held until the page is ready).
+    if (step && inspector.runId !== undefined) inspector.post({ type: "reveal", runId: inspector.runId, ...step });
     return inspector;
   }
 

@@ -233,8 +233,8 @@ export class RunSessions implements vscode.Disposable {
     }, 500);
   }
 
-  /** The runner's environment: the editor's, plus the API key from SecretStorage (never logged). */
-  private async environment(provider: ProviderConfig | undefined): Promise<NodeJS.ProcessEnv> {
+  /** The runner's environment: the editor's, plus the API key from SecretStorage (never logged). Also the Testing view's eval runs (evalTests.ts). */
+  async environment(provider: ProviderConfig | undefined): Promise<NodeJS.ProcessEnv> {
     const env: NodeJS.ProcessEnv = { ...process.env };
     if (provider?.kind === "openai" || provider?.kind === "azure") {
       const name = API_KEY_SECRETS[provider.kind];

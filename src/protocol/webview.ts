@@ -295,6 +295,8 @@ export const HostToInspectorSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("context"), requestId: z.string(), context: z.union([Absent, ContextSchema]) }),
   /** A line for the panel's status area: the outcome of an action, or why it could not run. */
   z.object({ type: z.literal("notice"), level: z.enum(["info", "warning", "error"]), message: z.string() }),
+  /** Select this step of the run (a failed eval case's "Open Step in Run Inspector"), on its Decision tab. */
+  z.object({ type: z.literal("reveal"), runId: z.string(), superstep: z.number().int().nonnegative(), executor: z.string() }),
   /** Whether a workflow runs in this window, and where a step-mode run is paused. */
   z.object({
     type: z.literal("runState"),

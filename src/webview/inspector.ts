@@ -28,6 +28,8 @@ const state = initialState(host.saved);
 /** Where the timeline is to scroll once drawn (a selection revealed, another run shown). */
 let scrollTo: number | undefined;
 let noticeTimer: ReturnType<typeof setTimeout> | undefined;
+/** A step the host asked to show (`reveal`) before the panel showed its run: selected when that run loads. */
+let pendingReveal: Extract<HostToInspectorReceived, { type: "reveal" }> | undefined;
 
 function receive(message: HostToInspectorReceived, arrival: Arrival): void {
   switch (message.type) {
@@ -43,6 +45,10 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
       }
       state.model = m;
       state.rows = new TimelineRows(m.timeline);
+      if (pendingReveal?.runId === m.run.id) {
+        reveal(pendingReveal);
+        pendingReveal = undefined;
+      }
       // A reloaded case file may hold records not seen before (a verdict, an intent's reference):
       // each detail shown is asked for again, and the one already shown stays until the answer
       // replaces it, so a reload while the person reads never blanks the panel.
@@ -82,6 +88,10 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
     case "runState":
       state.runState = message;
       draw();
+      return;
+    case "reveal":
+      if (state.model?.run.id === message.runId) reveal(message);
+      else pendingReveal = message;
       return;
     default: {
       const never: never = message;
@@ -237,6 +247,19 @@ host.post({ type: "ready" });
  * Superstep #0 of a run that starts from its input often ran nothing, and opening there showed
  * "No step ran" to someone who came to see what was decided.
  */
+/** Selects the step the host named, on its Decision tab; a step not in the timeline leaves the selection as it is. */
+function reveal(where: { superstep: number; executor: string }): void {
+  for (let i = 0; i < state.rows.length; i++) {
+    const row = state.rows.at(i);
+    if (row?.superstep !== where.superstep) continue;
+    const j = row.steps.findIndex((st) => st.executor === where.executor);
+    if (j < 0) return;
+    state.selection = { ...state.selection, tab: "decision" };
+    on.select(i, j);
+    return;
+  }
+}
+
 function openingSelection(rows: TimelineRows): Pick<typeof state.selection, "superstepIndex" | "stepIndex" | "tab"> {
   let firstRan: number | undefined;
   let decision: { superstepIndex: number; stepIndex: number } | undefined;
