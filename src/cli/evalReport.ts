@@ -1,4 +1,4 @@
-import type { Verdict } from "../engine/records";
+import type { ChatMessage, Verdict } from "../engine/records";
 
 /**
  * How `casefile eval` reports its cases: a table on stdout and, with --junit, a JUnit XML file
@@ -11,7 +11,17 @@ export interface CaseResult {
   id: string;
   step: string;
   expected: { action: string | null; verdict: Verdict };
-  got?: { action: string | null; verdict: Verdict; reason: string };
+  got?: {
+    action: string | null;
+    verdict: Verdict;
+    reason: string;
+    /** What was sent: the messages (recorded, or rebuilt by an experiment's workflow), model and hash. */
+    request?: { messages: ChatMessage[]; model: string; hash: string };
+    /** As the provider reported it (the recorded answer reports none). */
+    usage?: { promptTokens?: number; completionTokens?: number; totalTokens?: number };
+    /** How long the model call took. */
+    modelMs?: number;
+  };
   /** Set when the case could not be run at all (workflow, provider or case file fault). */
   error?: string;
   notes: string[];
