@@ -136,6 +136,7 @@ const targets = [
     .map(([m, out]) => ({ ...node, entryPoints: [require.resolve(m)], outfile: `dist/${out}.js` })),
   { ...browser, entryPoints: ["src/webview/inspector.ts"], outfile: "media/inspector.js" },
   { ...browser, entryPoints: ["src/webview/graph.ts"], outfile: "media/graph.js" },
+  { ...browser, entryPoints: ["src/webview/experiment.ts"], outfile: "media/experiment.js" },
 ].filter((t) => existsSync(t.entryPoints[0]));
 
 mkdirSync("dist", { recursive: true });

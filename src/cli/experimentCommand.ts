@@ -93,14 +93,16 @@ export const experiment: Command = async (args, io) => {
     writeOut(file, toJUnit(flat));
     junit[v.name] = file;
   }
+  // Paths in the results file are relative to its folder: kept in a repository beside the cases, it moves with them.
+  const rel = (p: string) => path.relative(path.dirname(out), p) || ".";
   const results = ExperimentResultsSchema.parse(
     buildResults({
       createdAt: new Date().toISOString(),
       repeat,
       baseline,
-      cases,
-      variants: runs,
-      junit,
+      cases: cases.map(({ file, c }) => ({ file: rel(file), c })),
+      variants: runs.map((v) => (v.spec.workflow ? { ...v, spec: { ...v.spec, workflow: rel(v.spec.workflow) } } : v)),
+      junit: Object.fromEntries(Object.entries(junit).map(([k, f]) => [k, rel(f)])),
       countContext: (messages, model) => countTokens(messages as Parameters<typeof countTokens>[0], model).count,
     }),
   );

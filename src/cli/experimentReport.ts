@@ -1,5 +1,5 @@
 import type { EvalCase } from "../engine/evalCase";
-import type { ExperimentCell, ExperimentResults, ExperimentRun, VariantSpec } from "../protocol/experiment";
+import { runTokens, type ExperimentCell, type ExperimentResults, type ExperimentRun, type VariantSpec } from "../protocol/experiment";
 import type { CaseResult } from "./evalReport";
 
 /**
@@ -34,12 +34,6 @@ export function experimentRun(
     latencyMs: got?.modelMs ?? 0,
     notes: r.notes,
   };
-}
-
-/** Provider-reported tokens where reported, else the context's own count. */
-export function runTokens(run: ExperimentRun): number {
-  const { prompt, completion, context } = run.tokens;
-  return prompt !== undefined || completion !== undefined ? (prompt ?? 0) + (completion ?? 0) : (context ?? 0);
 }
 
 export function buildResults(input: {

@@ -16,7 +16,7 @@ export const VariantSpecSchema = z.object({
   /** The provider's kind and what names it (model, base URL, deployment); never a key. "recorded": the case's own answer. */
   provider: z.object({ kind: z.string(), model: z.string().optional(), baseUrl: z.string().optional() }),
   temperature: z.number().optional(),
-  /** Another version of the workflow (its context or commit rules), absolute. */
+  /** Another version of the workflow (its context or commit rules), relative to the results file's folder. */
   workflow: z.string().optional(),
 });
 
@@ -73,6 +73,7 @@ export const ExperimentResultsSchema = z.object({
   cases: z.array(
     z.object({
       id: z.string(),
+      /** The eval case file, relative to the results file's folder. */
       file: z.string(),
       step: z.string(),
       expected: z.object({ action: z.string().nullable(), verdict: VerdictSchema }),
@@ -84,7 +85,7 @@ export const ExperimentResultsSchema = z.object({
   totals: z.array(ExperimentTotalsSchema),
   /** Cases the baseline variant passes and another variant fails. */
   regressions: z.array(z.object({ case: z.string(), variant: z.string() })),
-  /** The JUnit file written per variant. */
+  /** The JUnit file written per variant, relative to the results file's folder. */
   junit: z.record(z.string(), z.string()),
 });
 
@@ -106,3 +107,38 @@ export function parseExperimentResults(text: string): { ok: true; value: Experim
   const issue = r.error.issues[0]!;
   return { ok: false, error: `not an experiment results file (v 1): ${issue.message} at "${issue.path.join(".") || "(root)"}"` };
 }
+
+/** A run's tokens as the matrix and totals count them: provider-reported where reported, else the context's count. */
+export function runTokens(run: ExperimentRun): number {
+  const { prompt, completion, context } = run.tokens;
+  return prompt !== undefined || completion !== undefined ? (prompt ?? 0) + (completion ?? 0) : (context ?? 0);
+}
+
+// ---- the Experiment panel's messages (src/extension/experimentPanel.ts <-> src/webview/experiment.ts) ----
+
+export const HostToExperimentSchema = z.discriminatedUnion("type", [
+  /** A results file, parsed; `file` is its path as the workspace names it. */
+  z.object({ type: z.literal("load"), file: z.string(), results: ExperimentResultsSchema }),
+  z.object({ type: z.literal("notice"), level: z.enum(["info", "warning", "error"]), message: z.string() }),
+]);
+
+export const ExperimentToHostSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("ready") }),
+  /** The person asked to see a case: the host opens its eval case file. */
+  z.object({ type: z.literal("openCase"), case: z.string().min(1) }),
+]);
+
+export type HostToExperiment = z.infer<typeof HostToExperimentSchema>;
+export type ExperimentToHost = z.infer<typeof ExperimentToHostSchema>;
+
+type Parsed<T> = { ok: true; message: T } | { ok: false; error: string };
+
+function parseWith<T>(schema: z.ZodType<T>, data: unknown): Parsed<T> {
+  const r = schema.safeParse(data);
+  return r.success ? { ok: true, message: r.data } : { ok: false, error: z.prettifyError(r.error) };
+}
+
+/** Parses a message from the Experiment webview (host side). */
+export const parseExperimentMessage = (data: unknown): Parsed<ExperimentToHost> => parseWith(ExperimentToHostSchema, data);
+/** Parses a message from the host (webview side). */
+export const parseExperimentHostMessage = (data: unknown): Parsed<HostToExperiment> => parseWith(HostToExperimentSchema, data);

@@ -127,10 +127,12 @@ describe("CLI: experiment, one eval set under several variants", function () {
     assert.equal(failed.request?.model, "gpt-4o");
     assert.equal(res.regressions.length, 2);
 
-    const junit = readFileSync(res.junit.large!, "utf8");
+    const beside = (f: string) => path.join(evals, f);
+    assert.equal(res.cases[0]!.file.startsWith("INV-100"), true, "case files are named relative to the results file");
+    const junit = readFileSync(beside(res.junit.large!), "utf8");
     assert.match(junit, /<testsuites name="casefile eval" tests="4" failures="4" errors="0"/, junit);
     assert.match(junit, /name="run-\w+-propose-\d+ \(run 2\)"/, "a repeat is its own testcase");
-    assert.match(readFileSync(res.junit.mini!, "utf8"), /tests="4" failures="0"/);
+    assert.match(readFileSync(beside(res.junit.mini!), "utf8"), /tests="4" failures="0"/);
 
     // Running again on the folder: the results file beside the cases is not taken for a case.
     const again = await runCli(["experiment", evals, "--variant", "rec=recorded"], env);
