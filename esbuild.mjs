@@ -34,6 +34,7 @@ const lazyModules = {
   "src/extension/viewModel.ts": "ext-viewModel",
   "src/extension/inspectorPanel.ts": "ext-inspectorPanel",
   "src/extension/graphPanel.ts": "ext-graphPanel",
+  "src/extension/experimentPanel.ts": "ext-experimentPanel",
   "src/runner/client.ts": "ext-runnerClient",
   "src/runner/describe.ts": "ext-describeClient",
   "src/protocol/runner.ts": "ext-runnerProtocol",

@@ -5,6 +5,7 @@ import { registerAuthoring } from "./authoring";
 import { closeCaseFileReaders, loadContext, loadInspectorViewModel, loadSuperstepDetail, releaseCaseFile } from "./caseFiles";
 import type { GraphPanel } from "./graphPanel";
 import type { InspectorActions, InspectorPanel } from "./inspectorPanel";
+import { ExperimentEditor } from "./experimentOpen";
 import { ForkEditor } from "./forkEditor";
 import { inspectorRunState, loadInspector } from "./inspectorLoader";
 import { performInspectorAction } from "./runCommands";
@@ -58,6 +59,8 @@ export function activate(context: vscode.ExtensionContext): CasefileTestApi {
   for (const [name, factory] of Object.entries(commands)) {
     context.subscriptions.push(vscode.commands.registerCommand(`casefile.${name}`, factory(ctx)));
   }
+  // "Open With… > Experiment" on a results file of `casefile experiment` (experimentOpen.ts).
+  context.subscriptions.push(vscode.window.registerCustomEditorProvider(ExperimentEditor.viewType, new ExperimentEditor()));
   // Workflow Graph, CodeLens above defineWorkflow, workflow problems as diagnostics (authoring.ts).
   const authoring = registerAuthoring(context, log, (workflow, caseFile) => runs.liveFor(workflow, caseFile));
   const ended = performance.now();

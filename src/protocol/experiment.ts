@@ -117,8 +117,8 @@ export function runTokens(run: ExperimentRun): number {
 // ---- the Experiment panel's messages (src/extension/experimentPanel.ts <-> src/webview/experiment.ts) ----
 
 export const HostToExperimentSchema = z.discriminatedUnion("type", [
-  /** A results file, parsed; `file` is its path as the workspace names it. */
-  z.object({ type: z.literal("load"), file: z.string(), results: ExperimentResultsSchema }),
+  /** A results file, parsed; `file` is its path as the workspace names it; `case`, the case to compare first (from the Testing view). */
+  z.object({ type: z.literal("load"), file: z.string(), results: ExperimentResultsSchema, case: z.string().optional() }),
   z.object({ type: z.literal("notice"), level: z.enum(["info", "warning", "error"]), message: z.string() }),
 ]);
 

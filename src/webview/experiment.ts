@@ -35,7 +35,7 @@ const host = connectHost<ExperimentToHost, HostToExperiment>({ name: "Experiment
 function receive(message: HostToExperiment): void {
   switch (message.type) {
     case "load":
-      state = initial(message.file, message.results, state);
+      state = initial(message.file, message.results, state, message.case);
       render();
       document.body.dataset.loaded = message.file;
       return;
@@ -55,17 +55,25 @@ function receive(message: HostToExperiment): void {
 }
 
 /** What a newly loaded file shows first: the first regression (else the first case), baseline against the variant that regressed. */
-function initial(file: string, results: ExperimentResults, prev: State | undefined): State {
+function initial(file: string, results: ExperimentResults, prev: State | undefined, focus: string | undefined): State {
   const names = results.variants.map((v) => v.name);
   const keep = (v: string | undefined): v is string => v !== undefined && names.includes(v);
-  if (prev && prev.file === file && results.cases.some((c) => c.id === prev.caseId) && keep(prev.before) && keep(prev.after))
+  if (
+    focus === undefined &&
+    prev &&
+    prev.file === file &&
+    results.cases.some((c) => c.id === prev.caseId) &&
+    keep(prev.before) &&
+    keep(prev.after)
+  )
     return { ...prev, results, notice: undefined };
-  const first = results.regressions[0];
+  const focused = results.cases.find((c) => c.id === focus)?.id;
+  const first = results.regressions.find((g) => focused === undefined || g.case === focused);
   const before = results.baseline ?? names[0]!;
   return {
     file,
     results,
-    caseId: first?.case ?? results.cases[0]?.id ?? "",
+    caseId: focused ?? first?.case ?? results.cases[0]?.id ?? "",
     before,
     after: first?.variant ?? names.find((n) => n !== before) ?? before,
   };
