@@ -3,6 +3,7 @@ import type { Ctx } from "./commands";
 import { commands } from "./commands";
 import { registerAuthoring } from "./authoring";
 import { closeCaseFileReaders, loadContext, loadInspectorViewModel, loadSuperstepDetail, releaseCaseFile } from "./caseFiles";
+import type { ExperimentPanel } from "./experimentPanel";
 import type { GraphPanel } from "./graphPanel";
 import type { InspectorActions, InspectorPanel } from "./inspectorPanel";
 import { ExperimentEditor } from "./experimentOpen";
@@ -36,6 +37,7 @@ export interface CasefileTestApi {
   marks: { moduleStartedAt: number; activateStartedAt: number; activateEndedAt: number };
   inspectorPanel(caseFile: vscode.Uri): Promise<InspectorPanel | undefined>;
   graphPanel(workflow: vscode.Uri): Promise<GraphPanel | undefined>;
+  experimentPanel(results: vscode.Uri): Promise<ExperimentPanel | undefined>;
 }
 
 export function activate(context: vscode.ExtensionContext): CasefileTestApi {
@@ -72,6 +74,7 @@ export function activate(context: vscode.ExtensionContext): CasefileTestApi {
     marks: { moduleStartedAt, activateStartedAt: started, activateEndedAt: ended },
     inspectorPanel: async (caseFile) => (await loadInspector()).InspectorPanel.get(caseFile),
     graphPanel: async (workflow) => (await import("./graphPanel.js")).GraphPanel.get(workflow),
+    experimentPanel: async (results) => (await import("./experimentPanel.js")).ExperimentPanel.get(results),
   };
 }
 
