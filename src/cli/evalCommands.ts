@@ -317,7 +317,14 @@ export class CaseRunner {
       callIndex: 0,
     });
     if (request.model !== c.request.model) notes.push(`model ${c.request.model} -> ${request.model}`);
-    else if (request.hash !== c.request.hash) notes.push("context or proposal schema changed since export");
+    else if (request.hash !== c.request.hash)
+      notes.push(
+        JSON.stringify(request.messages) !== JSON.stringify(c.request.messages)
+          ? "context differs from the recorded one"
+          : JSON.stringify(request.params) !== JSON.stringify(c.request.params)
+            ? "model parameters differ from the recorded ones"
+            : "proposal schema changed since export",
+      );
     const t0 = performance.now();
     const response = await this.providerFor(c, workflowPath).complete(request);
     const modelMs = Math.round(performance.now() - t0);

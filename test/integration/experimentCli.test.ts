@@ -160,7 +160,12 @@ describe("CLI: experiment, one eval set under several variants", function () {
     assert.equal(cell(res, c1001, "v1").request?.hash, recorded.request.hash, "the same workflow rebuilds the same context");
     const v2System = cell(res, c1001, "v2").request!.messages[0]!.content;
     assert.match(v2System, /Variances up to 10% may be approved/);
-    assert.ok(cell(res, c1001, "v2").runs[0]!.notes.includes("workflow v1 -> v2"), "the version change is noted");
+    assert.deepEqual(
+      cell(res, c1001, "v2").runs[0]!.notes,
+      ["workflow v1 -> v2", "context differs from the recorded one"],
+      "v2's changes are noted",
+    );
+    assert.deepEqual(cell(res, c1001, "v1").runs[0]!.notes, [], "v1 changes nothing");
     assert.ok(existsSync(`${out.replace(/\.experiment\.json$/, "")}.v2.junit.xml`), "a JUnit file per variant, beside --out");
 
     // The looser version as baseline: it passes nothing v1 fails, so no regression.
