@@ -17,8 +17,7 @@ import {
   type EvalCase,
 } from "../engine/evalCase";
 import type { AgentSpec, CommitSpec } from "../engine/executors";
-import { isExtractValue } from "../engine/extracts";
-import { agentSpecOf, commitStateOf, commitStepAfter, evalSourceOf, stateAt } from "../engine/evalSource";
+import { agentInputsAt, agentSpecOf, commitStateOf, commitStepAfter, evalSourceOf, stateAt } from "../engine/evalSource";
 import type { ModelProvider } from "../engine/model";
 import { modelFor } from "../engine/modelChoice";
 import { createProvider, FixedProvider, runModelOf } from "../engine/providers/index";
@@ -371,26 +370,13 @@ export class CaseRunner {
       return c.request.messages;
     }
     const store = await this.store(c.provenance.caseFile, c.id);
-    const { runId, superstep } = c.provenance;
-    const cp = store
-      .listCheckpoints(runId)
-      .filter((x) => x.superstep < superstep)
-      .at(-1);
-    const message = cp && store.getCheckpoint(cp.id)!.pending.find((m) => m.to === c.step);
-    if (!cp || !message) {
-      notes.push(`context as recorded: no message to "${c.step}" at a checkpoint of run ${runId} before superstep ${superstep}`);
+    const seen = agentInputsAt(store, c.provenance.runId, c.provenance.superstep, c.step, spec);
+    if ("missing" in seen) {
+      notes.push(`context as recorded: ${seen.missing}`);
       return c.request.messages;
     }
-    // An extract made for the step is committed with the step's own superstep (as evalSourceOf reads it).
-    const before = stateAt(store, runId, cp.superstep);
-    const after = stateAt(store, runId, superstep);
-    const seen: Record<string, Json> = {};
-    for (const k of new Set([...(spec.reads ?? []), ...(spec.owns ?? [])])) {
-      const v = isExtractValue(after[k]) ? after[k] : before[k];
-      if (v !== undefined) seen[k] = v;
-    }
     try {
-      return spec.context(seen, message.payload, c.rules as RuleInForce[]);
+      return spec.context(seen.state, seen.message, c.rules as RuleInForce[]);
     } catch (e) {
       throw new CasefileError("INVALID_WORKFLOW", `step "${c.step}": context threw rebuilding eval case ${c.id}: ${errorMessage(e)}`, {
         step: c.step,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -167,6 +167,26 @@ describe("CLI: experiment, one eval set under several variants", function () {
     );
     assert.deepEqual(cell(res, c1001, "v1").runs[0]!.notes, [], "v1 changes nothing");
     assert.ok(existsSync(`${out.replace(/\.experiment\.json$/, "")}.v2.junit.xml`), "a JUnit file per variant, beside --out");
+
+    // A case whose case file is gone: its recorded context is used, and the notes say so.
+    const moved = path.join(dir, "moved");
+    mkdirSync(moved, { recursive: true });
+    const kept = JSON.parse(readFileSync(path.join(evals, "INV-1001.eval.json"), "utf8")) as {
+      provenance: { caseFile: string };
+      workflow: { file?: string };
+    };
+    kept.provenance.caseFile = path.join(dir, "gone.casefile");
+    delete kept.workflow.file;
+    writeFileSync(path.join(moved, "INV-1001.eval.json"), JSON.stringify(kept));
+    const alone = await runCli(["experiment", moved, "--variant", `v2=${workflowV2}`], env);
+    assert.equal(alone.code, 0, alone.stdout + alone.stderr);
+    assert.match(alone.stdout, /FAIL approve_variance \/ accepted/, "v2's rule still judges the recorded answer");
+    assert.match(
+      alone.stdout,
+      new RegExp(
+        `context as recorded: case file ${kept.provenance.caseFile.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} not found to rebuild it`,
+      ),
+    );
 
     // The looser version as baseline: it passes nothing v1 fails, so no regression.
     const flipped = await runCli(
