@@ -34,6 +34,7 @@ const lazyModules = {
   "src/extension/viewModel.ts": "ext-viewModel",
   "src/extension/inspectorPanel.ts": "ext-inspectorPanel",
   "src/extension/graphPanel.ts": "ext-graphPanel",
+  "src/extension/experimentPanel.ts": "ext-experimentPanel",
   "src/runner/client.ts": "ext-runnerClient",
   "src/runner/describe.ts": "ext-describeClient",
   "src/protocol/runner.ts": "ext-runnerProtocol",
@@ -151,6 +152,7 @@ const targets = [
     .map(([m, out]) => ({ ...node, entryPoints: [require.resolve(m)], outfile: `dist/${out}.js` })),
   { ...browser, entryPoints: ["src/webview/inspector.ts"], outfile: "media/inspector.js" },
   { ...browser, entryPoints: ["src/webview/graph.ts"], outfile: "media/graph.js" },
+  { ...browser, entryPoints: ["src/webview/experiment.ts"], outfile: "media/experiment.js" },
 ].filter((t) => existsSync(t.entryPoints[0]));
 
 mkdirSync("dist", { recursive: true });

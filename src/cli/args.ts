@@ -48,10 +48,15 @@ export function jsonOption(value: string | undefined, name: string): Json | unde
 export function providerOption(value: string | undefined, io: Io): ProviderConfig | undefined {
   const raw = jsonOption(value, "provider") ?? jsonOption(io.env.CASEFILE_PROVIDER, "provider (CASEFILE_PROVIDER)");
   if (raw === undefined) return undefined;
+  return providerConfigOf(raw, "--provider");
+}
+
+/** A provider config given as JSON (`--provider`, an experiment's `--variant`), parsed with the runner protocol's schema; `what` names it in the error. */
+export function providerConfigOf(raw: Json, what: string): ProviderConfig {
   const parsed = ProviderConfigSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new CasefileError("USAGE", `--provider: ${issue.message} at "${issue.path.join(".") || "(root)"}"`);
+    throw new CasefileError("USAGE", `${what}: ${issue.message} at "${issue.path.join(".") || "(root)"}"`);
   }
   return parsed.data;
 }

@@ -1,10 +1,10 @@
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { openCaseFile, type SqlJsStore } from "../casefile/index";
 import { checkProposal, type AgentMessage } from "../engine/agentStep";
 import { judge } from "../engine/commitStep";
 import { buildModelRequest } from "../engine/contextRequest";
-import { CasefileError, describeError, onFile } from "../engine/errors";
+import { CasefileError, describeError, errorMessage, onFile } from "../engine/errors";
 import {
   correctExpected,
   evalCaseFromRecords,
@@ -15,8 +15,8 @@ import {
   type EvalCase,
 } from "../engine/evalCase";
 import { evalCasesOfText, sniffEvalFormat } from "../engine/evalFile";
-import type { CommitSpec } from "../engine/executors";
-import { agentSpecOf, commitStateOf, commitStepAfter, evalSourceOf, stateAt } from "../engine/evalSource";
+import type { AgentSpec, CommitSpec } from "../engine/executors";
+import { agentInputsAt, agentSpecOf, commitStateOf, commitStepAfter, evalSourceOf, stateAt } from "../engine/evalSource";
 import type { ModelProvider } from "../engine/model";
 import { modelFor } from "../engine/modelChoice";
 import { createProvider, FixedProvider, runModelOf } from "../engine/providers/index";
@@ -175,14 +175,14 @@ export const runEval: Command = async (args, io) => {
 };
 
 /** Writes a file the user named (--out, --junit), making its folder; a refusal is FILE_ERROR naming the path. */
-function writeOut(file: string, text: string): void {
+export function writeOut(file: string, text: string): void {
   const dir = path.dirname(file);
   onFile("create the folder", dir, () => mkdirSync(dir, { recursive: true }));
   onFile("write", file, () => writeFileSync(file, text));
 }
 
-/** A folder gives its eval files (not recursing); a file is taken as given. */
-function caseFilesIn(arg: string, io: Io): string[] {
+/** A folder gives its eval files (not recursing; an experiment's results file is none); a file is taken as given. */
+export function caseFilesIn(arg: string, io: Io): string[] {
   const abs = path.resolve(arg);
   let isDir: boolean;
   try {
@@ -197,7 +197,7 @@ function caseFilesIn(arg: string, io: Io): string[] {
   // little to evaluate (see loadCases), so a folder's are skipped, said once.
   if (jsonl.length) io.err(`eval: skipping ${jsonl.length} OpenAI evals JSONL file(s) in ${abs} (messages and ideal only)`);
   return names
-    .filter((f) => /\.(json|ya?ml)$/.test(f))
+    .filter((f) => /\.(json|ya?ml)$/.test(f) && !f.endsWith(".experiment.json"))
     .sort()
     .map((f) => path.join(abs, f));
 }
@@ -213,10 +213,21 @@ export function loadCases(file: string): EvalCase[] {
 export { sniffEvalFormat };
 
 /**
- * Runs cases one by one, keeping the workflows it bundled and the case files it opened (read-only)
- * for the cases after.
+ * How an experiment's variant (src/cli/experimentCommand.ts) changes a case's run: the request's
+ * temperature, and the context rebuilt by the workflow's own `context` function from the state
+ * and message the step got (read from the case file), instead of the recorded messages.
  */
-class CaseRunner {
+export interface CaseRunOptions {
+  temperature?: number;
+  rebuildContext?: boolean;
+}
+
+/**
+ * Runs cases one by one, keeping the workflows it bundled and the case files it opened (read-only)
+ * for the cases after. `casefile eval` runs each case once; `casefile experiment` once per variant
+ * and repeat.
+ */
+export class CaseRunner {
   private readonly workflows = new Map<string, Workflow>();
   private readonly stores = new Map<string, SqlJsStore>();
 
@@ -224,6 +235,7 @@ class CaseRunner {
     private readonly io: Io,
     private readonly provider: ProviderConfig | undefined,
     private readonly workflowOverride: string | undefined,
+    private readonly options: CaseRunOptions = {},
   ) {}
 
   async run(file: string, c: EvalCase): Promise<CaseResult> {
@@ -273,17 +285,27 @@ class CaseRunner {
 
     // The case's exact messages, asked for the CURRENT proposal schema, of the model the
     // provider names if it names one (unless the step pins its model: MODEL_PINNED).
+    const { temperature, rebuildContext } = this.options;
     const request = buildModelRequest({
       step: c.step,
-      messages: c.request.messages,
+      messages: rebuildContext ? await this.rebuiltContext(c, agentSpec, notes) : c.request.messages,
       model: modelFor(c.step, { model: c.request.model, pin: agentSpec.model.pin }, runModelOf(this.provider)),
-      params: c.request.params,
+      params: temperature === undefined ? c.request.params : { ...c.request.params, temperature },
       responseSchema: agentSpec.proposal,
       callIndex: 0,
     });
     if (request.model !== c.request.model) notes.push(`model ${c.request.model} -> ${request.model}`);
-    else if (request.hash !== c.request.hash) notes.push("proposal schema changed since export");
+    else if (request.hash !== c.request.hash)
+      notes.push(
+        JSON.stringify(request.messages) !== JSON.stringify(c.request.messages)
+          ? "context differs from the recorded one"
+          : JSON.stringify(request.params) !== JSON.stringify(c.request.params)
+            ? "model parameters differ from the recorded ones"
+            : "proposal schema changed since export",
+      );
+    const t0 = performance.now();
     const response = await this.providerFor(c, workflowPath).complete(request);
+    const modelMs = Math.round(performance.now() - t0);
 
     const checked = checkProposal(agentSpec, response.text, c.facts as Record<string, Json>);
     // The commit rules get the business rules the step's context got; a case exported before they
@@ -311,7 +333,35 @@ class CaseRunner {
       verdict,
       reason,
       rules: results.map(({ name, ok, message }) => ({ name, ok, message })),
+      request: { messages: request.messages, model: request.model, hash: request.hash },
+      ...(response.usage ? { usage: response.usage } : {}),
+      modelMs,
     };
+  }
+
+  /**
+   * The messages the workflow's `context` builds from the state and message the step got when it
+   * ran (the checkpoint before its superstep, in the case's case file), with the case's business
+   * rules. Without the case file, the recorded messages, said in the notes.
+   */
+  private async rebuiltContext(c: EvalCase, spec: AgentSpec, notes: string[]): Promise<EvalCase["request"]["messages"]> {
+    if (!existsSync(c.provenance.caseFile)) {
+      notes.push(`context as recorded: case file ${c.provenance.caseFile} not found to rebuild it`);
+      return c.request.messages;
+    }
+    const store = await this.store(c.provenance.caseFile, c.id);
+    const seen = agentInputsAt(store, c.provenance.runId, c.provenance.superstep, c.step, spec);
+    if ("missing" in seen) {
+      notes.push(`context as recorded: ${seen.missing}`);
+      return c.request.messages;
+    }
+    try {
+      return spec.context(seen.state, seen.message, c.rules as RuleInForce[]);
+    } catch (e) {
+      throw new CasefileError("INVALID_WORKFLOW", `step "${c.step}": context threw rebuilding eval case ${c.id}: ${errorMessage(e)}`, {
+        step: c.step,
+      });
+    }
   }
 
   private async runOf(c: EvalCase): Promise<RunRecord> {

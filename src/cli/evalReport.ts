@@ -1,4 +1,4 @@
-import type { RuleResult, Verdict } from "../engine/records";
+import type { ChatMessage, RuleResult, Verdict } from "../engine/records";
 
 /**
  * How `casefile eval` reports its cases: a table on stdout and, with --junit, a JUnit XML file
@@ -13,7 +13,19 @@ export interface CaseResult {
   workflow: { name: string; version: number };
   expected: { action: string | null; verdict: Verdict };
   /** The proposal's action, the commit rules' verdict and reason, and each rule's result. */
-  got?: { action: string | null; verdict: Verdict; reason: string; rules: Pick<RuleResult, "name" | "ok" | "message">[] };
+  got?: {
+    action: string | null;
+    verdict: Verdict;
+    reason: string;
+    /** Each commit rule's result. */
+    rules: Pick<RuleResult, "name" | "ok" | "message">[];
+    /** What was sent: the messages (recorded, or rebuilt by an experiment's workflow), model and hash. */
+    request?: { messages: ChatMessage[]; model: string; hash: string };
+    /** As the provider reported it (the recorded answer reports none). */
+    usage?: { promptTokens?: number; completionTokens?: number; totalTokens?: number };
+    /** How long the model call took. */
+    modelMs?: number;
+  };
   /** Set when the case could not be run at all (workflow, provider or case file fault). */
   error?: { code: string; message: string };
   /** Where the case was recorded (the eval case's provenance). */

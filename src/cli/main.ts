@@ -78,6 +78,13 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (require("./otelCommand") as typeof import("./otelCommand")).exportOtel,
   },
   {
+    name: "experiment",
+    synopsis: [
+      "casefile experiment <dir or files...> --variant NAME=SPEC [--variant NAME=SPEC ...] [--repeat N] [--baseline NAME] [--out PATH]",
+    ],
+    load: async () => (require("./experimentCommand") as typeof import("./experimentCommand")).experiment,
+  },
+  {
     name: "enqueue",
     synopsis: ["casefile enqueue <workflow.ts> --store URL --case ID [--input JSON] [--tenant T]"],
     load: async () => (require("./queueCommands") as typeof import("./queueCommands")).enqueue,

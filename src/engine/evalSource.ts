@@ -67,6 +67,36 @@ export function commitStateOf(spec: CommitSpec, all: Record<string, Json>): Reco
   return state;
 }
 
+/**
+ * What an agent step's `context` was called with when it ran at `superstep`: the message delivered
+ * to it (pending at the checkpoint before) and the state it reads as of then, extracts made for the
+ * step taken from its own superstep's checkpoint (as factsSeen reads them). `casefile experiment`
+ * rebuilds a case's context with another version of the workflow from these. `missing` says why
+ * they cannot be had.
+ */
+export function agentInputsAt(
+  store: CaseStore,
+  runId: string,
+  superstep: number,
+  step: string,
+  spec: AgentSpec,
+): { state: Record<string, Json>; message: Json } | { missing: string } {
+  const cp = store
+    .listCheckpoints(runId)
+    .filter((x) => x.superstep < superstep)
+    .at(-1);
+  const message = cp && store.getCheckpoint(cp.id)!.pending.find((m) => m.to === step);
+  if (!cp || !message) return { missing: `no message to "${step}" at a checkpoint of run ${runId} before superstep ${superstep}` };
+  const before = stateAt(store, runId, cp.superstep);
+  const after = stateAt(store, runId, superstep);
+  const state: Record<string, Json> = {};
+  for (const k of new Set([...(spec.reads ?? []), ...(spec.owns ?? [])])) {
+    const v = isExtractValue(after[k]) ? after[k] : before[k];
+    if (v !== undefined) state[k] = v;
+  }
+  return { state, message: message.payload };
+}
+
 /** The last checkpoint of the call's run at or before `superstep`. */
 export function stateAt(store: CaseStore, runId: string, superstep: number): Record<string, Json> {
   const cp = store

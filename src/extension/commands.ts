@@ -3,6 +3,7 @@ import * as vscode from "vscode";
 import { CASE_FILE_GLOB } from "./caseFiles";
 import type { Json } from "../engine/records";
 import type { ForkEditor } from "./forkEditor";
+import { openExperiment } from "./experimentOpen";
 import { loadInspector } from "./inspectorLoader";
 import type { InspectorActions } from "./inspectorPanel";
 import { answerRequest, changeRule, exportStepAsEval, replayStep, resumeFrom, runWorkflow, setApiKey } from "./runCommands";
@@ -113,6 +114,8 @@ export const commands = {
   },
   // A failed eval case's "Open Step in Run Inspector" (the Testing view's message menu and link; evalTests.ts).
   openEvalCaseInInspector: (ctx) => (arg?: unknown) => ctx.evalTests.openInInspector(arg),
+  // A results file of `casefile experiment`, an eval case file or Testing view item (its experiments), or a pick.
+  openExperiment: (ctx) => (arg?: unknown) => openExperiment(ctx.extension, ctx.log, arg),
   refreshViews: (ctx) => () => {
     ctx.views.refresh();
     return { ok: true } satisfies CommandResult;

@@ -3,8 +3,10 @@ import type { Ctx } from "./commands";
 import { commands } from "./commands";
 import { registerAuthoring } from "./authoring";
 import { closeCaseFileReaders, loadContext, loadInspectorViewModel, loadSuperstepDetail, releaseCaseFile } from "./caseFiles";
+import type { ExperimentPanel } from "./experimentPanel";
 import type { GraphPanel } from "./graphPanel";
 import type { InspectorActions, InspectorPanel } from "./inspectorPanel";
+import { ExperimentEditor } from "./experimentOpen";
 import { ForkEditor } from "./forkEditor";
 import { inspectorRunState, loadInspector } from "./inspectorLoader";
 import { performInspectorAction } from "./runCommands";
@@ -36,6 +38,7 @@ export interface CasefileTestApi {
   marks: { moduleStartedAt: number; activateStartedAt: number; activateEndedAt: number };
   inspectorPanel(caseFile: vscode.Uri): Promise<InspectorPanel | undefined>;
   graphPanel(workflow: vscode.Uri): Promise<GraphPanel | undefined>;
+  experimentPanel(results: vscode.Uri): Promise<ExperimentPanel | undefined>;
 }
 
 export function activate(context: vscode.ExtensionContext): CasefileTestApi {
@@ -62,6 +65,8 @@ export function activate(context: vscode.ExtensionContext): CasefileTestApi {
   for (const [name, factory] of Object.entries(commands)) {
     context.subscriptions.push(vscode.commands.registerCommand(`casefile.${name}`, factory(ctx)));
   }
+  // "Open With… > Experiment" on a results file of `casefile experiment` (experimentOpen.ts).
+  context.subscriptions.push(vscode.window.registerCustomEditorProvider(ExperimentEditor.viewType, new ExperimentEditor()));
   // Workflow Graph, CodeLens above defineWorkflow, workflow problems as diagnostics (authoring.ts).
   const authoring = registerAuthoring(context, log, (workflow, caseFile) => runs.liveFor(workflow, caseFile));
   const ended = performance.now();
@@ -73,6 +78,7 @@ export function activate(context: vscode.ExtensionContext): CasefileTestApi {
     marks: { moduleStartedAt, activateStartedAt: started, activateEndedAt: ended },
     inspectorPanel: async (caseFile) => (await loadInspector()).InspectorPanel.get(caseFile),
     graphPanel: async (workflow) => (await import("./graphPanel.js")).GraphPanel.get(workflow),
+    experimentPanel: async (results) => (await import("./experimentPanel.js")).ExperimentPanel.get(results),
   };
 }
 

@@ -37,8 +37,11 @@ export interface ContextDiff {
 
 const EDIT_LIMIT = 4000;
 
+/** What a diff reads of a context: the Run Inspector's ContextView, or an experiment's request under one variant. */
+export type ContextSides = Pick<ContextView, "hash" | "messages">;
+
 /** `before` is the context picked to compare with, `after` the one of the step shown. */
-export function diffContexts(before: ContextView, after: ContextView): ContextDiff {
+export function diffContexts(before: ContextSides, after: ContextSides): ContextDiff {
   const aligned = diffArrays(before.messages, after.messages, {
     comparator: (a: Message, b: Message) => a.role === b.role && a.content === b.content,
   });
