@@ -61,17 +61,14 @@ const V1: string[] = [
  * Indexes added after v1 for the inspector's per-superstep reads. An index changes no row and an
  * older Casefile reads a file that has it, so they need no schema version: a new file gets them
  * when it is laid out, and every open of an older file adds them to the database in memory (a
- * writer's next compaction then writes them to disk). `reader: false` marks those too costly to
- * build each time a reader opens an older file (~80 ms at 100 MB: each reads every row of its
- * table); a reader of such a file reads as before, only slower.
+ * writer's next compaction then writes them to disk). `reader: false` marks the one too costly to
+ * build each time a reader opens an older file (~80 ms at 100 MB: it reads every agent call);
+ * nothing a reader needs at once uses it.
  */
 const INDEXES: readonly { sql: string; reader: boolean }[] = [
   { sql: `CREATE INDEX IF NOT EXISTS agent_calls_by_superstep ON agent_calls (run_id, superstep)`, reader: false },
   { sql: `CREATE INDEX IF NOT EXISTS verdicts_by_superstep ON verdicts (run_id, superstep)`, reader: true },
   { sql: `CREATE INDEX IF NOT EXISTS verdicts_by_agent_call ON verdicts (agent_call_id)`, reader: true },
-  // A run's steps in commit (rowid) order, for the inspector's timeline: steps_by_run orders them
-  // by superstep, so listing a run's steps sorted all of them first (~3x the read at 100 MB).
-  { sql: `CREATE INDEX IF NOT EXISTS steps_by_run_in_order ON steps (run_id)`, reader: false },
 ];
 
 /**
