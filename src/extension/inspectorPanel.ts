@@ -45,6 +45,11 @@ export class InspectorPanel implements vscode.Disposable {
   private latest: Extract<HostToInspector, { type: "load" }> | undefined;
   private runId: string | undefined;
   private reloadTimer: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * When the panel was made and when its first view model was asked for and built (epoch ms,
+   * fractional): read by the e2e suite, which times a cold open from the click to the painted page.
+   */
+  readonly marks: { createdAt: number; firstLoad?: { startedAt: number; builtAt: number } } = { createdAt: epochMs() };
 
   /** Opens (or reveals) the inspector for a case file. Called by the openInspector command. */
   static async show(
@@ -141,7 +146,9 @@ export class InspectorPanel implements vscode.Disposable {
   /** Rebuilds the view model from the case file and sends it (after `ready`). */
   async reload(runId?: string): Promise<void> {
     try {
+      const startedAt = epochMs();
       const model = await this.actions.load(this.caseFile, runId);
+      this.marks.firstLoad ??= { startedAt, builtAt: epochMs() };
       this.runId = model.run.id;
       this.post({ type: "load", model });
     } catch (err) {
@@ -240,4 +247,8 @@ export class InspectorPanel implements vscode.Disposable {
 
 function assertNever(value: never): never {
   throw new Error(`unhandled message ${JSON.stringify(value)}`);
+}
+
+function epochMs(): number {
+  return performance.timeOrigin + performance.now();
 }

@@ -22,6 +22,8 @@ import { detailKey, initialState } from "./inspector/state";
 import { revealTop } from "./inspector/timeline";
 import { render } from "./inspector/view";
 
+/** When this script started to run (epoch ms): beside the page's own start, for the e2e suite's cold-open timing. */
+const scriptAt = performance.timeOrigin + performance.now();
 const app = document.getElementById("app")!;
 const host = connectHost<InspectorToHost, HostToInspectorReceived>({ name: "Run Inspector", parse: parseHostMessage, receive });
 const state = initialState(host.saved);
@@ -62,6 +64,12 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
           document.body.dataset.parseMs = (arrival.parsedAt - arrival.receivedAt).toFixed(1);
           document.body.dataset.renderMs = renderMs.toFixed(1);
           document.body.dataset.paintMs = (performance.now() - arrival.receivedAt).toFixed(1);
+          // Epoch times (the extension host's clock is the same machine's) for the cold-open timing.
+          const epoch = (t: number): string => (performance.timeOrigin + t).toFixed(1);
+          document.body.dataset.pageAt = performance.timeOrigin.toFixed(1);
+          document.body.dataset.scriptAt = scriptAt.toFixed(1);
+          document.body.dataset.receivedAt = epoch(arrival.receivedAt);
+          document.body.dataset.paintedAt = epoch(performance.now());
           document.body.dataset.loaded = m.run.id;
         }, 0),
       );

@@ -243,6 +243,10 @@ async function readInspector(page: Page, request: InspectorDomRequest, mode: Mod
   for (const [name, selector] of Object.entries(request.read)) {
     texts[name] = await frame.$$eval(selector, (els) => els.map((e) => (e as HTMLElement).innerText.trim()));
   }
+  const dataset =
+    request.readDataset === undefined
+      ? undefined
+      : await frame.$eval(request.readDataset, (e) => ({ ...(e as HTMLElement).dataset }) as Record<string, string>);
   for (const row of request.expand ?? []) {
     const el = await frame.waitForSelector(row, { timeout: 20_000 });
     if ((await el.getAttribute("aria-expanded")) === "false") await el.click();
@@ -284,7 +288,14 @@ async function readInspector(page: Page, request: InspectorDomRequest, mode: Mod
   const cspViolations = await frame.evaluate(
     () => (window as unknown as { __csp?: string[] }).__csp ?? ["(no CSP listener in this frame)"],
   );
-  return { found: true, texts, after, cspViolations };
+  const resources = request.readResources
+    ? await frame.evaluate(() =>
+        performance
+          .getEntriesByType("resource")
+          .map((r) => ({ name: r.name, startTime: r.startTime, responseEnd: (r as PerformanceResourceTiming).responseEnd })),
+      )
+    : undefined;
+  return { found: true, texts, ...(dataset ? { dataset } : {}), ...(resources ? { resources } : {}), after, cspViolations };
 }
 
 function printResult(r: SuiteResult): void {

@@ -28,11 +28,7 @@ export function runDecisionRecords(store: CaseStore, runId: string): DecisionRec
   const verdicts = store.listVerdicts(runId);
   const verdictByCall = new Map<string, VerdictRecord>();
   for (const v of verdicts) if (v.agentCallId !== undefined) verdictByCall.set(v.agentCallId, v);
-  const calls = new Map<string, readonly AgentCallSummary[]>();
-  for (const [key, list] of callIndex(store).byStep) {
-    const [run, superstep, executor] = key.split("\0") as [string, string, string];
-    if (run === runId) calls.set(stepKey(Number(superstep), executor), list);
-  }
+  const calls: Map<string, readonly AgentCallSummary[]> = callIndex(store).byRun.get(runId) ?? new Map();
   return { calls, verdictByStep: indexBy(verdicts, (v) => stepKey(v.superstep, v.executor)), verdictByCall };
 }
 
@@ -77,6 +73,8 @@ export interface CallIndex {
   bySuperstep: Map<string, AgentCallSummary[]>;
   /** Each step's first call (what stands for the step in the Context tab's picker), in commit order. */
   firsts: AgentCallSummary[];
+  /** Each run's calls by step (stepKey), the same lists as `byStep`: what the timeline's decisions read. */
+  byRun: Map<string, Map<string, AgentCallSummary[]>>;
 }
 
 const indexes = new WeakMap<readonly AgentCallSummary[], CallIndex>();
@@ -90,14 +88,19 @@ export function callIndex(store: CaseStore): CallIndex {
   const summaries = store.agentCallSummaries();
   let index = indexes.get(summaries);
   if (!index) {
-    index = { byStep: new Map(), bySuperstep: new Map(), firsts: [] };
+    index = { byStep: new Map(), bySuperstep: new Map(), firsts: [], byRun: new Map() };
     for (const c of summaries) {
-      const step = `${c.runId}\0${stepKey(c.superstep, c.executor)}`;
+      const key = stepKey(c.superstep, c.executor);
+      const step = `${c.runId}\0${key}`;
       const list = index.byStep.get(step);
       if (list) list.push(c);
       else {
-        index.byStep.set(step, [c]);
+        const made = [c];
+        index.byStep.set(step, made);
         index.firsts.push(c);
+        let run = index.byRun.get(c.runId);
+        if (!run) index.byRun.set(c.runId, (run = new Map()));
+        run.set(key, made);
       }
       const superstep = `${c.runId}\0${c.superstep}`;
       const inSuperstep = index.bySuperstep.get(superstep);

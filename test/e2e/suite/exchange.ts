@@ -14,6 +14,10 @@ export interface InspectorDomRequest {
   name: string;
   waitFor: string;
   read: Record<string, string>;
+  /** An element whose data-* attributes to return (`dataset`), read with the texts: timings the page records. */
+  readDataset?: string;
+  /** Return the frame's resource timings (what it fetched, when each fetch ended, ms after the page's start). */
+  readResources?: boolean;
   /**
    * Tree rows to open, in order, before the clicks: each is waited for (up to 20 s), clicked only
    * when it shows collapsed (aria-expanded="false"; VS Code may have opened it itself), and waited
@@ -34,6 +38,8 @@ export interface InspectorDomRequest {
 export interface BrowserChecks {
   found: boolean;
   texts: Record<string, string[]>;
+  dataset?: Record<string, string>;
+  resources?: { name: string; startTime: number; responseEnd: number }[];
   after?: Record<string, string[]>;
   /** What the webview frame's CSP refused since it loaded (directive and blocked URI). */
   cspViolations?: string[];
