@@ -3,6 +3,7 @@ import * as vscode from "vscode";
 import { WebviewChannel } from "./webviewChannel";
 import type { ContextView, HostToInspector, InspectorToHost, InspectorViewModel, SuperstepDetailView } from "../protocol/webview";
 import { parseInspectorMessage } from "../protocol/webview";
+import type { Json } from "../engine/records";
 
 /**
  * The Run Inspector: one webview panel per case file. Its page's lifetime and message boundary
@@ -27,12 +28,20 @@ export interface InspectorActions {
   release(caseFile: vscode.Uri): void;
   /** Carries out an action the person asked for; the returned sentence is shown in the panel. */
   perform(caseFile: vscode.Uri, action: InspectorAction): Promise<string>;
+  /**
+   * A person's answer to a waiting request, from the request's buttons: the run goes on with it,
+   * or the refusal (the answer schema's, Restricted Mode's) is returned to show beside the request.
+   */
+  answer(caseFile: vscode.Uri, requestId: string, answer: Json): Promise<{ ok: true; message: string } | { ok: false; reason: string }>;
   /** Continue, Step or Stop for the running workflow; false when none runs. */
   control(action: "continue" | "step" | "stop"): boolean;
 }
 
 /** The webview's requests that act on runs (as opposed to reading the case file). */
-export type InspectorAction = Exclude<InspectorToHost, { type: "ready" | "selectRun" | "loadSuperstep" | "loadContext" | "control" }>;
+export type InspectorAction = Exclude<
+  InspectorToHost,
+  { type: "ready" | "selectRun" | "loadSuperstep" | "loadContext" | "control" | "answerRequest" }
+>;
 
 type RunState = Extract<HostToInspector, { type: "runState" }>;
 
@@ -188,7 +197,7 @@ export class InspectorPanel implements vscode.Disposable {
           const text = err instanceof Error ? err.message : String(err);
           this.log.error(`Run Inspector: cannot read superstep ${superstep} of ${runId}: ${text}`);
           const absent = { absent: `This superstep could not be read from the case file: ${text}` };
-          this.post({ type: "superstep", requestId, detail: { runId, superstep, steps: [], state: absent } });
+          this.post({ type: "superstep", requestId, detail: { runId, superstep, steps: [], state: absent, requests: [] } });
         }
         return;
       }
@@ -200,6 +209,17 @@ export class InspectorPanel implements vscode.Disposable {
       case "control":
         if (!this.actions.control(message.action)) this.post({ type: "notice", level: "warning", message: "No workflow is running." });
         return;
+      case "answerRequest": {
+        const { requestId, request, answer } = message;
+        let outcome: Extract<HostToInspector, { type: "answered" }>["outcome"];
+        try {
+          outcome = await this.actions.answer(this.caseFile, request, answer);
+        } catch (err) {
+          outcome = { ok: false, reason: err instanceof Error ? err.message : String(err) };
+        }
+        this.post({ type: "answered", requestId, outcome });
+        return;
+      }
       case "resumeFrom":
       case "debugFromHere":
       case "forkWithEditedState":

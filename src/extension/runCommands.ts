@@ -3,6 +3,7 @@ import os from "node:os";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { EvalFormat, ReplayMode } from "../protocol/webview";
+import { answerFromOption } from "../protocol/answer";
 import type { InspectorAction } from "./inspectorPanel";
 import type { Json } from "../engine/records";
 import type { RunResult, RunSessions } from "./runSessions";
@@ -22,11 +23,11 @@ import { canRunWorkflowCode } from "./trust";
 
 export type ActionResult = RunResult | { ok: true; message: string; file?: string };
 
-function refuseIfUntrusted(log: vscode.LogOutputChannel, what: string): ActionResult | undefined {
+function refuseIfUntrusted(log: vscode.LogOutputChannel, what: string, quiet = false): ActionResult | undefined {
   const trust = canRunWorkflowCode();
   if (trust.ok) return undefined;
   log.info(`${what} refused: workspace is in Restricted Mode`);
-  void vscode.window.showWarningMessage(trust.reason);
+  if (!quiet) void vscode.window.showWarningMessage(trust.reason);
   return { ok: false, reason: trust.reason };
 }
 
@@ -131,8 +132,9 @@ export async function answerRequest(
   caseFile: vscode.Uri,
   requestId: string,
   answer: Json | undefined,
+  opts: { inPlace?: boolean } = {},
 ): Promise<ActionResult> {
-  const refused = refuseIfUntrusted(log, "respond");
+  const refused = refuseIfUntrusted(log, "respond", opts.inPlace);
   if (refused) return refused;
   const given = answer ?? (await askAnswer(caseFile, requestId));
   if (given === undefined) return { ok: false, reason: "No answer given." };
@@ -140,7 +142,8 @@ export async function answerRequest(
     { kind: "respond", caseFile: caseFile.fsPath, requestId, answer: given, by: userName() },
     { stepMode: false, title: `Answering ${requestId}` },
   );
-  return tell(result);
+  // From the inspector's request buttons, a refused answer is shown beside the request, not in a toast.
+  return opts.inPlace && !result.ok ? result : tell(result);
 }
 
 /**
@@ -423,15 +426,4 @@ async function askAnswer(caseFile: vscode.Uri, requestId: string): Promise<Json 
   });
   if (comment === undefined) return undefined;
   return answerFromOption(picked.label, comment);
-}
-
-/**
- * The answer an option stands for, in the default approval shape (engine ApprovalAnswer):
- * approve and reject are decisions, any other option is a choice. Shared by the Requests view and
- * the inspector's request section, so both record the same answer for the same click.
- */
-export function answerFromOption(option: string, comment: string): Json {
-  const base: Record<string, Json> =
-    option === "approve" || option === "reject" ? { decision: option } : { decision: "choose", choice: option };
-  return comment.trim() ? { ...base, comment: comment.trim() } : base;
 }

@@ -6,6 +6,7 @@ import { contextView } from "./viewModel/contextView";
 import { decisionFor, decisionView } from "./viewModel/decisionView";
 import { intentView } from "./viewModel/intentsView";
 import { callIndex, first, runDecisionRecords, stepKey, superstepRecords } from "./viewModel/records";
+import { requestsView } from "./viewModel/requestsView";
 import { buildStateView } from "./viewModel/stateView";
 
 export { COMPARE_LIMIT } from "./viewModel/contextView";
@@ -126,7 +127,7 @@ export function buildSuperstepDetail(store: CaseStore, runId: string, superstep:
           : { absent: `Only effect steps record intents; this is ${/^[aeiou]/.test(s.kind) ? "an" : "a"} ${s.kind} step.` },
     };
   });
-  return { runId, superstep, steps, state: buildStateView(store, runId, superstep) };
+  return { runId, superstep, steps, state: buildStateView(store, runId, superstep), requests: requestsView(store, runId, superstep) };
 }
 
 /**

@@ -13,7 +13,7 @@
 // First: configures zod before any schema is built.
 import "./zodJitless";
 import type { ContextRefView, HostToInspectorReceived, InspectorToHost, SuperstepDetailView } from "../protocol/webview";
-import { parseHostMessage, TimelineRows } from "../protocol/webview";
+import { answerFromOption, parseHostMessage, TimelineRows } from "../protocol/webview";
 import { clamp, patch } from "./dom";
 import { connectHost } from "./host";
 import type { Arrival } from "./host";
@@ -34,7 +34,11 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
     case "load": {
       const m = message.model;
       if (m.run.id !== state.selection.runId) {
-        state.selection = { ...state.selection, runId: m.run.id, ...openingSelection(new TimelineRows(m.timeline)) };
+        state.selection = {
+          ...state.selection,
+          runId: m.run.id,
+          ...openingSelection(new TimelineRows(m.timeline), m.run.status === "waiting"),
+        };
         // Another run starts at the top (on the first load the timeline is not drawn yet: nothing to scroll).
         if (state.timelineWindow) {
           state.timelineWindow = { ...state.timelineWindow, top: 0 };
@@ -67,6 +71,7 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
       update();
       return;
     case "context":
+    case "answered":
       // Always an answer (its requestId is required): the host channel resolves the request.
       return;
     case "notice":
@@ -132,6 +137,27 @@ const on: InspectorCallbacks = {
     update();
   },
   control: (action) => host.post({ type: "control", action }),
+  comment(requestId, text) {
+    const draft = state.answers.get(requestId);
+    state.answers.set(requestId, { comment: text, sending: draft?.sending, refusal: draft?.refusal });
+  },
+  answer(runId, requestId, option) {
+    const comment = state.answers.get(requestId)?.comment ?? "";
+    state.answers.set(requestId, { comment, sending: option, refusal: undefined });
+    draw();
+    // The run goes on with the answer before the host replies: a minute or two is not unusual.
+    host.request({ type: "answerRequest", runId, request: requestId, answer: answerFromOption(option, comment) }, "answered", 300_000).then(
+      (reply) => {
+        if (reply.outcome.ok) state.answers.delete(requestId);
+        else state.answers.set(requestId, { comment, sending: undefined, refusal: reply.outcome.reason });
+        draw();
+      },
+      (err: Error) => {
+        state.answers.set(requestId, { comment, sending: undefined, refusal: err.message });
+        draw();
+      },
+    );
+  },
 };
 
 /** After a change of state: keeps the selection in range, asks for what it shows and lacks, saves it, draws. */
@@ -175,7 +201,13 @@ function askSuperstep(runId: string, superstep: number): void {
     (err: Error) => {
       if (state.details.get(key) !== "loading") return;
       // Shown until the superstep is selected again, which asks again.
-      state.details.set(key, { runId, superstep, steps: [], state: { absent: `${err.message} Select the superstep again to retry.` } });
+      state.details.set(key, {
+        runId,
+        superstep,
+        steps: [],
+        state: { absent: `${err.message} Select the superstep again to retry.` },
+        requests: [],
+      });
       state.stale.add(key);
       draw();
     },
@@ -232,21 +264,26 @@ function draw(): void {
 host.post({ type: "ready" });
 
 /**
- * Where a run opens (called on the first load of each run): on its decision, the last step with a
+ * Where a run opens (called on the first load of each run): a run waiting for a person on the
+ * request it waits on (its buttons are there); else on its decision, the last step with a
  * verdict, in the Proposal vs Commit tab; without one, on the first superstep where a step ran.
  * Superstep #0 of a run that starts from its input often ran nothing, and opening there showed
  * "No step ran" to someone who came to see what was decided.
  */
-function openingSelection(rows: TimelineRows): Pick<typeof state.selection, "superstepIndex" | "stepIndex" | "tab"> {
+function openingSelection(rows: TimelineRows, waiting: boolean): Pick<typeof state.selection, "superstepIndex" | "stepIndex" | "tab"> {
   let firstRan: number | undefined;
   let decision: { superstepIndex: number; stepIndex: number } | undefined;
+  let asked: { superstepIndex: number; stepIndex: number } | undefined;
   for (let i = 0; i < rows.length; i++) {
     const steps = rows.at(i)?.steps ?? [];
     if (firstRan === undefined && steps.length > 0) firstRan = i;
+    const w = steps.findIndex((st) => st.kind === "request" && st.status === "waiting");
+    if (w >= 0) asked = { superstepIndex: i, stepIndex: w };
     const j = steps.findIndex((st) => st.verdict !== null && st.kind === "commit");
     const k = j >= 0 ? j : steps.findIndex((st) => st.verdict !== null);
     if (k >= 0) decision = { superstepIndex: i, stepIndex: k };
   }
+  if (waiting && asked) return { ...asked, tab: state.selection.tab };
   if (decision) return { ...decision, tab: "decision" };
   return { superstepIndex: firstRan ?? 0, stepIndex: 0, tab: state.selection.tab };
 }

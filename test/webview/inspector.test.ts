@@ -290,6 +290,7 @@ describe("Run Inspector webview (headless Chromium)", function () {
         superstep: 2,
         steps: [],
         state: { absent: "This superstep could not be read from the case file: torn record" },
+        requests: [],
       },
     });
     await selectSuperstep(page, 2);

@@ -11,6 +11,7 @@ import type { InspectorCallbacks, InspectorState } from "./state";
 import { detailKey, TABS } from "./state";
 import { stateTab } from "./stateTab";
 import { intentsTab } from "./intentsTab";
+import { requestCards } from "./requestCard";
 import { KIND_ICON } from "./timeline";
 
 export function detailPane(state: InspectorState, on: InspectorCallbacks): HTMLElement {
@@ -69,6 +70,7 @@ export function detailPane(state: InspectorState, on: InspectorCallbacks): HTMLE
     ]),
     stepPicker,
     step ? stepSummary(step) : nothing(),
+    requestsOf(state, on, s),
     actions(state, on, s, step),
     tabs,
     el("div", { className: `tab-body tab-${sel.tab}`, role: "tabpanel" }, [tabBody(state, on, s, step)]),
@@ -87,6 +89,12 @@ function tabBody(state: InspectorState, on: InspectorCallbacks, s: SuperstepView
   if (tab === "context") return contextTab(state, on, d.context, step.id);
   if (tab === "decision") return decisionTab(d.decision);
   return intentsTab(d.intents);
+}
+
+/** The requests asked or answered in the superstep, once its details are here. */
+function requestsOf(state: InspectorState, on: InspectorCallbacks, s: SuperstepView): Node {
+  const loaded = state.details.get(detailKey(state.model!.run.id, s.superstep));
+  return loaded && loaded !== "loading" ? requestCards(state, on, loaded) : nothing();
 }
 
 function loadingNote(superstep: number): HTMLElement {

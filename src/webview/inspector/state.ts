@@ -52,6 +52,15 @@ export interface InspectorState {
   notice: { level: "info" | "warning" | "error"; text: string; visible: boolean } | undefined;
   /** The timeline's scroll position and height, as last seen; undefined before the first layout. */
   timelineWindow: { top: number; height: number } | undefined;
+  /** Answers being written or sent, by request id: the comment typed, and the host's refusal of the last one sent. */
+  answers: Map<string, AnswerDraft>;
+}
+
+export interface AnswerDraft {
+  comment: string;
+  /** The option sent and not yet answered by the host. */
+  sending: string | undefined;
+  refusal: string | undefined;
 }
 
 /** The run's actions the detail pane offers: posted to the host as they are. */
@@ -74,6 +83,10 @@ export interface InspectorCallbacks {
   /** The Context tab's picker: compare step `stepId`'s context with `agentCallId`'s (undefined: with nothing). */
   compare(stepId: string, agentCallId: string | undefined): void;
   control(action: "continue" | "step" | "stop"): void;
+  /** A waiting request's option clicked: sent with the comment typed beside it. */
+  answer(runId: string, requestId: string, option: string): void;
+  /** The comment box of a waiting request changed (kept in the state, not drawn again). */
+  comment(requestId: string, text: string): void;
 }
 
 export const detailKey = (runId: string, superstep: number): string => `${runId}\0${superstep}`;
@@ -107,5 +120,6 @@ export function initialState(saved: unknown): InspectorState {
     runState: { type: "runState", state: "idle" },
     notice: undefined,
     timelineWindow: undefined,
+    answers: new Map(),
   };
 }
