@@ -5,7 +5,7 @@ import { askWorkflowInput } from "./inputForm";
 import { providerFromSettingValues } from "./modelSettings";
 import { caseFileFor, findWorkflowFiles } from "./runCommands";
 import { budgetFromSettings } from "./runSessions";
-import { canRunWorkflowCode } from "./trust";
+import { canRunWorkflowCode, warnRestricted } from "./trust";
 
 /**
  * The `casefile` debug type's configurations. VS Code calls `provideDebugConfigurations` to fill
@@ -54,7 +54,7 @@ export class CasefileConfigurationProvider implements vscode.DebugConfigurationP
     const trust = canRunWorkflowCode();
     if (!trust.ok) {
       this.log.info("debug session refused: workspace is in Restricted Mode");
-      void vscode.window.showWarningMessage(trust.reason);
+      void warnRestricted(trust.reason);
       return undefined;
     }
     // F5 with no launch.json: VS Code passes nothing (or only the type picked in "Select debugger").

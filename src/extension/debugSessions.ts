@@ -3,7 +3,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import type { ControlAction } from "../protocol/runner";
 import { CasefileConfigurationProvider, DEBUG_TYPE } from "./debugConfig";
-import { canRunWorkflowCode } from "./trust";
+import { canRunWorkflowCode, warnRestricted } from "./trust";
 import { parseEnvFile } from "./workflowInputs";
 
 /**
@@ -310,7 +310,7 @@ export class CasefileDebugging implements vscode.Disposable {
     // Asked here first: VS Code's own trust prompt for debugging does not say what Casefile would run.
     const trust = canRunWorkflowCode();
     if (!trust.ok) {
-      void vscode.window.showWarningMessage(trust.reason);
+      void warnRestricted(trust.reason);
       return { ok: false, reason: trust.reason };
     }
     const started = await vscode.debug.startDebugging(folder, config);

@@ -4,6 +4,7 @@ import { WebviewChannel } from "./webviewChannel";
 import type { ContextView, HostToInspector, InspectorToHost, InspectorViewModel, SuperstepDetailView } from "../protocol/webview";
 import { parseInspectorMessage } from "../protocol/webview";
 import type { Json } from "../engine/records";
+import { MANAGE_TRUST_COMMAND } from "./trust";
 
 /**
  * The Run Inspector: one webview panel per case file. Its page's lifetime and message boundary
@@ -40,7 +41,7 @@ export interface InspectorActions {
 /** The webview's requests that act on runs (as opposed to reading the case file). */
 export type InspectorAction = Exclude<
   InspectorToHost,
-  { type: "ready" | "selectRun" | "loadSuperstep" | "loadContext" | "control" | "answerRequest" }
+  { type: "ready" | "selectRun" | "loadSuperstep" | "loadContext" | "control" | "answerRequest" | "manageTrust" | "showGraph" }
 >;
 
 type RunState = Extract<HostToInspector, { type: "runState" }>;
@@ -131,6 +132,8 @@ export class InspectorPanel implements vscode.Disposable {
       new vscode.RelativePattern(vscode.Uri.joinPath(caseFile, ".."), `${path.basename(caseFile.fsPath)}*`),
     );
     this.channel.register(
+      // Trust granted: the view model's canRun changes, so the Restricted Mode banner and the disabled actions go.
+      vscode.workspace.onDidGrantWorkspaceTrust(() => void this.reload(this.runId)),
       watcher,
       watcher.onDidChange(() => this.reloadSoon()),
       watcher.onDidCreate(() => this.reloadSoon()),
@@ -209,6 +212,17 @@ export class InspectorPanel implements vscode.Disposable {
       case "control":
         if (!this.actions.control(message.action)) this.post({ type: "notice", level: "warning", message: "No workflow is running." });
         return;
+      case "manageTrust":
+        await vscode.commands.executeCommand(MANAGE_TRUST_COMMAND);
+        return;
+      case "showGraph": {
+        const recorded = this.latest?.model.run.workflow.path;
+        if (!recorded) return;
+        const workflow = vscode.Uri.file(path.resolve(path.dirname(this.caseFile.fsPath), recorded));
+        const r = (await vscode.commands.executeCommand("casefile.showGraph", workflow)) as { ok: boolean; reason?: string } | undefined;
+        if (r && !r.ok && r.reason) this.post({ type: "notice", level: "warning", message: r.reason });
+        return;
+      }
       case "answerRequest": {
         const { requestId, request, answer } = message;
         let outcome: Extract<HostToInspector, { type: "answered" }>["outcome"];

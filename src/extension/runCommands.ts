@@ -12,7 +12,7 @@ import { readCaseFile } from "./caseFiles";
 import { askWorkflowInput } from "./inputForm";
 import { loadInspector } from "./inspectorLoader";
 import { prepareLaunch } from "./launchTask";
-import { canRunWorkflowCode } from "./trust";
+import { canRunWorkflowCode, warnRestricted } from "./trust";
 
 /**
  * What the run commands do: start a workflow, resume from a checkpoint, fork with edited state,
@@ -27,7 +27,7 @@ function refuseIfUntrusted(log: vscode.LogOutputChannel, what: string, quiet = f
   const trust = canRunWorkflowCode();
   if (trust.ok) return undefined;
   log.info(`${what} refused: workspace is in Restricted Mode`);
-  if (!quiet) void vscode.window.showWarningMessage(trust.reason);
+  if (!quiet) void warnRestricted(trust.reason);
   return { ok: false, reason: trust.reason };
 }
 
@@ -67,7 +67,7 @@ export async function runWorkflow(
 ): Promise<ActionResult> {
   const refused = refuseIfUntrusted(log, mode);
   if (refused) return refused;
-  const file = workflow ?? (await pickWorkflow());
+  const file = workflow ?? (await pickWorkflow(mode === "step" ? "Step Through Workflow" : "Run Workflow"));
   if (!file) return { ok: false, reason: "No workflow file chosen." };
   const given =
     input ??
@@ -374,20 +374,34 @@ export async function findWorkflowFiles(): Promise<vscode.Uri[]> {
   return found.sort((a, b) => a.fsPath.localeCompare(b.fsPath));
 }
 
-async function pickWorkflow(): Promise<vscode.Uri | undefined> {
+/**
+ * The workflow a command acts on when none was given (the palette): the active editor's when it is
+ * a workflow file, else the workspace's only one, else the person picks; with none in the
+ * workspace it says so. Used by Run, Step, Debug and Show Workflow Graph.
+ */
+export async function pickWorkflow(title = "Run Workflow"): Promise<vscode.Uri | undefined> {
   const active = vscode.window.activeTextEditor?.document;
   if (active && active.languageId === "typescript" && active.getText().includes("defineWorkflow(")) return active.uri;
   const files = await findWorkflowFiles();
   if (files.length === 1) return files[0];
   if (files.length === 0) {
-    void vscode.window.showInformationMessage("No workflow files (calling defineWorkflow) in this workspace.");
+    void vscode.window.showInformationMessage(
+      `${title}: no workflow files (TypeScript calling defineWorkflow) in this workspace. Casefile: New Workflow writes one.`,
+    );
     return undefined;
   }
   const picked = await vscode.window.showQuickPick(
     files.map((uri) => ({ label: path.basename(uri.fsPath), description: vscode.workspace.asRelativePath(uri), uri })),
-    { title: "Run Workflow", placeHolder: "Workflow file" },
+    { title, placeHolder: "Workflow file" },
   );
   return picked?.uri;
+}
+
+/** The workflow file a command was given: a Uri, or a tree item carrying one (the Workflows view's). */
+export function workflowUriOf(arg: unknown): vscode.Uri | undefined {
+  if (arg instanceof vscode.Uri) return arg;
+  const uri = typeof arg === "object" && arg !== null ? (arg as { resourceUri?: unknown }).resourceUri : undefined;
+  return uri instanceof vscode.Uri ? uri : undefined;
 }
 
 /** Who answers a request from the editor: the OS user (recorded with the answer). */

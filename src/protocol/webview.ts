@@ -234,7 +234,8 @@ export const InspectorViewModelSchema = z.object({
   caseFile: z.object({ path: z.string(), name: z.string() }),
   run: z.object({
     id: z.string(),
-    workflow: z.object({ name: z.string(), version: z.number() }),
+    /** `path`: the workflow file the run was started from, as recorded (the Workflow Graph button opens it); null when none was. */
+    workflow: z.object({ name: z.string(), version: z.number(), path: z.string().nullable() }),
     status: z.string(),
     createdAt: z.string(),
     updatedAt: z.string(),
@@ -308,6 +309,10 @@ export const InspectorToHostSchema = z.discriminatedUnion("type", [
    * carries the same requestId and says whether it was taken or why it was refused.
    */
   z.object({ type: z.literal("answerRequest"), requestId: id, runId: id, request: id, answer: json }),
+  /** The Restricted Mode banner's link: opens VS Code's Workspace Trust editor. */
+  z.object({ type: z.literal("manageTrust") }),
+  /** Opens the Workflow Graph of the run's workflow file (the header's button). */
+  z.object({ type: z.literal("showGraph") }),
 ]);
 export type InspectorToHost = z.infer<typeof InspectorToHostSchema>;
 

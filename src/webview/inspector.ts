@@ -45,6 +45,10 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
           scrollTo = 0;
         }
       }
+      // A notice is about what the panel showed when it came: once the run has moved on (another
+      // run, a new status, new records), a notice older than this load is stale and goes.
+      const before = state.model?.run;
+      if (before && (before.id !== m.run.id || before.status !== m.run.status || before.updatedAt !== m.run.updatedAt)) hideStaleNotice();
       state.model = m;
       state.rows = new TimelineRows(m.timeline);
       // A reloaded case file may hold records not seen before (a verdict, an intent's reference):
@@ -75,7 +79,7 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
       // Always an answer (its requestId is required): the host channel resolves the request.
       return;
     case "notice":
-      state.notice = { level: message.level, text: message.message, visible: true };
+      state.notice = { level: message.level, text: message.message, visible: true, at: performance.now() };
       clearTimeout(noticeTimer);
       if (message.level === "info")
         noticeTimer = setTimeout(() => {
@@ -85,6 +89,8 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
       draw();
       return;
     case "runState":
+      // "No workflow is running" and the like are stale once a run starts or ends.
+      if (message.state !== state.runState.state) hideStaleNotice();
       state.runState = message;
       draw();
       return;
@@ -137,6 +143,12 @@ const on: InspectorCallbacks = {
     update();
   },
   control: (action) => host.post({ type: "control", action }),
+  manageTrust: () => host.post({ type: "manageTrust" }),
+  showGraph: () => host.post({ type: "showGraph" }),
+  dismissNotice() {
+    if (state.notice) state.notice = { ...state.notice, visible: false };
+    draw();
+  },
   comment(requestId, text) {
     const draft = state.answers.get(requestId);
     state.answers.set(requestId, { comment: text, sending: draft?.sending, refusal: draft?.refusal });
@@ -227,6 +239,12 @@ function askContext(ref: ContextRefView): void {
       draw();
     },
   );
+}
+
+/** Hides the notice unless it has just come (an action's outcome arrives right after the load it caused). */
+function hideStaleNotice(): void {
+  const n = state.notice;
+  if (n?.visible && performance.now() - n.at > 1000) state.notice = { ...n, visible: false };
 }
 
 function keepDetail(detail: SuperstepDetailView): void {

@@ -416,13 +416,21 @@ describe("Run Inspector webview (headless Chromium)", function () {
     const page = await openInspector(browser, invoiceModel(INVOICE_RUN, { ok: false, reason }));
     assert.match(await text(page, ".banner"), /Restricted Mode\. Casefile does not run workflow code/);
     await selectSuperstep(page, 1);
-    for (const action of ["resume", "debug", "fork", "replay"]) {
+    // Export too: it loads the workflow file (its proposal schema and rules), which is workflow code.
+    for (const action of ["resume", "debug", "fork", "replay", "export"]) {
       assert.equal(await page.isDisabled(`button[data-action="${action}"]`), true, `${action} disabled`);
       assert.equal(await page.getAttribute(`button[data-action="${action}"]`, "title"), reason);
     }
-    assert.equal(await page.isDisabled('button[data-action="export"]'), false, "export reads the case file only");
+    assert.equal(await page.isDisabled("button.show-graph"), true, "the Workflow Graph button is disabled (describing runs the workflow)");
     await page.click('button[data-action="resume"]', { force: true });
     assert.deepEqual(await actions(page), [{ type: "ready" }], "a disabled action posts nothing");
+    // The banner's way out is a link to VS Code's Workspace Trust editor.
+    await page.click(".banner a.manage-trust");
+    assert.deepEqual(
+      await actions(page),
+      [{ type: "ready" }, { type: "manageTrust" }],
+      "the link asks the host to open Manage Workspace Trust",
+    );
     await page.close();
   });
 

@@ -145,7 +145,8 @@ function actions(state: InspectorState, on: InspectorCallbacks, s: SuperstepView
     },
     ReplayModeSchema.options.map((mode) => el("option", { value: mode, selected: mode === sel.replayMode }, mode)),
   );
-  const exportButton = button("export", "Export as eval", "export", notAgent, () =>
+  // Exporting loads the workflow file (its proposal schema and rules): workflow code, like a replay.
+  const exportButton = button("export", "Export as eval", "export", runBlocked ?? notAgent, () =>
     on.act({ type: "exportStepAsEval", runId, stepId, format: sel.evalFormat }),
   );
   const formatSelect = el(
