@@ -11,7 +11,7 @@ import { API_KEY_SECRETS } from "./runSessions";
 import { readCaseFile } from "./caseFiles";
 import { askWorkflowInput } from "./inputForm";
 import { loadInspector } from "./inspectorLoader";
-import { prepareLaunch } from "./launchTask";
+import { launchConfigOf, launchWithoutDebugging } from "./launchTask";
 import { canRunWorkflowCode, warnRestricted } from "./trust";
 
 /**
@@ -51,10 +51,11 @@ function caseFolderOf(workflow: vscode.Uri): { folder: string; root: string } {
 }
 
 /**
- * Run and Step (the Workflows view, CodeLens, the palette): what the workflow's launch
- * configuration needs started first (launchTask.ts: the ERP stand-in for the examples), the input
- * from the form (inputForm.ts, unless given), then the run. The case file is the one given, else
- * the case's own, named by the runner from the input.
+ * Run and Step (the Workflows view, CodeLens, the palette): the input from the form (inputForm.ts,
+ * unless given), then the run. A workflow that a casefile launch configuration runs is started
+ * through that configuration without debugging (launchTask.ts): VS Code runs its preLaunchTask
+ * (the examples' ERP stand-in) as F5 does, and the runner gets its envFile. The case file is the
+ * one given, else the case's own, named by the runner from the input.
  */
 export async function runWorkflow(
   extension: vscode.ExtensionContext,
@@ -73,23 +74,27 @@ export async function runWorkflow(
     input ??
     (await askWorkflowInput(extension, log, file, `${mode === "step" ? "Step through" : "Run"} ${path.basename(file.fsPath)}: input`));
   if (given === undefined) return { ok: false, reason: "No input given." };
-  const prepared = await prepareLaunch(file, log);
-  if (!prepared.ok) return tell(prepared);
   const { folder, root } = caseFolderOf(file);
-  const result = await sessions.start(
-    {
-      kind: "run",
-      workflowPath: file.fsPath,
-      ...(caseFile ? { caseFile } : folder ? { caseFolder: folder, caseFolderRoot: root } : {}),
-      input: given,
-    },
-    {
-      stepMode: mode === "step",
-      title: `${mode === "step" ? "Stepping through" : "Running"} ${path.basename(file.fsPath)}`,
-      env: prepared.env,
+  const start = (env: Record<string, string>): Promise<RunResult> =>
+    sessions.start(
+      {
+        kind: "run",
+        workflowPath: file.fsPath,
+        ...(caseFile ? { caseFile } : folder ? { caseFolder: folder, caseFolderRoot: root } : {}),
+        input: given,
+      },
+      { stepMode: mode === "step", title: `${mode === "step" ? "Stepping through" : "Running"} ${path.basename(file.fsPath)}`, env },
+    );
+  const launch = launchConfigOf(file);
+  if (!launch) return tell(await start({}));
+  log.info(`${mode}: through the launch configuration "${String(launch.config.name)}" without debugging`);
+  const result = await launchWithoutDebugging(launch.folder, launch.config, start, () => sessions.control("stop"));
+  return tell(
+    result ?? {
+      ok: false,
+      reason: `The launch configuration "${String(launch.config.name)}" did not start${launch.config.preLaunchTask ? ` (its preLaunchTask "${String(launch.config.preLaunchTask)}": see its terminal)` : ""}.`,
     },
   );
-  return tell(result);
 }
 
 export async function resumeFrom(
