@@ -41,7 +41,7 @@ export interface InspectorActions {
 /** The webview's requests that act on runs (as opposed to reading the case file). */
 export type InspectorAction = Exclude<
   InspectorToHost,
-  { type: "ready" | "selectRun" | "loadSuperstep" | "loadContext" | "control" | "answerRequest" | "manageTrust" | "showGraph" }
+  { type: "ready" | "selectRun" | "loadSuperstep" | "loadContext" | "control" | "answerRequest" | "manageTrust" | "showGraph" | "painted" }
 >;
 
 type RunState = Extract<HostToInspector, { type: "runState" }>;
@@ -55,6 +55,10 @@ export class InspectorPanel implements vscode.Disposable {
   private latest: Extract<HostToInspector, { type: "load" }> | undefined;
   private runId: string | undefined;
   private reloadTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When the panel was asked for (performance.now()), until its first paint is logged. */
+  private openedAt: number | undefined;
+  /** The last run the page said it painted, and when (performance.now()): read by the e2e suite for timings. */
+  painted: { runId: string; at: number } | undefined;
 
   /** Opens (or reveals) the inspector for a case file. Called by the openInspector command. */
   static async show(
@@ -71,6 +75,7 @@ export class InspectorPanel implements vscode.Disposable {
       return existing;
     }
     const inspector = new InspectorPanel(vscode.Uri.joinPath(extensionUri, "media"), log, actions, caseFile);
+    inspector.openedAt = performance.now();
     InspectorPanel.open.set(caseFile.toString(), inspector);
     await inspector.reload(runId);
     return inspector;
@@ -211,6 +216,15 @@ export class InspectorPanel implements vscode.Disposable {
       }
       case "control":
         if (!this.actions.control(message.action)) this.post({ type: "notice", level: "warning", message: "No workflow is running." });
+        return;
+      case "painted":
+        this.painted = { runId: message.runId, at: performance.now() };
+        if (this.openedAt !== undefined) {
+          this.log.info(
+            `Run Inspector: ${message.runId} painted ${(this.painted.at - this.openedAt).toFixed(0)} ms after it was asked for`,
+          );
+          this.openedAt = undefined;
+        }
         return;
       case "manageTrust":
         await vscode.commands.executeCommand(MANAGE_TRUST_COMMAND);

@@ -52,6 +52,7 @@ export async function launchWithoutDebugging<T>(
   let result: Promise<T> | undefined;
   pending.set(token, { start: (env) => (result = start(env)), stop });
   try {
+    await startBackgroundTask(config.preLaunchTask);
     // Written as the configuration says, less what is a debugger's: this run does not pause.
     const { caseFile: _caseFile, stopOnEntry: _stop, input: _input, inputFile: _file, ...rest } = config;
     const started = await vscode.debug.startDebugging(folder, { ...rest, [RUN_MARK]: token }, { noDebug: true });
@@ -63,6 +64,19 @@ export async function launchWithoutDebugging<T>(
   } finally {
     pending.delete(token);
   }
+}
+
+/**
+ * Starts the preLaunchTask before the session asks for it, unless it runs already. VS Code gives a
+ * background preLaunchTask it starts itself 5 s to report ready ("has not exited and doesn't have
+ * a 'problemMatcher' defined"), which a cold ERP stand-in on a busy machine exceeds; a task that
+ * is already running and busy it waits for, for as long as it takes, by its problem matcher.
+ */
+async function startBackgroundTask(name: unknown): Promise<void> {
+  if (typeof name !== "string" || vscode.tasks.taskExecutions.some((e) => e.task.name === name)) return;
+  const task = (await vscode.tasks.fetchTasks()).find((t) => t.name === name && t.isBackground);
+  // Not found, or not a background task: VS Code runs it (or says it cannot) as for F5.
+  if (task) await vscode.tasks.executeTask(task);
 }
 
 /** The run a Run-or-Step session carries out, taken once by its adapter. */

@@ -309,6 +309,8 @@ export const InspectorToHostSchema = z.discriminatedUnion("type", [
    * carries the same requestId and says whether it was taken or why it was refused.
    */
   z.object({ type: z.literal("answerRequest"), requestId: id, runId: id, request: id, answer: json }),
+  /** Sent once a loaded run is on screen (the frame after the load has painted): the host logs how long a click took to show. */
+  z.object({ type: z.literal("painted"), runId: id }),
   /** The Restricted Mode banner's link: opens VS Code's Workspace Trust editor. */
   z.object({ type: z.literal("manageTrust") }),
   /** Opens the Workflow Graph of the run's workflow file (the header's button). */

@@ -65,6 +65,7 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
           document.body.dataset.renderMs = renderMs.toFixed(1);
           document.body.dataset.paintMs = (performance.now() - arrival.receivedAt).toFixed(1);
           document.body.dataset.loaded = m.run.id;
+          host.post({ type: "painted", runId: m.run.id });
         }, 0),
       );
       return;

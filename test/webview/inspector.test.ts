@@ -78,7 +78,7 @@ async function openInvoice(browser: Browser, runId = INVOICE_RUN, theme: Theme =
 
 /** What the webview posted, less its requests for superstep details and contexts. */
 async function actions(page: Page): Promise<{ type: string; [k: string]: unknown }[]> {
-  return (await posted(page)).filter((m) => m.type !== "loadSuperstep" && m.type !== "loadContext");
+  return (await posted(page)).filter((m) => m.type !== "loadSuperstep" && m.type !== "loadContext" && m.type !== "painted");
 }
 
 /** The text as a person sees it (innerText: CSS text-transform applied), whitespace collapsed. */
