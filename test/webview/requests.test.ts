@@ -118,6 +118,9 @@ describe("Run Inspector: answering a person's request (headless Chromium)", func
       [{ decision: "reject" }, { decision: "reject", comment: "Price list is out of date; ask for a credit note" }],
       "each click sends the option with the comment typed",
     );
+    await page.waitForSelector("header .status-completed");
+    const label = await page.$$eval(".step-status", (e) => e.map((x) => (x as HTMLElement).innerText.trim()));
+    assert.ok(label.includes("waited") && !label.includes("waiting"), `the request step reads "waited" once answered: ${label.join(", ")}`);
     const decision = store.latestCheckpoint(runId)!.keys.decision;
     assert.ok(decision, "the answer reached the request step (it wrote its decision)");
     await page.close();

@@ -37,7 +37,7 @@ export function detailPane(state: InspectorState, on: InspectorCallbacks): HTMLE
           icon(KIND_ICON[st.kind]),
           ` ${st.executor}`,
           el("span", { className: "muted" }, ` ${st.kind}`),
-          st.status === "ok" ? nothing() : el("span", { className: `step-status status-${st.status}` }, ` ${st.status}`),
+          st.status === "ok" ? nothing() : el("span", { className: `step-status status-${st.status}` }, ` ${stepStatusLabel(st, state)}`),
         ],
       ),
     ),
@@ -89,6 +89,11 @@ function tabBody(state: InspectorState, on: InspectorCallbacks, s: SuperstepView
   if (tab === "context") return contextTab(state, on, d.context, step.id);
   if (tab === "decision") return decisionTab(d.decision);
   return intentsTab(d.intents);
+}
+
+/** A request step that waited reads "waited" once the run waits no more (answered, or gone on): "waiting" there misled. */
+function stepStatusLabel(st: StepView, state: InspectorState): string {
+  return st.status === "waiting" && state.model?.run.status !== "waiting" ? "waited" : st.status;
 }
 
 /** The requests asked or answered in the superstep, once its details are here. */
