@@ -198,3 +198,8 @@ export function onFile<T>(verb: string, file: string, fn: () => T): T {
     throw e;
   }
 }
+
+/** "a request step", "an agent step": the article a word takes in a message (by its first letter, which fits step kinds and type names). */
+export function article(word: string): string {
+  return `${/^[aeiou]/i.test(word) ? "an" : "a"} ${word}`;
+}

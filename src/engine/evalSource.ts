@@ -1,5 +1,5 @@
 import type { EvalCase, EvalCaseSource } from "./evalCase";
-import { CasefileError } from "./errors";
+import { article, CasefileError } from "./errors";
 import type { AgentSpec, CommitSpec } from "./executors";
 import { extractProvenance, isExtractValue } from "./extracts";
 import type { AgentCallRecord, Fact, Json } from "./records";
@@ -36,7 +36,7 @@ export function agentSpecOf(workflow: Workflow, executor: string, what: string):
   if (!spec || spec.kind !== "agent") {
     throw new CasefileError(
       "WORKFLOW_MISMATCH",
-      `${what} names executor "${executor}", which is ${spec ? `a ${spec.kind} step` : "not defined"} in workflow "${workflow.name}" now`,
+      `${what} names executor "${executor}", which is ${spec ? `${article(spec.kind)} step` : "not defined"} in workflow "${workflow.name}" now`,
       {
         executor,
       },

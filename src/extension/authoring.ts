@@ -2,8 +2,8 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import type { Described, WorkflowProblem } from "../protocol/describe";
 import type { GraphLive } from "../protocol/graph";
-import { caseFileFor } from "./runCommands";
-import { canRunWorkflowCode } from "./trust";
+import { caseFileFor, pickWorkflow, workflowUriOf } from "./runCommands";
+import { canRunWorkflowCode, warnRestricted } from "./trust";
 
 /**
  * Writing workflows: the Workflow Graph command, the CodeLens above `defineWorkflow` (Run | Step |
@@ -56,13 +56,15 @@ export function registerAuthoring(context: vscode.ExtensionContext, log: vscode.
   };
 
   const showGraph = async (uri?: unknown): Promise<{ ok: true; message: string } | { ok: false; reason: string }> => {
-    const workflow = uri instanceof vscode.Uri ? uri : vscode.window.activeTextEditor?.document.uri;
-    if (!workflow) return { ok: false, reason: "Open a workflow file first." };
+    // A Uri (CodeLens, the inspector), a Workflows view item, else the palette's pick (runCommands.ts).
+    const given = workflowUriOf(uri);
     const trust = canRunWorkflowCode();
     if (!trust.ok) {
-      void vscode.window.showWarningMessage(trust.reason);
+      void warnRestricted(trust.reason);
       return trust;
     }
+    const workflow = given ?? (await pickWorkflow("Show Workflow Graph"));
+    if (!workflow) return { ok: false, reason: "No workflow file chosen." };
     const { GraphPanel } = await loadGraph();
     const panel = await GraphPanel.show(
       context.extensionUri,

@@ -6,7 +6,17 @@ import type { ForkEditor } from "./forkEditor";
 import { openExperiment } from "./experimentOpen";
 import { loadInspector } from "./inspectorLoader";
 import type { InspectorActions } from "./inspectorPanel";
-import { answerRequest, changeRule, exportStepAsEval, replayStep, resumeFrom, runWorkflow, setApiKey } from "./runCommands";
+import {
+  answerRequest,
+  changeRule,
+  exportStepAsEval,
+  pickWorkflow,
+  replayStep,
+  resumeFrom,
+  runWorkflow,
+  setApiKey,
+  workflowUriOf,
+} from "./runCommands";
 import type { RunSessions } from "./runSessions";
 import type { CasefileViews } from "./views";
 import type { CasefileDebugging } from "./debugSessions";
@@ -68,17 +78,16 @@ export const commands = {
     const f = format === "json" || format === "promptfoo" || format === "openai-jsonl" ? format : undefined;
     return target ? exportStepAsEval(ctx.extension, ctx.log, target.caseFile, target.id, f) : noTarget;
   },
-  /** Continue, Step or Stop for the running workflow (status bar item; panel buttons). */
+  /** Continue, Step or Stop for the running workflow (status bar item; panel buttons). With none running it says so, and offers nothing to pick. */
   stepControl: (ctx) => async (action?: unknown) => {
+    if (ctx.debug.active.length === 0 && !ctx.runs.running) return whyNot(NOTHING_RUNNING);
     const chosen =
       action === "continue" || action === "step" || action === "stop" || action === "pause"
         ? action
         : ((await vscode.window.showQuickPick(["continue", "step", "stop"], { title: "Casefile run" })) as
             "continue" | "step" | "stop" | undefined);
     if (!chosen) return { ok: false, reason: "Nothing chosen." } satisfies CommandResult;
-    return ctx.debug.control(chosen) || ctx.runs.control(chosen)
-      ? ({ ok: true } satisfies CommandResult)
-      : ({ ok: false, reason: "No workflow is running." } satisfies CommandResult);
+    return ctx.debug.control(chosen) || ctx.runs.control(chosen) ? ({ ok: true } satisfies CommandResult) : whyNot(NOTHING_RUNNING);
   },
   // A debug session resuming from a checkpoint (a Runs view item carries its case file and id; the inspector passes both).
   debugFromHere: (ctx) => async (uri?: unknown, checkpointId?: unknown) => {
@@ -86,8 +95,8 @@ export const commands = {
     return target ? ctx.debug.debugFromHere(target.caseFile, target.id) : noTarget;
   },
   // A debug session of a workflow file (a Uri or a Workflows view item); the input as given, else asked for.
-  debugWorkflow: (ctx) => (uri?: unknown, input?: unknown, caseFile?: unknown) => {
-    const workflow = uri instanceof vscode.Uri ? uri : isItemWithUri(uri) ? uri.resourceUri : vscode.window.activeTextEditor?.document.uri;
+  debugWorkflow: (ctx) => async (uri?: unknown, input?: unknown, caseFile?: unknown) => {
+    const workflow = workflowUriOf(uri) ?? (await pickWorkflow("Debug Workflow"));
     if (!workflow) return { ok: false, reason: "No workflow file chosen." } satisfies CommandResult;
     return ctx.debug.debugWorkflow(workflow, input, typeof caseFile === "string" ? caseFile : undefined);
   },
@@ -126,9 +135,18 @@ export type CommandName = keyof typeof commands;
 
 const noTarget = { ok: false, reason: "Nothing chosen." } satisfies CommandResult;
 
+const NOTHING_RUNNING =
+  "No workflow is running: Continue, Step and Stop act on a run started with Casefile: Step Through Workflow, or on a Casefile debug session.";
+
+/** A command that cannot act says why, where the person looks (a notification), and returns the reason. */
+function whyNot(reason: string): CommandResult {
+  void vscode.window.showInformationMessage(reason);
+  return { ok: false, reason };
+}
+
 /** Run and Step both execute workflow code: refused in Restricted Mode, with the reason shown (runCommands.ts). */
 function startWorkflow(ctx: Ctx, mode: "run" | "step", uri: unknown, input: unknown, caseFile: unknown) {
-  const workflow = uri instanceof vscode.Uri ? uri : isItemWithUri(uri) ? uri.resourceUri : undefined;
+  const workflow = workflowUriOf(uri);
   return runWorkflow(
     ctx.extension,
     ctx.runs,
@@ -143,10 +161,6 @@ function startWorkflow(ctx: Ctx, mode: "run" | "step", uri: unknown, input: unkn
 function isStep(value: unknown): value is { superstep: number; executor: string } {
   const v = value as { superstep?: unknown; executor?: unknown } | null;
   return typeof v === "object" && v !== null && typeof v.superstep === "number" && typeof v.executor === "string";
-}
-
-function isItemWithUri(value: unknown): value is { resourceUri: vscode.Uri } {
-  return typeof value === "object" && value !== null && (value as { resourceUri?: unknown }).resourceUri instanceof vscode.Uri;
 }
 
 async function ruleAction(ctx: Ctx, item: unknown, action: "confirm" | "edit" | "delete", statement?: unknown) {

@@ -2,10 +2,11 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import type { Json } from "../engine/records";
 import { askWorkflowInput } from "./inputForm";
+import { RUN_MARK } from "./launchTask";
 import { providerFromSettingValues } from "./modelSettings";
 import { caseFileFor, findWorkflowFiles } from "./runCommands";
 import { budgetFromSettings, otelFromSettings } from "./runSessions";
-import { canRunWorkflowCode } from "./trust";
+import { canRunWorkflowCode, warnRestricted } from "./trust";
 
 /**
  * The `casefile` debug type's configurations. VS Code calls `provideDebugConfigurations` to fill
@@ -54,7 +55,7 @@ export class CasefileConfigurationProvider implements vscode.DebugConfigurationP
     const trust = canRunWorkflowCode();
     if (!trust.ok) {
       this.log.info("debug session refused: workspace is in Restricted Mode");
-      void vscode.window.showWarningMessage(trust.reason);
+      void warnRestricted(trust.reason);
       return undefined;
     }
     // F5 with no launch.json: VS Code passes nothing (or only the type picked in "Select debugger").
@@ -86,6 +87,8 @@ export class CasefileConfigurationProvider implements vscode.DebugConfigurationP
     const abs = (p: unknown): string | undefined => (typeof p === "string" && p ? path.resolve(base, p) : undefined);
     const out: vscode.DebugConfiguration = { ...config };
     if (out.workflow) out.workflow = abs(out.workflow);
+    // Run or Step through this configuration (launchTask.ts): the run's input and case come with it, not from here.
+    if (typeof out[RUN_MARK] === "string") return out;
     if (out.inputFile) out.inputFile = abs(out.inputFile);
     if (out.caseFile) out.caseFile = abs(out.caseFile);
     if (out.resumeFrom && typeof out.resumeFrom === "object") {

@@ -5,6 +5,8 @@
  * the unit tests call these directly.
  */
 
+import { article } from "../engine/errors";
+
 type JsonSchema = {
   type?: string | string[];
   properties?: Record<string, JsonSchema>;
@@ -101,8 +103,4 @@ export function inputProblem(text: string, schema: Record<string, unknown> | und
       return `"${key}" is one of ${p.enum.map((e) => JSON.stringify(e)).join(", ")}.`;
   }
   return undefined;
-}
-
-function article(word: string): string {
-  return `${/^[aeiou]/.test(word) ? "an" : "a"} ${word}`;
 }

@@ -1,10 +1,9 @@
-import { existsSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { ControlAction } from "../protocol/runner";
 import { CasefileConfigurationProvider, DEBUG_TYPE } from "./debugConfig";
-import { canRunWorkflowCode } from "./trust";
-import { parseEnvFile } from "./workflowInputs";
+import { canRunWorkflowCode, warnRestricted } from "./trust";
+import { envFileOf, isRunSession, RunWithoutDebugging, takePendingRun } from "./launchTask";
 
 /**
  * The editor's side of the `casefile` debugger. Registered once by activate() (extension.ts):
@@ -82,6 +81,9 @@ export class CasefileDebugging implements vscode.Disposable {
   private async createAdapter(session: vscode.DebugSession): Promise<vscode.DebugAdapterDescriptor> {
     const trust = canRunWorkflowCode();
     if (!trust.ok) throw new Error(trust.reason);
+    // Run and Step through a launch configuration (launchTask.ts): the preLaunchTask has run; the run goes without a debugger.
+    const run = takePendingRun(session.configuration);
+    if (run) return new vscode.DebugAdapterInlineImplementation(new RunWithoutDebugging(run, envFileOf(session.configuration.envFile)));
     const { inlineAdapter } = await import("./debugAdapter.js");
     this.log.info(`debug session ${session.name}: ${JSON.stringify(session.configuration)}`);
     return inlineAdapter({
@@ -103,7 +105,8 @@ export class CasefileDebugging implements vscode.Disposable {
   }
 
   /** Called by VS Code for each casefile session: follows what the adapter sends, for the panel and the status bar. */
-  private track(session: vscode.DebugSession): vscode.DebugAdapterTracker {
+  private track(session: vscode.DebugSession): vscode.DebugAdapterTracker | undefined {
+    if (isRunSession(session)) return undefined; // Run and Step: RunSessions follows the run
     const t: Tracked = { session, paused: false };
     this.sessions.set(session.id, t);
     return {
@@ -310,7 +313,7 @@ export class CasefileDebugging implements vscode.Disposable {
     // Asked here first: VS Code's own trust prompt for debugging does not say what Casefile would run.
     const trust = canRunWorkflowCode();
     if (!trust.ok) {
-      void vscode.window.showWarningMessage(trust.reason);
+      void warnRestricted(trust.reason);
       return { ok: false, reason: trust.reason };
     }
     const started = await vscode.debug.startDebugging(folder, config);
@@ -320,10 +323,4 @@ export class CasefileDebugging implements vscode.Disposable {
   dispose(): void {
     for (const d of this.disposables.splice(0)) d.dispose();
   }
-}
-
-/** The variables of a launch configuration's `envFile` (KEY=VALUE lines); none when it names none or the file is missing. */
-function envFileOf(file: unknown): Record<string, string> {
-  if (typeof file !== "string" || !existsSync(file)) return {};
-  return parseEnvFile(readFileSync(file, "utf8"));
 }

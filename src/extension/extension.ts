@@ -9,7 +9,7 @@ import type { InspectorActions, InspectorPanel } from "./inspectorPanel";
 import { ExperimentEditor } from "./experimentOpen";
 import { ForkEditor } from "./forkEditor";
 import { inspectorRunState, loadInspector } from "./inspectorLoader";
-import { performInspectorAction } from "./runCommands";
+import { answerRequest, performInspectorAction } from "./runCommands";
 import { RunSessions } from "./runSessions";
 import { CasefileViews } from "./views";
 import { CasefileDebugging } from "./debugSessions";
@@ -109,6 +109,11 @@ function inspectorActions(
         (c, id) => forks.edit(c, id),
         (c, id) => forks.editReplay(c, id),
       ),
+    // The Requests view's command with the panel's answer: refused answers come back to the panel.
+    answer: async (caseFile, requestId, answer) => {
+      const r = await answerRequest(runs, log, caseFile, requestId, answer, { inPlace: true });
+      return r.ok ? { ok: true, message: r.message } : { ok: false, reason: r.reason };
+    },
     // A casefile debug session, when one runs, is what the panel's buttons drive; else the step-mode run.
     control: (action) => debug.control(action) || runs.control(action),
   };

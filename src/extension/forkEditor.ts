@@ -4,7 +4,7 @@ import type { Json } from "../engine/records";
 import type { ActionResult } from "./runCommands";
 import { replayStep, resumeFrom } from "./runCommands";
 import type { RunSessions } from "./runSessions";
-import { canRunWorkflowCode } from "./trust";
+import { canRunWorkflowCode, warnRestricted } from "./trust";
 
 /**
  * Fork with edited state: the checkpoint's state opens as JSON in an editor (a file in the
@@ -36,7 +36,7 @@ export class ForkEditor implements vscode.Disposable {
   async edit(caseFile: vscode.Uri, checkpointId: string): Promise<ActionResult & { file?: string }> {
     const trust = canRunWorkflowCode();
     if (!trust.ok) {
-      void vscode.window.showWarningMessage(trust.reason);
+      void warnRestricted(trust.reason);
       return trust;
     }
     const { openCaseFile } = await import("../casefile/index.js");
@@ -69,7 +69,7 @@ export class ForkEditor implements vscode.Disposable {
   async editReplay(caseFile: vscode.Uri, agentCallId: string): Promise<ActionResult & { file?: string }> {
     const trust = canRunWorkflowCode();
     if (!trust.ok) {
-      void vscode.window.showWarningMessage(trust.reason);
+      void warnRestricted(trust.reason);
       return trust;
     }
     const { openCaseFile } = await import("../casefile/index.js");

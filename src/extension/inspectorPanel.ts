@@ -3,6 +3,8 @@ import * as vscode from "vscode";
 import { WebviewChannel } from "./webviewChannel";
 import type { ContextView, HostToInspector, InspectorToHost, InspectorViewModel, SuperstepDetailView } from "../protocol/webview";
 import { parseInspectorMessage } from "../protocol/webview";
+import type { Json } from "../engine/records";
+import { MANAGE_TRUST_COMMAND } from "./trust";
 
 /**
  * The Run Inspector: one webview panel per case file. Its page's lifetime and message boundary
@@ -27,12 +29,20 @@ export interface InspectorActions {
   release(caseFile: vscode.Uri): void;
   /** Carries out an action the person asked for; the returned sentence is shown in the panel. */
   perform(caseFile: vscode.Uri, action: InspectorAction): Promise<string>;
+  /**
+   * A person's answer to a waiting request, from the request's buttons: the run goes on with it,
+   * or the refusal (the answer schema's, Restricted Mode's) is returned to show beside the request.
+   */
+  answer(caseFile: vscode.Uri, requestId: string, answer: Json): Promise<{ ok: true; message: string } | { ok: false; reason: string }>;
   /** Continue, Step or Stop for the running workflow; false when none runs. */
   control(action: "continue" | "step" | "stop"): boolean;
 }
 
 /** The webview's requests that act on runs (as opposed to reading the case file). */
-export type InspectorAction = Exclude<InspectorToHost, { type: "ready" | "selectRun" | "loadSuperstep" | "loadContext" | "control" }>;
+export type InspectorAction = Exclude<
+  InspectorToHost,
+  { type: "ready" | "selectRun" | "loadSuperstep" | "loadContext" | "control" | "answerRequest" | "manageTrust" | "showGraph" | "painted" }
+>;
 
 type RunState = Extract<HostToInspector, { type: "runState" }>;
 
@@ -50,6 +60,10 @@ export class InspectorPanel implements vscode.Disposable {
    * fractional): read by the e2e suite, which times a cold open from the click to the painted page.
    */
   readonly marks: { createdAt: number; firstLoad?: { startedAt: number; builtAt: number } } = { createdAt: epochMs() };
+  /** When the panel was asked for (performance.now()), until its first paint is logged. */
+  private openedAt: number | undefined;
+  /** The last run the page said it painted, and when (performance.now()): read by the e2e suite for timings. */
+  painted: { runId: string; at: number } | undefined;
 
   /** Opens (or reveals) the inspector for a case file. Called by the openInspector command. */
   static async show(
@@ -62,6 +76,7 @@ export class InspectorPanel implements vscode.Disposable {
   ): Promise<InspectorPanel> {
     const existing = InspectorPanel.open.get(caseFile.toString());
     const inspector = existing ?? new InspectorPanel(vscode.Uri.joinPath(extensionUri, "media"), log, actions, caseFile);
+    if (!existing) inspector.openedAt = performance.now();
     if (existing) {
       existing.panel.reveal();
       if (runId !== undefined && runId !== existing.runId) await existing.reload(runId);
@@ -130,6 +145,8 @@ export class InspectorPanel implements vscode.Disposable {
       new vscode.RelativePattern(vscode.Uri.joinPath(caseFile, ".."), `${path.basename(caseFile.fsPath)}*`),
     );
     this.channel.register(
+      // Trust granted: the view model's canRun changes, so the Restricted Mode banner and the disabled actions go.
+      vscode.workspace.onDidGrantWorkspaceTrust(() => void this.reload(this.runId)),
       watcher,
       watcher.onDidChange(() => this.reloadSoon()),
       watcher.onDidCreate(() => this.reloadSoon()),
@@ -198,7 +215,7 @@ export class InspectorPanel implements vscode.Disposable {
           const text = err instanceof Error ? err.message : String(err);
           this.log.error(`Run Inspector: cannot read superstep ${superstep} of ${runId}: ${text}`);
           const absent = { absent: `This superstep could not be read from the case file: ${text}` };
-          this.post({ type: "superstep", requestId, detail: { runId, superstep, steps: [], state: absent } });
+          this.post({ type: "superstep", requestId, detail: { runId, superstep, steps: [], state: absent, requests: [] } });
         }
         return;
       }
@@ -210,6 +227,37 @@ export class InspectorPanel implements vscode.Disposable {
       case "control":
         if (!this.actions.control(message.action)) this.post({ type: "notice", level: "warning", message: "No workflow is running." });
         return;
+      case "painted":
+        this.painted = { runId: message.runId, at: performance.now() };
+        if (this.openedAt !== undefined) {
+          this.log.info(
+            `Run Inspector: ${message.runId} painted ${(this.painted.at - this.openedAt).toFixed(0)} ms after it was asked for`,
+          );
+          this.openedAt = undefined;
+        }
+        return;
+      case "manageTrust":
+        await vscode.commands.executeCommand(MANAGE_TRUST_COMMAND);
+        return;
+      case "showGraph": {
+        const recorded = this.latest?.model.run.workflow.path;
+        if (!recorded) return;
+        const workflow = vscode.Uri.file(path.resolve(path.dirname(this.caseFile.fsPath), recorded));
+        const r = (await vscode.commands.executeCommand("casefile.showGraph", workflow)) as { ok: boolean; reason?: string } | undefined;
+        if (r && !r.ok && r.reason) this.post({ type: "notice", level: "warning", message: r.reason });
+        return;
+      }
+      case "answerRequest": {
+        const { requestId, request, answer } = message;
+        let outcome: Extract<HostToInspector, { type: "answered" }>["outcome"];
+        try {
+          outcome = await this.actions.answer(this.caseFile, request, answer);
+        } catch (err) {
+          outcome = { ok: false, reason: err instanceof Error ? err.message : String(err) };
+        }
+        this.post({ type: "answered", requestId, outcome });
+        return;
+      }
       case "resumeFrom":
       case "debugFromHere":
       case "forkWithEditedState":

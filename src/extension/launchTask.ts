@@ -1,92 +1,166 @@
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { parseEnvFile } from "./workflowInputs";
 
 /**
- * What a workflow's launch configuration starts first, for the Workflows view's Run and Step:
- * the same `preLaunchTask` and `envFile` F5 uses (examples/.vscode/launch.json: the "ERP
- * stand-in" task, which picks a free port and writes `ERP_URL=...` to examples/.erp/erp.env once
- * it listens). Run does not go through a debug session (the casefile adapter has no noDebug
- * mode yet): it starts the task if it is not running, waits for the env file, and gives the runner
- * that environment. A workflow with no casefile launch configuration starts nothing.
+ * Run and Step through the workflow's launch configuration, without debugging. A workflow that a
+ * `casefile` launch configuration runs (examples/.vscode/launch.json) is started the way F5 starts
+ * it, with `vscode.debug.startDebugging(..., { noDebug: true })`: VS Code itself runs its
+ * `preLaunchTask` (the "ERP stand-in" background task, waiting for its problem matcher to say it
+ * listens) and substitutes its variables; then the session's adapter, `RunWithoutDebugging`
+ * below, starts the same runner Run starts without a configuration (RunSessions.start), with the
+ * configuration's `envFile` (ERP_URL=...) in its environment. One mechanism for F5 and Run; the
+ * input is the form's (Run's), not the configuration's, and the case is named from it.
  */
 
-interface LaunchNeeds {
-  name: string;
-  preLaunchTask?: string;
-  envFile?: string;
-}
+/** The configuration's mark on a session started by Run or Step: which pending run it carries out. */
+export const RUN_MARK = "casefileRun";
 
-/** The first casefile launch configuration of the workflow's folder that runs this workflow file. */
-export function launchNeedsOf(workflow: vscode.Uri): LaunchNeeds | undefined {
+/** The first casefile launch configuration of the workflow's folder that runs this workflow file, as written. */
+export function launchConfigOf(workflow: vscode.Uri): { folder: vscode.WorkspaceFolder; config: vscode.DebugConfiguration } | undefined {
   const folder = vscode.workspace.getWorkspaceFolder(workflow);
   if (!folder) return undefined;
-  const configs = vscode.workspace.getConfiguration("launch", folder).get<Record<string, unknown>[]>("configurations", []);
+  const configs = vscode.workspace.getConfiguration("launch", folder).get<vscode.DebugConfiguration[]>("configurations", []);
   const sub = (v: unknown): string | undefined =>
     typeof v === "string" ? path.resolve(folder.uri.fsPath, v.replace(/\$\{workspaceFolder\}/g, folder.uri.fsPath)) : undefined;
-  const mine = configs.find((c) => c.type === "casefile" && sub(c.workflow) === path.resolve(workflow.fsPath));
-  if (!mine) return undefined;
-  return {
-    name: String(mine.name),
-    ...(typeof mine.preLaunchTask === "string" ? { preLaunchTask: mine.preLaunchTask } : {}),
-    ...(sub(mine.envFile) ? { envFile: sub(mine.envFile) } : {}),
-  };
+  const config = configs.find((c) => c.type === "casefile" && c.request === "launch" && sub(c.workflow) === path.resolve(workflow.fsPath));
+  return config ? { folder, config } : undefined;
+}
+
+type Start = (env: Record<string, string>) => Promise<unknown>;
+interface PendingRun {
+  start: Start;
+  /** Stop on the debug toolbar: stops the run. */
+  stop: () => void;
+}
+const pending = new Map<string, PendingRun>();
+let counter = 0;
+
+/**
+ * Starts `config` without debugging and, once its preLaunchTask is ready, calls `start` with the
+ * configuration's envFile variables; resolves with what `start` resolved with. Undefined when the
+ * session did not start (the task failed and the person chose not to go on, or it was cancelled).
+ */
+export async function launchWithoutDebugging<T>(
+  folder: vscode.WorkspaceFolder,
+  config: vscode.DebugConfiguration,
+  start: (env: Record<string, string>) => Promise<T>,
+  stop: () => void,
+): Promise<T | undefined> {
+  const token = `run-${process.pid}-${++counter}`;
+  let result: Promise<T> | undefined;
+  pending.set(token, { start: (env) => (result = start(env)), stop });
+  try {
+    await startBackgroundTask(config.preLaunchTask);
+    // Written as the configuration says, less what is a debugger's: this run does not pause.
+    const { caseFile: _caseFile, stopOnEntry: _stop, input: _input, inputFile: _file, ...rest } = config;
+    const started = await vscode.debug.startDebugging(folder, { ...rest, [RUN_MARK]: token }, { noDebug: true });
+    if (!started) return undefined;
+    // startDebugging settles once the session is up; the adapter calls `start` as it launches.
+    const t0 = Date.now();
+    while (!result && Date.now() - t0 < 30_000) await new Promise((r) => setTimeout(r, 20));
+    return result ? await result : undefined;
+  } finally {
+    pending.delete(token);
+  }
 }
 
 /**
- * Starts the configuration's preLaunchTask unless it runs already, then waits (up to `timeoutMs`)
- * for its env file; the environment the runner gets on top of the editor's. Refuses with a
- * sentence when the task is not found, ends before it is ready, or the file does not appear.
+ * Starts the preLaunchTask before the session asks for it, unless it runs already. VS Code gives a
+ * background preLaunchTask it starts itself 5 s to report ready ("has not exited and doesn't have
+ * a 'problemMatcher' defined"), which a cold ERP stand-in on a busy machine exceeds; a task that
+ * is already running and busy it waits for, for as long as it takes, by its problem matcher.
  */
-export async function prepareLaunch(
-  workflow: vscode.Uri,
-  log: vscode.LogOutputChannel,
-  timeoutMs = 60_000,
-): Promise<{ ok: true; env: Record<string, string> } | { ok: false; reason: string }> {
-  const needs = launchNeedsOf(workflow);
-  if (!needs) return { ok: true, env: {} };
-  if (needs.preLaunchTask) {
-    const running = vscode.tasks.taskExecutions.find((e) => e.task.name === needs.preLaunchTask);
-    if (!running) {
-      const task = (await vscode.tasks.fetchTasks()).find((t) => t.name === needs.preLaunchTask);
-      if (!task)
-        return {
-          ok: false,
-          reason: `The launch configuration "${needs.name}" names the task "${needs.preLaunchTask}", which tasks.json does not define.`,
-        };
-      // A file left by an earlier run of the task names an address nobody listens on any more.
-      if (needs.envFile) rmSync(needs.envFile, { force: true });
-      log.info(`run: starting task "${task.name}" (preLaunchTask of "${needs.name}")`);
-      let ended = false;
-      const sub = vscode.tasks.onDidEndTask((e) => {
-        if (e.execution.task.name === task.name) ended = true;
-      });
-      try {
-        await vscode.tasks.executeTask(task);
-        if (needs.envFile) {
-          const t0 = Date.now();
-          while (!existsSync(needs.envFile)) {
-            if (ended) return { ok: false, reason: `The task "${task.name}" ended before it was ready: see its terminal.` };
-            if (Date.now() - t0 > timeoutMs)
-              return {
-                ok: false,
-                reason: `The task "${task.name}" did not write ${path.basename(needs.envFile)} within ${timeoutMs / 1000} s: see its terminal.`,
-              };
-            await new Promise((r) => setTimeout(r, 100));
-          }
-          log.info(`run: task "${task.name}" ready after ${Date.now() - t0} ms`);
-        }
-      } finally {
-        sub.dispose();
-      }
+async function startBackgroundTask(name: unknown): Promise<void> {
+  if (typeof name !== "string" || vscode.tasks.taskExecutions.some((e) => e.task.name === name)) return;
+  const task = (await vscode.tasks.fetchTasks()).find((t) => t.name === name && t.isBackground);
+  // Not found, or not a background task: VS Code runs it (or says it cannot) as for F5.
+  if (task) await vscode.tasks.executeTask(task);
+}
+
+/** The run a Run-or-Step session carries out, taken once by its adapter. */
+export function takePendingRun(configuration: vscode.DebugConfiguration): PendingRun | undefined {
+  const token = configuration[RUN_MARK];
+  if (typeof token !== "string" || !configuration.noDebug) return undefined;
+  const run = pending.get(token);
+  pending.delete(token);
+  return run;
+}
+
+/** True for the sessions Run and Step start (they run without debugging: no stops to follow). */
+export function isRunSession(session: vscode.DebugSession): boolean {
+  return typeof session.configuration[RUN_MARK] === "string";
+}
+
+/** The variables of a launch configuration's `envFile` (KEY=VALUE lines); none when it names none or the file is missing. */
+export function envFileOf(file: unknown): Record<string, string> {
+  if (typeof file !== "string" || !existsSync(file)) return {};
+  return parseEnvFile(readFileSync(file, "utf8"));
+}
+
+interface DapMessage {
+  seq: number;
+  type: string;
+  command?: string;
+}
+
+/**
+ * The adapter of a session started by Run or Step: it answers the few requests VS Code sends a
+ * session without debugging, starts the run on `launch`, and ends the session when the run ends.
+ * Stop on the debug toolbar (disconnect) stops the run through the notification's own Cancel path.
+ */
+export class RunWithoutDebugging implements vscode.DebugAdapter {
+  private readonly emitter = new vscode.EventEmitter<vscode.DebugProtocolMessage>();
+  readonly onDidSendMessage = this.emitter.event;
+  private seq = 1;
+  private ended = false;
+
+  constructor(
+    private readonly run: PendingRun,
+    private readonly env: Record<string, string>,
+  ) {}
+
+  handleMessage(message: vscode.DebugProtocolMessage): void {
+    const m = message as DapMessage;
+    if (m.type !== "request") return;
+    switch (m.command) {
+      case "initialize":
+        this.reply(m, {});
+        this.send({ type: "event", event: "initialized" });
+        return;
+      case "launch":
+        this.reply(m);
+        void this.run.start(this.env).finally(() => this.end());
+        return;
+      case "disconnect":
+      case "terminate":
+        if (!this.ended) this.run.stop();
+        this.reply(m);
+        return;
+      case "threads":
+        this.reply(m, { threads: [] });
+        return;
+      default:
+        this.reply(m);
     }
   }
-  if (!needs.envFile) return { ok: true, env: {} };
-  if (!existsSync(needs.envFile))
-    return {
-      ok: false,
-      reason: `${needs.envFile} does not exist: start the task that writes it (${needs.preLaunchTask ?? "none named"}).`,
-    };
-  return { ok: true, env: parseEnvFile(readFileSync(needs.envFile, "utf8")) };
+
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.send({ type: "event", event: "terminated" });
+  }
+
+  private reply(request: DapMessage, body?: unknown): void {
+    this.send({ type: "response", request_seq: request.seq, success: true, command: request.command, ...(body ? { body } : {}) });
+  }
+
+  private send(message: Record<string, unknown>): void {
+    this.emitter.fire({ seq: this.seq++, ...message } as vscode.DebugProtocolMessage);
+  }
+
+  dispose(): void {
+    this.emitter.dispose();
+  }
 }

@@ -3,6 +3,7 @@ import os from "node:os";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { EvalFormat, ReplayMode } from "../protocol/webview";
+import { answerFromOption } from "../protocol/answer";
 import type { InspectorAction } from "./inspectorPanel";
 import type { Json } from "../engine/records";
 import type { RunResult, RunSessions } from "./runSessions";
@@ -10,8 +11,8 @@ import { API_KEY_SECRETS } from "./runSessions";
 import { readCaseFile } from "./caseFiles";
 import { askWorkflowInput } from "./inputForm";
 import { loadInspector } from "./inspectorLoader";
-import { prepareLaunch } from "./launchTask";
-import { canRunWorkflowCode } from "./trust";
+import { launchConfigOf, launchWithoutDebugging } from "./launchTask";
+import { canRunWorkflowCode, warnRestricted } from "./trust";
 
 /**
  * What the run commands do: start a workflow, resume from a checkpoint, fork with edited state,
@@ -22,11 +23,11 @@ import { canRunWorkflowCode } from "./trust";
 
 export type ActionResult = RunResult | { ok: true; message: string; file?: string };
 
-function refuseIfUntrusted(log: vscode.LogOutputChannel, what: string): ActionResult | undefined {
+function refuseIfUntrusted(log: vscode.LogOutputChannel, what: string, quiet = false): ActionResult | undefined {
   const trust = canRunWorkflowCode();
   if (trust.ok) return undefined;
   log.info(`${what} refused: workspace is in Restricted Mode`);
-  void vscode.window.showWarningMessage(trust.reason);
+  if (!quiet) void warnRestricted(trust.reason);
   return { ok: false, reason: trust.reason };
 }
 
@@ -50,10 +51,11 @@ function caseFolderOf(workflow: vscode.Uri): { folder: string; root: string } {
 }
 
 /**
- * Run and Step (the Workflows view, CodeLens, the palette): what the workflow's launch
- * configuration needs started first (launchTask.ts: the ERP stand-in for the examples), the input
- * from the form (inputForm.ts, unless given), then the run. The case file is the one given, else
- * the case's own, named by the runner from the input.
+ * Run and Step (the Workflows view, CodeLens, the palette): the input from the form (inputForm.ts,
+ * unless given), then the run. A workflow that a casefile launch configuration runs is started
+ * through that configuration without debugging (launchTask.ts): VS Code runs its preLaunchTask
+ * (the examples' ERP stand-in) as F5 does, and the runner gets its envFile. The case file is the
+ * one given, else the case's own, named by the runner from the input.
  */
 export async function runWorkflow(
   extension: vscode.ExtensionContext,
@@ -66,29 +68,33 @@ export async function runWorkflow(
 ): Promise<ActionResult> {
   const refused = refuseIfUntrusted(log, mode);
   if (refused) return refused;
-  const file = workflow ?? (await pickWorkflow());
+  const file = workflow ?? (await pickWorkflow(mode === "step" ? "Step Through Workflow" : "Run Workflow"));
   if (!file) return { ok: false, reason: "No workflow file chosen." };
   const given =
     input ??
     (await askWorkflowInput(extension, log, file, `${mode === "step" ? "Step through" : "Run"} ${path.basename(file.fsPath)}: input`));
   if (given === undefined) return { ok: false, reason: "No input given." };
-  const prepared = await prepareLaunch(file, log);
-  if (!prepared.ok) return tell(prepared);
   const { folder, root } = caseFolderOf(file);
-  const result = await sessions.start(
-    {
-      kind: "run",
-      workflowPath: file.fsPath,
-      ...(caseFile ? { caseFile } : folder ? { caseFolder: folder, caseFolderRoot: root } : {}),
-      input: given,
-    },
-    {
-      stepMode: mode === "step",
-      title: `${mode === "step" ? "Stepping through" : "Running"} ${path.basename(file.fsPath)}`,
-      env: prepared.env,
+  const start = (env: Record<string, string>): Promise<RunResult> =>
+    sessions.start(
+      {
+        kind: "run",
+        workflowPath: file.fsPath,
+        ...(caseFile ? { caseFile } : folder ? { caseFolder: folder, caseFolderRoot: root } : {}),
+        input: given,
+      },
+      { stepMode: mode === "step", title: `${mode === "step" ? "Stepping through" : "Running"} ${path.basename(file.fsPath)}`, env },
+    );
+  const launch = launchConfigOf(file);
+  if (!launch) return tell(await start({}));
+  log.info(`${mode}: through the launch configuration "${String(launch.config.name)}" without debugging`);
+  const result = await launchWithoutDebugging(launch.folder, launch.config, start, () => sessions.control("stop"));
+  return tell(
+    result ?? {
+      ok: false,
+      reason: `The launch configuration "${String(launch.config.name)}" did not start${launch.config.preLaunchTask ? ` (its preLaunchTask "${String(launch.config.preLaunchTask)}": see its terminal)` : ""}.`,
     },
   );
-  return tell(result);
 }
 
 export async function resumeFrom(
@@ -131,8 +137,9 @@ export async function answerRequest(
   caseFile: vscode.Uri,
   requestId: string,
   answer: Json | undefined,
+  opts: { inPlace?: boolean } = {},
 ): Promise<ActionResult> {
-  const refused = refuseIfUntrusted(log, "respond");
+  const refused = refuseIfUntrusted(log, "respond", opts.inPlace);
   if (refused) return refused;
   const given = answer ?? (await askAnswer(caseFile, requestId));
   if (given === undefined) return { ok: false, reason: "No answer given." };
@@ -140,7 +147,8 @@ export async function answerRequest(
     { kind: "respond", caseFile: caseFile.fsPath, requestId, answer: given, by: userName() },
     { stepMode: false, title: `Answering ${requestId}` },
   );
-  return tell(result);
+  // From the inspector's request buttons, a refused answer is shown beside the request, not in a toast.
+  return opts.inPlace && !result.ok ? result : tell(result);
 }
 
 /**
@@ -390,20 +398,34 @@ export async function findWorkflowFiles(): Promise<vscode.Uri[]> {
   return found.sort((a, b) => a.fsPath.localeCompare(b.fsPath));
 }
 
-async function pickWorkflow(): Promise<vscode.Uri | undefined> {
+/**
+ * The workflow a command acts on when none was given (the palette): the active editor's when it is
+ * a workflow file, else the workspace's only one, else the person picks; with none in the
+ * workspace it says so. Used by Run, Step, Debug and Show Workflow Graph.
+ */
+export async function pickWorkflow(title = "Run Workflow"): Promise<vscode.Uri | undefined> {
   const active = vscode.window.activeTextEditor?.document;
   if (active && active.languageId === "typescript" && active.getText().includes("defineWorkflow(")) return active.uri;
   const files = await findWorkflowFiles();
   if (files.length === 1) return files[0];
   if (files.length === 0) {
-    void vscode.window.showInformationMessage("No workflow files (calling defineWorkflow) in this workspace.");
+    void vscode.window.showInformationMessage(
+      `${title}: no workflow files (TypeScript calling defineWorkflow) in this workspace. Casefile: New Workflow writes one.`,
+    );
     return undefined;
   }
   const picked = await vscode.window.showQuickPick(
     files.map((uri) => ({ label: path.basename(uri.fsPath), description: vscode.workspace.asRelativePath(uri), uri })),
-    { title: "Run Workflow", placeHolder: "Workflow file" },
+    { title, placeHolder: "Workflow file" },
   );
   return picked?.uri;
+}
+
+/** The workflow file a command was given: a Uri, or a tree item carrying one (the Workflows view's). */
+export function workflowUriOf(arg: unknown): vscode.Uri | undefined {
+  if (arg instanceof vscode.Uri) return arg;
+  const uri = typeof arg === "object" && arg !== null ? (arg as { resourceUri?: unknown }).resourceUri : undefined;
+  return uri instanceof vscode.Uri ? uri : undefined;
 }
 
 /** Who answers a request from the editor: the OS user (recorded with the answer). */
@@ -442,15 +464,4 @@ async function askAnswer(caseFile: vscode.Uri, requestId: string): Promise<Json 
   });
   if (comment === undefined) return undefined;
   return answerFromOption(picked.label, comment);
-}
-
-/**
- * The answer an option stands for, in the default approval shape (engine ApprovalAnswer):
- * approve and reject are decisions, any other option is a choice. Shared by the Requests view and
- * the inspector's request section, so both record the same answer for the same click.
- */
-export function answerFromOption(option: string, comment: string): Json {
-  const base: Record<string, Json> =
-    option === "approve" || option === "reject" ? { decision: option } : { decision: "choose", choice: option };
-  return comment.trim() ? { ...base, comment: comment.trim() } : base;
 }

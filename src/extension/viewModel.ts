@@ -6,7 +6,9 @@ import { contextView } from "./viewModel/contextView";
 import { decisionFor, decisionView } from "./viewModel/decisionView";
 import { intentView } from "./viewModel/intentsView";
 import { callIndex, first, runDecisionRecords, stepKey, superstepRecords } from "./viewModel/records";
+import { requestsView } from "./viewModel/requestsView";
 import { buildStateView } from "./viewModel/stateView";
+import { article } from "../engine/errors";
 
 export { COMPARE_LIMIT } from "./viewModel/contextView";
 export { buildStateView } from "./viewModel/stateView";
@@ -75,7 +77,7 @@ export function buildInspectorViewModel(store: CaseStore, opts: ViewModelOptions
     caseFile: opts.caseFile,
     run: {
       id: run.id,
-      workflow: { name: run.workflow.name, version: run.workflow.version },
+      workflow: { name: run.workflow.name, version: run.workflow.version, path: run.workflow.path ?? null },
       status: run.status,
       createdAt: run.createdAt,
       updatedAt: run.updatedAt,
@@ -121,12 +123,10 @@ export function buildSuperstepDetail(store: CaseStore, runId: string, superstep:
       context: contextView(s, { call, countMessageTokens: opts.countMessageTokens, calls }),
       decision: decisionView(s, { verdict: decisionFor(s, records), callById: records.callById }),
       intents:
-        s.kind === "effect"
-          ? intents.map(intentView)
-          : { absent: `Only effect steps record intents; this is ${/^[aeiou]/.test(s.kind) ? "an" : "a"} ${s.kind} step.` },
+        s.kind === "effect" ? intents.map(intentView) : { absent: `Only effect steps record intents; this is ${article(s.kind)} step.` },
     };
   });
-  return { runId, superstep, steps, state: buildStateView(store, runId, superstep) };
+  return { runId, superstep, steps, state: buildStateView(store, runId, superstep), requests: requestsView(store, runId, superstep) };
 }
 
 /**

@@ -3,6 +3,7 @@ import { TimelineSchema, VerdictSchema } from "./timeline";
 
 export type { StepView, SuperstepView, Timeline, TimelineWire } from "./timeline";
 export { encodeTimeline, TimelineRows, TimelineSchema } from "./timeline";
+export { answerFromOption } from "./answer";
 
 /**
  * Messages between the extension host and the Run Inspector webview, and the view model the host
@@ -191,6 +192,23 @@ export const StateViewSchema = z.union([
 ]);
 
 /**
+ * A person's request: asked by a request step, answered (or still waiting) in place. Shown in the
+ * superstep that asked it (prompt, options, a comment box while it waits) and in the superstep
+ * where the answer arrived (who answered, what, when).
+ */
+export const RequestViewSchema = z.object({
+  id: z.string(),
+  executor: z.string(),
+  /** The superstep that asked, in the run that asked (a branch may answer its parent's request). */
+  askedIn: z.object({ runId: z.string(), superstep: z.number().int() }),
+  askedAt: z.string(),
+  prompt: z.object({ title: z.string(), detail: z.string().nullable(), options: z.array(z.string()) }),
+  /** `waiting`: answerable now; `closed`: neither answered nor waiting any more (the run went on without it). */
+  status: z.enum(["waiting", "answered", "closed"]),
+  answer: z.object({ value: json, by: z.string().nullable(), at: z.string(), runId: z.string(), superstep: z.number().int() }).nullable(),
+});
+
+/**
  * What the view model leaves out, one superstep at a time: sent when the person selects the
  * superstep, so a 10,000-superstep run's view model stays a timeline.
  */
@@ -199,6 +217,8 @@ export const SuperstepDetailSchema = z.object({
   superstep: z.number().int(),
   steps: z.array(StepDetailSchema),
   state: StateViewSchema,
+  /** Requests asked in this superstep, and those whose answer arrived in it. */
+  requests: z.array(RequestViewSchema),
 });
 
 export const BranchSchema = z.object({
@@ -214,7 +234,8 @@ export const InspectorViewModelSchema = z.object({
   caseFile: z.object({ path: z.string(), name: z.string() }),
   run: z.object({
     id: z.string(),
-    workflow: z.object({ name: z.string(), version: z.number() }),
+    /** `path`: the workflow file the run was started from, as recorded (the Workflow Graph button opens it); null when none was. */
+    workflow: z.object({ name: z.string(), version: z.number(), path: z.string().nullable() }),
     status: z.string(),
     createdAt: z.string(),
     updatedAt: z.string(),
@@ -244,6 +265,7 @@ export type IntentConflictView = z.infer<typeof IntentConflictSchema>;
 export type StateEntryView = z.infer<typeof StateEntrySchema>;
 export type StateView = z.infer<typeof StateViewSchema>;
 export type BranchView = z.infer<typeof BranchSchema>;
+export type RequestView = z.infer<typeof RequestViewSchema>;
 
 export const ReplayModeSchema = z.enum(["recorded", "live", "edited"]);
 export type ReplayMode = z.infer<typeof ReplayModeSchema>;
@@ -281,6 +303,18 @@ export const InspectorToHostSchema = z.discriminatedUnion("type", [
   }),
   /** Continue, Step or Stop for the workflow running in step mode (the buttons `runState` shows). */
   z.object({ type: z.literal("control"), action: z.enum(["continue", "step", "stop"]) }),
+  /**
+   * A person's answer to a waiting request (`request`), from the request's buttons and comment
+   * box. The runner checks it against the request step's answer schema; the reply, `answered`,
+   * carries the same requestId and says whether it was taken or why it was refused.
+   */
+  z.object({ type: z.literal("answerRequest"), requestId: id, runId: id, request: id, answer: json }),
+  /** Sent once a loaded run is on screen (the frame after the load has painted): the host logs how long a click took to show. */
+  z.object({ type: z.literal("painted"), runId: id }),
+  /** The Restricted Mode banner's link: opens VS Code's Workspace Trust editor. */
+  z.object({ type: z.literal("manageTrust") }),
+  /** Opens the Workflow Graph of the run's workflow file (the header's button). */
+  z.object({ type: z.literal("showGraph") }),
 ]);
 export type InspectorToHost = z.infer<typeof InspectorToHostSchema>;
 
@@ -293,6 +327,12 @@ export const HostToInspectorSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("superstep"), requestId: z.string().optional(), detail: SuperstepDetailSchema }),
   /** The answer to `loadContext`: the context, or why it cannot be shown. */
   z.object({ type: z.literal("context"), requestId: z.string(), context: z.union([Absent, ContextSchema]) }),
+  /** The answer to `answerRequest`: taken (the run went on) or refused, with the reason shown beside the request. */
+  z.object({
+    type: z.literal("answered"),
+    requestId: z.string(),
+    outcome: z.union([z.object({ ok: z.literal(true), message: z.string() }), z.object({ ok: z.literal(false), reason: z.string() })]),
+  }),
   /** A line for the panel's status area: the outcome of an action, or why it could not run. */
   z.object({ type: z.literal("notice"), level: z.enum(["info", "warning", "error"]), message: z.string() }),
   /** Select this step of the run (a failed eval case's "Open Step in Run Inspector"), on its Decision tab. */

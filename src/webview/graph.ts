@@ -5,6 +5,8 @@
  * Kinds are told apart by codicon, colour and shape; each node lists the keys it owns, and the
  * key table names every key's owner. The executors of the running superstep are highlighted.
  * Clicking a node (or Enter on it) asks the host to reveal its definition in the workflow file.
+ * The graph opens fitted to the panel (never enlarged past 100%), so it reads beside an editor;
+ * Zoom in / out / Fit / 100% in the header, Ctrl+wheel and the + - 0 keys change the scale.
  *
  * Every message from the host is parsed with the shared schema (src/protocol/graph.ts); one that
  * does not parse is dropped and logged, and the panel keeps what it shows.
@@ -29,6 +31,12 @@ const KIND: Record<GraphExecutorView["kind"], { icon: string; label: string }> =
 const SVG = "http://www.w3.org/2000/svg";
 const app = document.getElementById("app")!;
 let model: GraphViewModel | undefined;
+/** The person's zoom: "fit" follows the panel's size; a number is a fixed scale (1 = 100%). */
+let zoom: "fit" | number = "fit";
+/** The laid-out graph's size at 100%. */
+let natural = { width: 0, height: 0 };
+const ZOOM_MIN = 0.2;
+const ZOOM_MAX = 3;
 const host = connectHost<GraphToHost, HostToGraph>({ name: "Workflow Graph", parse: parseGraphHostMessage, receive });
 
 function receive(message: HostToGraph): void {
@@ -66,9 +74,14 @@ function render(m: GraphViewModel): void {
       el("span", { className: "title" }, `${m.workflow.name} v${m.workflow.version}`),
       el("span", { className: "file" }, m.workflow.file),
       el("span", { className: "live", id: "live", role: "status", ariaLive: "polite" }),
+      zoomControls(),
     ]),
     el("div", { className: "notice", id: "notice", role: "status", ariaLive: "polite" }),
-    el("main", { className: "main" }, [el("div", { className: "scroller" }, [canvas]), keyTable(m), legend()]),
+    el("main", { className: "main" }, [
+      el("div", { className: "scroller", id: "scroller" }, [el("div", { className: "stage", id: "stage" }, [canvas])]),
+      keyTable(m),
+      legend(),
+    ]),
   );
   // Nodes are measured as rendered, then laid out.
   const g = new dagre.graphlib.Graph({ multigraph: true });
@@ -144,9 +157,82 @@ function render(m: GraphViewModel): void {
     node.style.left = `${n.x - n.width / 2}px`;
     node.style.top = `${n.y - n.height / 2}px`;
   }
+  natural = { width, height };
+  applyZoom();
+  resized.disconnect();
+  resized.observe(document.getElementById("scroller")!);
   showLive(m.live);
   document.body.dataset.loaded = m.workflow.name;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Zoom
+
+function zoomControls(): HTMLElement {
+  const button = (action: string, icon: string, label: string, onclick: () => void): HTMLElement =>
+    el("button", { className: "zoom-button", title: label, ariaLabel: label, data: { zoom: action }, onclick }, [
+      el("span", { className: `codicon codicon-${icon}`, ariaHidden: "true" }),
+    ]);
+  return el("span", { className: "zoom", role: "group", ariaLabel: "Zoom" }, [
+    button("out", "zoom-out", "Zoom out (-)", () => setZoom(scale() / 1.25)),
+    el("span", { className: "zoom-level", id: "zoom-level", ariaLive: "polite" }),
+    button("in", "zoom-in", "Zoom in (+)", () => setZoom(scale() * 1.25)),
+    button("fit", "screen-normal", "Fit to view (0)", () => setZoom("fit")),
+    button("actual", "screen-full", "Actual size, 100%", () => setZoom(1)),
+  ]);
+}
+
+/** The scale the graph is drawn at now: the fitted one, or the person's. */
+function scale(): number {
+  if (zoom !== "fit") return zoom;
+  const scroller = document.getElementById("scroller");
+  if (!scroller || natural.width === 0 || natural.height === 0) return 1;
+  // Fitted to the visible area, never enlarged: a small graph stays at 100%.
+  return Math.max(ZOOM_MIN, Math.min(1, (scroller.clientWidth - 8) / natural.width, (scroller.clientHeight - 8) / natural.height));
+}
+
+function setZoom(next: "fit" | number): void {
+  zoom = next === "fit" ? "fit" : Math.min(ZOOM_MAX, Math.max(ZOOM_MIN, next));
+  applyZoom();
+}
+
+/** Scales the canvas (CSSOM transform: the CSP refuses style attributes) inside a stage sized to the result, so scrolling covers it exactly. */
+function applyZoom(): void {
+  const canvas = document.getElementById("canvas");
+  const stage = document.getElementById("stage");
+  if (!canvas || !stage) return;
+  const s = scale();
+  canvas.style.transform = `scale(${s})`;
+  stage.style.width = `${Math.ceil(natural.width * s)}px`;
+  stage.style.height = `${Math.ceil(natural.height * s)}px`;
+  const level = document.getElementById("zoom-level");
+  if (level) level.textContent = `${Math.round(s * 100)}%${zoom === "fit" ? " (fit)" : ""}`;
+  document.body.dataset.zoom = s.toFixed(3);
+}
+
+// A fitted graph follows the visible area's size (an editor group resized, the key table laid out under it).
+const resized = new ResizeObserver(() => {
+  if (zoom === "fit") applyZoom();
+});
+
+document.addEventListener(
+  "wheel",
+  (e) => {
+    if (!e.ctrlKey || !document.getElementById("canvas")) return;
+    e.preventDefault();
+    setZoom(scale() * (e.deltaY < 0 ? 1.1 : 1 / 1.1));
+  },
+  { passive: false },
+);
+
+document.addEventListener("keydown", (e) => {
+  if (e.ctrlKey || e.metaKey || e.altKey || !document.getElementById("canvas")) return;
+  if (e.key === "+" || e.key === "=") setZoom(scale() * 1.25);
+  else if (e.key === "-") setZoom(scale() / 1.25);
+  else if (e.key === "0") setZoom("fit");
+  else return;
+  e.preventDefault();
+});
 
 function executorNode(ex: GraphExecutorView, isStart: boolean): HTMLElement {
   const kind = KIND[ex.kind];

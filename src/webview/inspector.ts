@@ -13,7 +13,7 @@
 // First: configures zod before any schema is built.
 import "./zodJitless";
 import type { ContextRefView, HostToInspectorReceived, InspectorToHost, SuperstepDetailView } from "../protocol/webview";
-import { parseHostMessage, TimelineRows } from "../protocol/webview";
+import { answerFromOption, parseHostMessage, TimelineRows } from "../protocol/webview";
 import { clamp, patch } from "./dom";
 import { connectHost } from "./host";
 import type { Arrival } from "./host";
@@ -38,13 +38,21 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
     case "load": {
       const m = message.model;
       if (m.run.id !== state.selection.runId) {
-        state.selection = { ...state.selection, runId: m.run.id, ...openingSelection(new TimelineRows(m.timeline)) };
+        state.selection = {
+          ...state.selection,
+          runId: m.run.id,
+          ...openingSelection(new TimelineRows(m.timeline), m.run.status === "waiting"),
+        };
         // Another run starts at the top (on the first load the timeline is not drawn yet: nothing to scroll).
         if (state.timelineWindow) {
           state.timelineWindow = { ...state.timelineWindow, top: 0 };
           scrollTo = 0;
         }
       }
+      // A notice is about what the panel showed when it came: once the run has moved on (another
+      // run, a new status, new records), a notice older than this load is stale and goes.
+      const before = state.model?.run;
+      if (before && (before.id !== m.run.id || before.status !== m.run.status || before.updatedAt !== m.run.updatedAt)) hideStaleNotice();
       state.model = m;
       state.rows = new TimelineRows(m.timeline);
       if (pendingReveal?.runId === m.run.id) {
@@ -71,6 +79,7 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
           document.body.dataset.receivedAt = epoch(arrival.receivedAt);
           document.body.dataset.paintedAt = epoch(performance.now());
           document.body.dataset.loaded = m.run.id;
+          host.post({ type: "painted", runId: m.run.id });
         }, 0),
       );
       return;
@@ -81,10 +90,11 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
       update();
       return;
     case "context":
+    case "answered":
       // Always an answer (its requestId is required): the host channel resolves the request.
       return;
     case "notice":
-      state.notice = { level: message.level, text: message.message, visible: true };
+      state.notice = { level: message.level, text: message.message, visible: true, at: performance.now() };
       clearTimeout(noticeTimer);
       if (message.level === "info")
         noticeTimer = setTimeout(() => {
@@ -94,6 +104,8 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
       draw();
       return;
     case "runState":
+      // "No workflow is running" and the like are stale once a run starts or ends.
+      if (message.state !== state.runState.state) hideStaleNotice();
       state.runState = message;
       draw();
       return;
@@ -150,6 +162,33 @@ const on: InspectorCallbacks = {
     update();
   },
   control: (action) => host.post({ type: "control", action }),
+  manageTrust: () => host.post({ type: "manageTrust" }),
+  showGraph: () => host.post({ type: "showGraph" }),
+  dismissNotice() {
+    if (state.notice) state.notice = { ...state.notice, visible: false };
+    draw();
+  },
+  comment(requestId, text) {
+    const draft = state.answers.get(requestId);
+    state.answers.set(requestId, { comment: text, sending: draft?.sending, refusal: draft?.refusal });
+  },
+  answer(runId, requestId, option) {
+    const comment = state.answers.get(requestId)?.comment ?? "";
+    state.answers.set(requestId, { comment, sending: option, refusal: undefined });
+    draw();
+    // The run goes on with the answer before the host replies: a minute or two is not unusual.
+    host.request({ type: "answerRequest", runId, request: requestId, answer: answerFromOption(option, comment) }, "answered", 300_000).then(
+      (reply) => {
+        if (reply.outcome.ok) state.answers.delete(requestId);
+        else state.answers.set(requestId, { comment, sending: undefined, refusal: reply.outcome.reason });
+        draw();
+      },
+      (err: Error) => {
+        state.answers.set(requestId, { comment, sending: undefined, refusal: err.message });
+        draw();
+      },
+    );
+  },
 };
 
 /** After a change of state: keeps the selection in range, asks for what it shows and lacks, saves it, draws. */
@@ -193,7 +232,13 @@ function askSuperstep(runId: string, superstep: number): void {
     (err: Error) => {
       if (state.details.get(key) !== "loading") return;
       // Shown until the superstep is selected again, which asks again.
-      state.details.set(key, { runId, superstep, steps: [], state: { absent: `${err.message} Select the superstep again to retry.` } });
+      state.details.set(key, {
+        runId,
+        superstep,
+        steps: [],
+        state: { absent: `${err.message} Select the superstep again to retry.` },
+        requests: [],
+      });
       state.stale.add(key);
       draw();
     },
@@ -213,6 +258,12 @@ function askContext(ref: ContextRefView): void {
       draw();
     },
   );
+}
+
+/** Hides the notice unless it has just come (an action's outcome arrives right after the load it caused). */
+function hideStaleNotice(): void {
+  const n = state.notice;
+  if (n?.visible && performance.now() - n.at > 1000) state.notice = { ...n, visible: false };
 }
 
 function keepDetail(detail: SuperstepDetailView): void {
@@ -250,7 +301,8 @@ function draw(): void {
 host.post({ type: "ready" });
 
 /**
- * Where a run opens (called on the first load of each run): on its decision, the last step with a
+ * Where a run opens (called on the first load of each run): a run waiting for a person on the
+ * request it waits on (its buttons are there); else on its decision, the last step with a
  * verdict, in the Proposal vs Commit tab; without one, on the first superstep where a step ran.
  * Superstep #0 of a run that starts from its input often ran nothing, and opening there showed
  * "No step ran" to someone who came to see what was decided.
@@ -268,16 +320,20 @@ function reveal(where: { superstep: number; executor: string }): void {
   }
 }
 
-function openingSelection(rows: TimelineRows): Pick<typeof state.selection, "superstepIndex" | "stepIndex" | "tab"> {
+function openingSelection(rows: TimelineRows, waiting: boolean): Pick<typeof state.selection, "superstepIndex" | "stepIndex" | "tab"> {
   let firstRan: number | undefined;
   let decision: { superstepIndex: number; stepIndex: number } | undefined;
+  let asked: { superstepIndex: number; stepIndex: number } | undefined;
   for (let i = 0; i < rows.length; i++) {
     const steps = rows.at(i)?.steps ?? [];
     if (firstRan === undefined && steps.length > 0) firstRan = i;
+    const w = steps.findIndex((st) => st.kind === "request" && st.status === "waiting");
+    if (w >= 0) asked = { superstepIndex: i, stepIndex: w };
     const j = steps.findIndex((st) => st.verdict !== null && st.kind === "commit");
     const k = j >= 0 ? j : steps.findIndex((st) => st.verdict !== null);
     if (k >= 0) decision = { superstepIndex: i, stepIndex: k };
   }
+  if (waiting && asked) return { ...asked, tab: state.selection.tab };
   if (decision) return { ...decision, tab: "decision" };
   return { superstepIndex: firstRan ?? 0, stepIndex: 0, tab: state.selection.tab };
 }

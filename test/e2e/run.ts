@@ -8,9 +8,13 @@
  *   trusted    --disable-workspace-trust: activation, commands, views, the Run Inspector on a
  *              fixture case file (its webview DOM checked from Chromium).
  *   restricted the workspace left untrusted: Run refuses with an explanation.
+ *   newcomer   examples/ opened as the workspace, as a new user would: Run from the Workflows view
+ *              through the input form, the ERP stand-in started by its task, the request answered
+ *              in the inspector, the graph (suite/newcomer.test.ts). The cases and the ERP's env
+ *              file it writes there are removed, and workflow.inputs.json restored, after the pass.
  * Prints mocha-style results and a closing "N passed, N failed" line; screenshots go to
  * test-output/e2e/. Browser and server are stopped by process id on every path out.
- * CASEFILE_E2E_ONLY=trusted|restricted runs one pass; CASEFILE_E2E_TIMEOUT_MS bounds each pass;
+ * CASEFILE_E2E_ONLY=trusted|restricted|newcomer runs one pass; CASEFILE_E2E_TIMEOUT_MS bounds each pass;
  * CASEFILE_E2E_GREP=<pattern> runs only the tests whose titles match.
  */
 import { spawn } from "node:child_process";
@@ -45,7 +49,8 @@ const LM_PROVIDER = path.join(ROOT, "test", "e2e", "lmProvider");
 // The trusted pass runs about 35 tests that start runner processes; on a loaded 2-core machine it took over 180 s.
 const PASS_TIMEOUT_MS = Number(process.env.CASEFILE_E2E_TIMEOUT_MS ?? 600_000);
 
-type Mode = "trusted" | "restricted";
+type Mode = "trusted" | "restricted" | "newcomer";
+const EXAMPLES = path.join(ROOT, "examples");
 
 /** Process ids this harness started and has not yet stopped, for the signal handlers. */
 const started = { browsers: new Set<number>(), serverGroups: new Set<number>() };
@@ -59,7 +64,9 @@ async function main(): Promise<number> {
   const started = Date.now();
   const suiteIndex = await buildSuite();
   const results: SuiteResult[] = [];
-  for (const mode of process.env.CASEFILE_E2E_ONLY ? [process.env.CASEFILE_E2E_ONLY as Mode] : (["trusted", "restricted"] as const)) {
+  for (const mode of process.env.CASEFILE_E2E_ONLY
+    ? [process.env.CASEFILE_E2E_ONLY as Mode]
+    : (["trusted", "restricted", "newcomer"] as const)) {
     results.push(await runPass(mode, suiteIndex));
   }
   const passes = results.reduce((n, r) => n + r.passes, 0);
@@ -76,10 +83,12 @@ async function runPass(mode: Mode, suiteIndex: string): Promise<SuiteResult> {
   const work = mkdtempSync(path.join(os.tmpdir(), `casefile-e2e-${mode}-`));
   const userData = path.join(work, "user-data");
   const extensions = path.join(work, "extensions");
-  const workspace = path.join(work, "workspace");
+  // The newcomer opens the repository's examples/ itself: its tasks, launch configurations and tsconfig.
+  const workspace = mode === "newcomer" ? EXAMPLES : path.join(work, "workspace");
   const exchange = path.join(work, "exchange");
   for (const d of [userData, extensions, workspace, exchange]) mkdirSync(d, { recursive: true });
-  await writeFixtureWorkspace(workspace);
+  const restoreExamples = mode === "newcomer" ? cleanExamples() : undefined;
+  if (mode !== "newcomer") await writeFixtureWorkspace(workspace);
   // A chat model served through VS Code's Language Model API, for the vscode-lm provider's tests:
   // installed as a plain extension (code-server loads only one extensionDevelopmentPath).
   if (mode === "trusted") cpSync(LM_PROVIDER, path.join(extensions, "casefile-test.lm-provider-0.0.1"), { recursive: true });
@@ -102,7 +111,7 @@ async function runPass(mode: Mode, suiteIndex: string): Promise<SuiteResult> {
     "--disable-getting-started-override",
     "--vscode-option",
     "enable-smoke-test-driver",
-    ...(mode === "trusted" ? ["--disable-workspace-trust"] : []),
+    ...(mode !== "restricted" ? ["--disable-workspace-trust"] : []),
     workspace,
   ];
   const t0 = Date.now();
@@ -173,7 +182,23 @@ async function runPass(mode: Mode, suiteIndex: string): Promise<SuiteResult> {
     await stopBrowser(browser, browserPid);
     await stopProcessGroup(server);
     rmSync(work, { recursive: true, force: true });
+    restoreExamples?.();
   }
+}
+
+/**
+ * examples/ as a newcomer finds it (no case files, no ERP env file, the committed inputs file);
+ * returns what puts it back after the pass: what the pass wrote is removed, the inputs file restored.
+ */
+function cleanExamples(): () => void {
+  const written = ["invoice/cases", "supplier/cases", ".erp"].map((d) => path.join(EXAMPLES, d));
+  const inputs = ["invoice", "supplier"].map((d) => path.join(EXAMPLES, d, "workflow.inputs.json"));
+  const kept = inputs.map((f) => readFileSync(f, "utf8"));
+  for (const d of written) rmSync(d, { recursive: true, force: true });
+  return () => {
+    for (const d of written) rmSync(d, { recursive: true, force: true });
+    inputs.forEach((f, i) => writeFileSync(f, kept[i]!));
+  };
 }
 
 /** The workspace each pass opens: a case file made from the invoice fixture with the real store. */

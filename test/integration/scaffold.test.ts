@@ -89,4 +89,14 @@ describe("New Workflow scaffold", function () {
       ["loader", "code", "agent", "commit", "request", "code"],
     );
   });
+
+  it("examples/ carries New Workflow's tsconfig (casefile and zod from dist/types) and type-checks with it", () => {
+    const file = path.join(ROOT, "examples/tsconfig.json");
+    const text = readFileSync(file, "utf8");
+    const own = parseJsonc(text) as { compilerOptions: Record<string, unknown> };
+    const written = parseJsonc(mergeTsconfig(text, "../dist/types")) as { compilerOptions: Record<string, unknown> };
+    assert.deepEqual(own.compilerOptions, written.compilerOptions, "New Workflow's merge into examples/tsconfig.json changes nothing");
+    const r = tsc(path.join(ROOT, "examples"));
+    assert.ok(r.ok, `examples/ has problems:\n${r.output}`);
+  });
 });

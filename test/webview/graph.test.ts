@@ -20,8 +20,13 @@ async function invoiceModel(live: GraphViewModel["live"] = null): Promise<GraphV
   return graphViewModel({ name: workflow.name, version: workflow.version, file: "examples/invoice/workflow.ts" }, workflow.graph, live);
 }
 
-async function openGraph(browser: Browser, model: GraphViewModel, theme: Theme = "dark"): Promise<Page> {
-  const page = await openWebview(browser, { script: "media/graph.js", styles: ["media/codicon.css", "media/graph.css"], theme });
+async function openGraph(
+  browser: Browser,
+  model: GraphViewModel,
+  theme: Theme = "dark",
+  size: { width?: number; height?: number } = {},
+): Promise<Page> {
+  const page = await openWebview(browser, { script: "media/graph.js", styles: ["media/codicon.css", "media/graph.css"], theme, ...size });
   await deliver(page, { type: "load", model });
   await page.waitForSelector(`body[data-loaded="${model.workflow.name}"]`);
   return page;
@@ -160,6 +165,35 @@ describe("Workflow Graph webview (headless Chromium)", function () {
     assert.equal(await page.$$eval("img", (e) => e.length), 0);
     assert.equal(await text(page, "#live"), "No run in progress");
     assert.deepEqual(await cspViolations(page), []);
+  });
+
+  it("opens fitted to a narrow panel beside an editor, zooms in and out, and goes back to fit", async () => {
+    const page = await openGraph(browser, model, "dark", { width: 520, height: 560 });
+    const fitted = async (): Promise<{ stage: Box; view: Box; zoom: number; level: string }> =>
+      page.evaluate(() => {
+        const b = document.getElementById("stage")!.getBoundingClientRect();
+        const scroller = document.getElementById("scroller")!;
+        return {
+          stage: { x: b.x, y: b.y, w: b.width, h: b.height },
+          view: { x: 0, y: 0, w: scroller.clientWidth, h: scroller.clientHeight },
+          zoom: Number(document.body.dataset.zoom),
+          level: document.getElementById("zoom-level")!.textContent ?? "",
+        };
+      });
+    const f = await fitted();
+    assert.ok(f.zoom < 1, `a graph taller than a narrow panel is scaled down to fit (zoom ${f.zoom})`);
+    assert.ok(f.stage.w <= f.view.w && f.stage.h <= f.view.h, `the whole graph is in view: ${JSON.stringify(f)}`);
+    assert.match(f.level, /^\d+% \(fit\)$/, "the header says the scale and that it is fitted");
+    const before = await box(page, "propose");
+    await page.click('.zoom-button[data-zoom="in"]');
+    const bigger = await box(page, "propose");
+    assert.ok(bigger.w > before.w * 1.2, `Zoom in makes a node larger (${before.w} -> ${bigger.w})`);
+    await page.click('.zoom-button[data-zoom="actual"]');
+    assert.equal(await page.$eval("#zoom-level", (e) => e.textContent), "100%", "100% shows the graph at its size");
+    await page.keyboard.press("0");
+    assert.equal((await fitted()).zoom, f.zoom, "0 (or Fit) goes back to the fitted scale");
+    await screenshot(page, "graph-invoice-narrow-fit");
+    await page.close();
   });
 
   for (const theme of ["light", "hc"] as const) {

@@ -78,7 +78,7 @@ async function openInvoice(browser: Browser, runId = INVOICE_RUN, theme: Theme =
 
 /** What the webview posted, less its requests for superstep details and contexts. */
 async function actions(page: Page): Promise<{ type: string; [k: string]: unknown }[]> {
-  return (await posted(page)).filter((m) => m.type !== "loadSuperstep" && m.type !== "loadContext");
+  return (await posted(page)).filter((m) => m.type !== "loadSuperstep" && m.type !== "loadContext" && m.type !== "painted");
 }
 
 /** The text as a person sees it (innerText: CSS text-transform applied), whitespace collapsed. */
@@ -290,6 +290,7 @@ describe("Run Inspector webview (headless Chromium)", function () {
         superstep: 2,
         steps: [],
         state: { absent: "This superstep could not be read from the case file: torn record" },
+        requests: [],
       },
     });
     await selectSuperstep(page, 2);
@@ -415,13 +416,21 @@ describe("Run Inspector webview (headless Chromium)", function () {
     const page = await openInspector(browser, invoiceModel(INVOICE_RUN, { ok: false, reason }));
     assert.match(await text(page, ".banner"), /Restricted Mode\. Casefile does not run workflow code/);
     await selectSuperstep(page, 1);
-    for (const action of ["resume", "debug", "fork", "replay"]) {
+    // Export too: it loads the workflow file (its proposal schema and rules), which is workflow code.
+    for (const action of ["resume", "debug", "fork", "replay", "export"]) {
       assert.equal(await page.isDisabled(`button[data-action="${action}"]`), true, `${action} disabled`);
       assert.equal(await page.getAttribute(`button[data-action="${action}"]`, "title"), reason);
     }
-    assert.equal(await page.isDisabled('button[data-action="export"]'), false, "export reads the case file only");
+    assert.equal(await page.isDisabled("button.show-graph"), true, "the Workflow Graph button is disabled (describing runs the workflow)");
     await page.click('button[data-action="resume"]', { force: true });
     assert.deepEqual(await actions(page), [{ type: "ready" }], "a disabled action posts nothing");
+    // The banner's way out is a link to VS Code's Workspace Trust editor.
+    await page.click(".banner a.manage-trust");
+    assert.deepEqual(
+      await actions(page),
+      [{ type: "ready" }, { type: "manageTrust" }],
+      "the link asks the host to open Manage Workspace Trust",
+    );
     await page.close();
   });
 

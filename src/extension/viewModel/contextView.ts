@@ -3,6 +3,7 @@ import type { AgentCallRecord, ChatMessage, StepRecord } from "../../engine/reco
 import type { AgentCallSummary } from "../../engine/store";
 import type { ContextView } from "../../protocol/webview";
 import type { CallIndex } from "./records";
+import { article } from "../../engine/errors";
 
 /** What the Context tab's view of a step is built from. */
 export interface ContextInputs {
@@ -13,8 +14,7 @@ export interface ContextInputs {
 }
 
 export function contextView(s: StepRecord, { call, countMessageTokens, calls }: ContextInputs): ContextView | { absent: string } {
-  if (s.kind !== "agent")
-    return { absent: `Only agent steps give a model a context; this is ${/^[aeiou]/.test(s.kind) ? "an" : "a"} ${s.kind} step.` };
+  if (s.kind !== "agent") return { absent: `Only agent steps give a model a context; this is ${article(s.kind)} step.` };
   if (!call) return { absent: "No model call was recorded for this step." };
   const model = call.request.model;
   return {

@@ -3,6 +3,7 @@ import type { AgentCallRecord, StepRecord, VerdictRecord } from "../../engine/re
 import type { DecisionView } from "../../protocol/webview";
 import type { DecisionRecords } from "./records";
 import { first, stepKey } from "./records";
+import { article } from "../../engine/errors";
 
 /** Agent steps show the verdict that judged their proposal; commit steps show their own verdict. */
 export function decisionFor(s: StepRecord, { calls, verdictByStep, verdictByCall }: DecisionRecords): VerdictRecord | undefined {
@@ -22,7 +23,7 @@ export function decisionView(
 ): DecisionView | { absent: string } {
   if (s.kind !== "agent" && s.kind !== "commit") {
     return {
-      absent: `Proposal vs commit applies to agent and commit steps; this is ${/^[aeiou]/.test(s.kind) ? "an" : "a"} ${s.kind} step.`,
+      absent: `Proposal vs commit applies to agent and commit steps; this is ${article(s.kind)} step.`,
     };
   }
   if (!verdict) {

@@ -11,6 +11,7 @@ import type { InspectorCallbacks, InspectorState } from "./state";
 import { detailKey, TABS } from "./state";
 import { stateTab } from "./stateTab";
 import { intentsTab } from "./intentsTab";
+import { requestCards } from "./requestCard";
 import { KIND_ICON } from "./timeline";
 
 export function detailPane(state: InspectorState, on: InspectorCallbacks): HTMLElement {
@@ -36,7 +37,7 @@ export function detailPane(state: InspectorState, on: InspectorCallbacks): HTMLE
           icon(KIND_ICON[st.kind]),
           ` ${st.executor}`,
           el("span", { className: "muted" }, ` ${st.kind}`),
-          st.status === "ok" ? nothing() : el("span", { className: `step-status status-${st.status}` }, ` ${st.status}`),
+          st.status === "ok" ? nothing() : el("span", { className: `step-status status-${st.status}` }, ` ${stepStatusLabel(st, state)}`),
         ],
       ),
     ),
@@ -69,6 +70,7 @@ export function detailPane(state: InspectorState, on: InspectorCallbacks): HTMLE
     ]),
     stepPicker,
     step ? stepSummary(step) : nothing(),
+    requestsOf(state, on, s),
     actions(state, on, s, step),
     tabs,
     el("div", { className: `tab-body tab-${sel.tab}`, role: "tabpanel" }, [tabBody(state, on, s, step)]),
@@ -87,6 +89,17 @@ function tabBody(state: InspectorState, on: InspectorCallbacks, s: SuperstepView
   if (tab === "context") return contextTab(state, on, d.context, step.id);
   if (tab === "decision") return decisionTab(d.decision);
   return intentsTab(d.intents);
+}
+
+/** A request step that waited reads "waited" once the run waits no more (answered, or gone on): "waiting" there misled. */
+function stepStatusLabel(st: StepView, state: InspectorState): string {
+  return st.status === "waiting" && state.model?.run.status !== "waiting" ? "waited" : st.status;
+}
+
+/** The requests asked or answered in the superstep, once its details are here. */
+function requestsOf(state: InspectorState, on: InspectorCallbacks, s: SuperstepView): Node {
+  const loaded = state.details.get(detailKey(state.model!.run.id, s.superstep));
+  return loaded && loaded !== "loading" ? requestCards(state, on, loaded) : nothing();
 }
 
 function loadingNote(superstep: number): HTMLElement {
@@ -137,7 +150,8 @@ function actions(state: InspectorState, on: InspectorCallbacks, s: SuperstepView
     },
     ReplayModeSchema.options.map((mode) => el("option", { value: mode, selected: mode === sel.replayMode }, mode)),
   );
-  const exportButton = button("export", "Export as eval", "export", notAgent, () =>
+  // Exporting loads the workflow file (its proposal schema and rules): workflow code, like a replay.
+  const exportButton = button("export", "Export as eval", "export", runBlocked ?? notAgent, () =>
     on.act({ type: "exportStepAsEval", runId, stepId, format: sel.evalFormat }),
   );
   const formatSelect = el(

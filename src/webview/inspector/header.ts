@@ -34,9 +34,22 @@ export function header(m: InspectorViewModel, on: InspectorCallbacks): HTMLEleme
       el("span", { className: `status status-${m.run.status}` }, m.run.status.replace("_", " ")),
       parent,
     ]),
-    el("div", { className: "header-right" }, [el("span", { className: "muted" }, m.caseFile.name), select]),
+    el("div", { className: "header-right" }, [graphButton(m, on), el("span", { className: "muted" }, m.caseFile.name), select]),
     m.run.error ? el("div", { className: "run-error" }, [icon("error"), ` ${m.run.error.code}: ${m.run.error.message}`]) : nothing(),
   ]);
+}
+
+/** Opens the run's workflow as a graph; disabled, saying why, where that is not possible. */
+function graphButton(m: InspectorViewModel, on: InspectorCallbacks): HTMLElement {
+  const why = !m.canRun.ok ? m.canRun.reason : m.run.workflow.path === null ? "This run did not record its workflow file." : undefined;
+  return el(
+    "button",
+    {
+      className: "header-action show-graph",
+      ...(why ? { disabled: true, title: why } : { title: `Workflow Graph of ${m.run.workflow.path}`, onclick: () => on.showGraph() }),
+    },
+    [icon("type-hierarchy"), " Graph"],
+  );
 }
 
 function branchDepth(m: InspectorViewModel, runId: string): number {
@@ -51,12 +64,22 @@ function branchDepth(m: InspectorViewModel, runId: string): number {
 }
 
 /** The status line: the outcome of the last action, or why it could not run. Kept (hidden) once seen. */
-export function noticeLine(state: InspectorState): HTMLElement {
+export function noticeLine(state: InspectorState, on: InspectorCallbacks): HTMLElement {
   const n = state.notice;
   return el(
     "div",
     { className: n ? `notice${n.visible ? ` visible ${n.level}` : ""}` : "notice", id: "notice", role: "status", ariaLive: "polite" },
-    n ? [icon(n.level === "info" ? "info" : n.level), ` ${n.text}`] : [],
+    n?.visible
+      ? [
+          icon(n.level === "info" ? "info" : n.level),
+          el("span", { className: "notice-text" }, ` ${n.text}`),
+          el("button", { className: "notice-close", title: "Dismiss", ariaLabel: "Dismiss notice", onclick: () => on.dismissNotice() }, [
+            icon("close"),
+          ]),
+        ]
+      : n
+        ? [el("span", { className: "notice-text" }, ` ${n.text}`)]
+        : [],
   );
 }
 
@@ -90,6 +113,16 @@ export function runControls(state: InspectorState, on: InspectorCallbacks): HTML
   ]);
 }
 
-export function restrictedBanner(reason: string): HTMLElement {
-  return el("div", { className: "banner", role: "note" }, [icon("shield"), el("span", {}, ` Restricted Mode. ${reason}`)]);
+/**
+ * Restricted Mode: what is disabled and why, and the way out as a link (VS Code's Workspace Trust
+ * editor). The reason's own "(Manage Workspace Trust)" becomes the link rather than repeating it.
+ */
+export function restrictedBanner(reason: string, on: InspectorCallbacks): HTMLElement {
+  const text = reason.replace(/\s*\(Manage Workspace Trust\)/, "");
+  const link = el(
+    "a",
+    { className: "manage-trust", href: "#", role: "button", onclick: (e) => (e.preventDefault(), on.manageTrust()) },
+    "Manage Workspace Trust",
+  );
+  return el("div", { className: "banner", role: "note" }, [icon("shield"), el("span", {}, ` Restricted Mode. ${text} `), link]);
 }

@@ -49,9 +49,19 @@ export interface InspectorState {
   /** What each step's Context tab compares with (an agent call id), by step id. */
   compareWith: Map<string, string>;
   runState: RunState;
-  notice: { level: "info" | "warning" | "error"; text: string; visible: boolean } | undefined;
+  /** The host's last notice; `at` is when it came (performance.now()), to tell a stale one. */
+  notice: { level: "info" | "warning" | "error"; text: string; visible: boolean; at: number } | undefined;
   /** The timeline's scroll position and height, as last seen; undefined before the first layout. */
   timelineWindow: { top: number; height: number } | undefined;
+  /** Answers being written or sent, by request id: the comment typed, and the host's refusal of the last one sent. */
+  answers: Map<string, AnswerDraft>;
+}
+
+export interface AnswerDraft {
+  comment: string;
+  /** The option sent and not yet answered by the host. */
+  sending: string | undefined;
+  refusal: string | undefined;
 }
 
 /** The run's actions the detail pane offers: posted to the host as they are. */
@@ -74,6 +84,16 @@ export interface InspectorCallbacks {
   /** The Context tab's picker: compare step `stepId`'s context with `agentCallId`'s (undefined: with nothing). */
   compare(stepId: string, agentCallId: string | undefined): void;
   control(action: "continue" | "step" | "stop"): void;
+  /** A waiting request's option clicked: sent with the comment typed beside it. */
+  answer(runId: string, requestId: string, option: string): void;
+  /** The Restricted Mode banner's link. */
+  manageTrust(): void;
+  /** The header's Workflow Graph button. */
+  showGraph(): void;
+  /** The notice line's close button. */
+  dismissNotice(): void;
+  /** The comment box of a waiting request changed (kept in the state, not drawn again). */
+  comment(requestId: string, text: string): void;
 }
 
 export const detailKey = (runId: string, superstep: number): string => `${runId}\0${superstep}`;
@@ -107,5 +127,6 @@ export function initialState(saved: unknown): InspectorState {
     runState: { type: "runState", state: "idle" },
     notice: undefined,
     timelineWindow: undefined,
+    answers: new Map(),
   };
 }

@@ -19,9 +19,9 @@ export function render(state: InspectorState, on: InspectorCallbacks): Node[] | 
   }
   return [
     header(m, on),
-    noticeLine(state),
+    noticeLine(state, on),
     runControls(state, on),
-    m.canRun.ok ? nothing() : restrictedBanner(m.canRun.reason),
+    m.canRun.ok ? nothing() : restrictedBanner(m.canRun.reason, on),
     el("div", { className: "main" }, [timelinePane(state, on), detailPane(state, on)]),
   ];
 }

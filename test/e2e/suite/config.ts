@@ -5,7 +5,7 @@ import * as path from "node:path";
  * VS Code pass their environment on to it). Read by the suite index and by tests.
  */
 export interface SuiteConfig {
-  mode: "trusted" | "restricted";
+  mode: "trusted" | "restricted" | "newcomer";
   /** Where the suite writes its SuiteResult as JSON. */
   resultFile: string;
   /** The workspace folder the harness prepared, holding the fixture case file. */
@@ -15,7 +15,8 @@ export interface SuiteConfig {
 }
 
 export function suiteConfig(): SuiteConfig {
-  const mode = process.env.CASEFILE_E2E_MODE === "restricted" ? "restricted" : "trusted";
+  const given = process.env.CASEFILE_E2E_MODE;
+  const mode = given === "restricted" || given === "newcomer" ? given : "trusted";
   const resultFile = process.env.CASEFILE_E2E_RESULT ?? path.join(__dirname, "result.json");
   return {
     mode,

@@ -11,7 +11,7 @@ import { takeMetrics } from "./metrics";
  *
  * The suite is bundled to JavaScript first (test/e2e/buildSuite.ts): the extension host cannot
  * run TypeScript. Each `*.test.js` beside this file is loaded; which ones run depends on the mode
- * (a trusted workspace, or Restricted Mode).
+ * (a trusted workspace, Restricted Mode, or examples/ opened as a newcomer would).
  */
 
 export interface SuiteResult {
@@ -31,7 +31,8 @@ export async function run(): Promise<void> {
   const mocha = new Mocha({ ui: "bdd", timeout: 120_000, color: false, reporter: "spec", ...(grep ? { grep } : {}) });
   const files = readdirSync(__dirname)
     .filter((f) => f.endsWith(".test.js"))
-    .filter((f) => (config.mode === "restricted" ? f.startsWith("restricted") : !f.startsWith("restricted")))
+    // Each pass runs the files named for its mode; the trusted pass runs the rest.
+    .filter((f) => (config.mode === "trusted" ? !f.startsWith("restricted") && !f.startsWith("newcomer") : f.startsWith(config.mode)))
     .sort();
   for (const f of files) mocha.addFile(path.join(__dirname, f));
   await mocha.loadFilesAsync();

@@ -28,26 +28,28 @@ describe("Restricted Mode", () => {
     assert.equal(result.ok, true);
   });
 
-  itWithBrowser("the inspector explains Restricted Mode and disables resume, fork and replay", async () => {
-    const checks = await askBrowser({
-      name: "restricted-inspector",
-      waitFor: 'body[data-loaded="run-2026-11-30-a1"]',
-      read: { banner: ".banner" },
-      click: ['.timeline-row:has(.superstep-number:text-is("#1"))'],
-      readAfterClicks: {
-        enabled: ".actions button:not([disabled])",
-        disabled: ".actions button[disabled]",
-      },
-    });
-    assert.equal(checks.found, true, checks.error);
-    assert.match(checks.texts.banner?.[0] ?? "", /Restricted Mode\. Casefile does not run workflow code/);
-    assert.deepEqual(
-      checks.after?.disabled?.map((t) => t.trim()),
-      ["Resume from here", "Debug from here", "Fork with edited state", "Replay step"],
-    );
-    assert.deepEqual(
-      checks.after?.enabled?.map((t) => t.trim()),
-      ["Export as eval"],
-    );
-  });
+  itWithBrowser(
+    "the inspector explains Restricted Mode, links to Manage Workspace Trust, and disables resume, fork, replay and export",
+    async () => {
+      const checks = await askBrowser({
+        name: "restricted-inspector",
+        waitFor: 'body[data-loaded="run-2026-11-30-a1"]',
+        read: { banner: ".banner", link: ".banner a.manage-trust" },
+        click: ['.timeline-row:has(.superstep-number:text-is("#1"))'],
+        readAfterClicks: {
+          enabled: ".actions button:not([disabled])",
+          disabled: ".actions button[disabled]",
+        },
+      });
+      assert.equal(checks.found, true, checks.error);
+      assert.match(checks.texts.banner?.[0] ?? "", /Restricted Mode\. Casefile does not run workflow code/);
+      assert.deepEqual(checks.texts.link, ["Manage Workspace Trust"], "the banner's way out is a link");
+      // Export loads the workflow file (its proposal schema and rules): workflow code, like the rest.
+      assert.deepEqual(
+        checks.after?.disabled?.map((t) => t.trim()),
+        ["Resume from here", "Debug from here", "Fork with edited state", "Replay step", "Export as eval"],
+      );
+      assert.deepEqual(checks.after?.enabled ?? [], [], "nothing that runs workflow code is enabled");
+    },
+  );
 });

@@ -220,6 +220,7 @@ for (const { name, open } of stores) {
         superstep: 9,
         steps: [],
         state: { absent: "No checkpoint was recorded after superstep 9." },
+        requests: [],
       });
       assert.throws(() => buildSuperstepDetail(store, "nope", 0), UnknownRunError);
     });
