@@ -1,6 +1,6 @@
 import { CasefileError } from "../engine/errors";
 import type { Json } from "../engine/records";
-import { redact } from "./postgresStore";
+import { redact } from "./pgErrors";
 import { PG_SCHEMA, connectionTenant, migratePg } from "./schema";
 import { PgError, SyncPgClient } from "./syncClient";
 
