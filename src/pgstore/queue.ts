@@ -32,14 +32,17 @@ export interface Claim {
 export type QueueStatus = "queued" | "running" | "completed" | "waiting" | "failed" | "needs_replanning" | "stopped";
 
 export class PgQueue {
-  private readonly client: SyncPgClient;
+  private client: SyncPgClient;
   readonly where: string;
 
   /** The tenant this queue's connection acts for. */
   readonly tenant: string;
 
   /** `tenant`: default the tenant of the role the URL logs in as, else the empty tenant (see PostgresStore). */
-  constructor(url: string, tenant?: string) {
+  constructor(
+    private readonly url: string,
+    tenant?: string,
+  ) {
     this.where = redact(url);
     this.client = new SyncPgClient(url, { where: this.where });
     try {
@@ -147,11 +150,20 @@ export class PgQueue {
     this.client.close();
   }
 
+  /**
+   * Every statement's refusal as STORE_UNAVAILABLE. A lost connection (Postgres restarted, the
+   * network cut) is replaced by a new one for the next call: each queue call is one statement,
+   * so nothing is half done, and a worker goes on claiming once the server is back.
+   */
   private wrap<T>(what: string, fn: () => T): T {
     try {
       return fn();
     } catch (e) {
       if (e instanceof PgError) {
+        if (connectionLost(e)) {
+          this.client.close();
+          this.client = new SyncPgClient(this.url, { where: this.where });
+        }
         throw new CasefileError("STORE_UNAVAILABLE", `${this.where}: cannot ${what}: ${e.failure.message}`, {
           pgCode: e.failure.code ?? null,
         });
@@ -159,4 +171,15 @@ export class PgQueue {
       throw e;
     }
   }
+}
+
+/**
+ * A failure of the connection rather than of the statement: no code at all (node-postgres's
+ * "Connection terminated unexpectedly"), a Node errno (ECONNRESET, ECONNREFUSED, EPIPE: no
+ * SQLSTATE class begins with E), SQLSTATE class 08 (connection exception) or 57P (the server
+ * shutting down, crashed or starting up).
+ */
+export function connectionLost(e: PgError): boolean {
+  const code = e.failure.code;
+  return code === undefined || /^E[A-Z]+$/.test(code) || code.startsWith("08") || code.startsWith("57P");
 }
