@@ -130,6 +130,10 @@ const targets = [
   // Inspector opens (src/extension/caseFiles.ts), so they weigh on neither activation nor
   // extension.js; it requires the encoding it counts with (a vendor bundle) on first count.
   { ...nodeSplit, entryPoints: ["src/engine/tokens.ts"], outfile: "dist/tokenCounter.js" },
+  // node-postgres, for the Postgres store's connection thread (src/pgstore/syncClient.ts requires
+  // it by path at run time, so it is no import esbuild could follow): a bundle of its own, so the
+  // .vsix needs no node_modules/pg. pg-native is pg's optional native binding, never used.
+  { ...node, entryPoints: [require.resolve("pg")], outfile: "dist/vendor-pg.js", external: [...node.external, "pg-native"] },
   // The vendor bundles of the CLI, the runner and tokenCounter.js (zod's is ext-zod.js, above).
   ...Object.entries(vendorChunks)
     .filter(([, out]) => out.startsWith("vendor-"))

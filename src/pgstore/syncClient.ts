@@ -1,4 +1,6 @@
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
+import path from "node:path";
 import { MessageChannel, Worker, receiveMessageOnPort } from "node:worker_threads";
 import type { MessagePort } from "node:worker_threads";
 import { CasefileError } from "../engine/errors";
@@ -99,11 +101,13 @@ port.on("message", async (req) => {
 `;
 
 /**
- * Where the worker loads node-postgres from: resolved from this file (a bundle in dist/, or the
- * source under tsx), through createRequire so that esbuild leaves the lookup to run time.
+ * Where the worker loads node-postgres from: the bundle of it beside this code's bundle in dist/
+ * (esbuild.mjs: vendor-pg.js, what the .vsix ships), else resolved from this file (the source
+ * under tsx), through createRequire so that esbuild leaves the lookup to run time.
  */
 function pgModulePath(): string {
-  return createRequire(__filename).resolve("pg");
+  const bundled = path.join(__dirname, "vendor-pg.js");
+  return existsSync(bundled) ? bundled : createRequire(__filename).resolve("pg");
 }
 
 export interface SyncClientOptions {
