@@ -17,7 +17,7 @@ import type { CaseFileMeta, CaseStore, CheckpointSummary, CommitBatch } from "..
 import { TABLES, missingValue, prepareBatch, storedRowProblem, valueKey } from "../engine/storeBatch";
 import type { TableName } from "../engine/storeBatch";
 import { commitRefused, foreignTenant, redact, unavailable, unknownCase, wrap } from "./pgErrors";
-import { STORED, UPSERT_TABLES, WRITE_SQL, columnsOf, existingKeysQuery, lastOfEach } from "./rows";
+import { STORED, UPSERT_TABLES, existingKeysQuery, lastOfEach, writeStatement } from "./rows";
 import { PG_SCHEMA, PG_SCHEMA_VERSION, connectionTenant, migratePg, newer, storedSchemaVersion } from "./schema";
 import { PgError, SyncPgClient } from "./syncClient";
 import type { PgParam, Statement } from "./syncClient";
@@ -142,7 +142,7 @@ export class PostgresStore implements CaseStore {
 
   /**
    * One transaction: lock the case row (and check the lease generation when fenced), then one
-   * INSERT per table. Validation (prepareBatch, shared with every store) runs first, with the
+   * statement inserting into every table the batch touches (rows.ts, writeStatement). Validation (prepareBatch, shared with every store) runs first, with the
    * append-only identities the batch names looked up in one query, so a refused batch never
    * reaches Postgres.
    */
@@ -151,17 +151,10 @@ export class PostgresStore implements CaseStore {
     const existing = this.existingKeys(batch);
     const b = prepareBatch(batch, { exists: (t, k) => existing.has(`${t}\0${k}`), nextEventSeq: 1 });
     if (TABLES.every((t) => b[t].length === 0)) return;
-    const statements: Statement[] = [this.lockStatement()];
-    for (const table of TABLES) {
-      const rows = UPSERT_TABLES.has(table) ? lastOfEach(b[table] as { id: string }[]) : (b[table] as unknown[]);
-      if (rows.length === 0) continue;
-      statements.push({
-        sql: WRITE_SQL[table],
-        params: [this.tenant, this.caseId, JSON.stringify(rows.map((r) => columnsOf(table, r))), rows.map((r) => JSON.stringify(r))],
-      });
-    }
+    const rows: Partial<Record<TableName, unknown[]>> = {};
+    for (const table of TABLES) rows[table] = UPSERT_TABLES.has(table) ? lastOfEach(b[table] as { id: string }[]) : (b[table] as unknown[]);
     try {
-      this.client.transaction(statements);
+      this.client.transaction([this.lockStatement(), writeStatement(this.tenant, this.caseId, rows)]);
     } catch (e) {
       throw commitRefused(e, this.where, this.tenant, this.caseId, this.fence);
     }

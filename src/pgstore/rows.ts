@@ -38,8 +38,8 @@ export const STORED: Record<TableName, { name: string; identity: string[] }> = {
   events: { name: "events", identity: ["run_id", "superstep", "seq"] },
 };
 
-/** $3: the rows' lookup columns (a JSON array of small objects, see `columnsOf`); $4: the records' JSON texts. */
-const ROWS = "json_array_elements($3::json) WITH ORDINALITY AS t(d, n) JOIN unnest($4::text[]) WITH ORDINALITY AS u(data, m) ON m = n";
+/** $C: the rows' lookup columns (a JSON array of small objects, see `columnsOf`); $T: the records' JSON texts. */
+const ROWS = "json_array_elements($C::json) WITH ORDINALITY AS t(d, n) JOIN unnest($T::text[]) WITH ORDINALITY AS u(data, m) ON m = n";
 const INT = (f: string): string => `(d->>'${f}')::integer`;
 
 /**
@@ -47,7 +47,7 @@ const INT = (f: string): string => `(d->>'${f}')::integer`;
  * taken from the record in SQL, so a commit is a handful of statements whatever its size. Rows go
  * in in batch order (ORDER BY n), which is the order `pos` numbers them in.
  */
-export const WRITE_SQL: Record<TableName, string> = {
+const WRITE_SQL: Record<TableName, string> = {
   runs:
     `INSERT INTO ${S}.runs (tenant, case_id, id, parent_run_id, status, created_at, data) ` +
     `SELECT $1, $2, d->>'id', d->>'parentRunId', d->>'status', d->>'createdAt', data::json FROM ${ROWS} ORDER BY n ` +
@@ -88,6 +88,31 @@ export const WRITE_SQL: Record<TableName, string> = {
     `SELECT $1, $2, base.m + n::integer, d->>'runId', ${INT("superstep")}, d->>'type', data::json ` +
     `FROM ${ROWS} CROSS JOIN (SELECT coalesce(max(seq), 0) AS m FROM ${S}.events WHERE tenant = $1 AND case_id = $2) base ORDER BY n`,
 };
+
+/**
+ * One statement writing every table of a batch: each table's INSERT a data-modifying CTE, so a
+ * commit is BEGIN, the case's lock, this and COMMIT whatever the number of tables (each round trip
+ * to the server costs more than the statement does). `rows` holds each table's rows (upserted
+ * tables already one per id). $1 and $2 are the tenant and case; each table takes two more.
+ */
+export function writeStatement(
+  tenant: string,
+  caseId: string,
+  rows: Partial<Record<TableName, unknown[]>>,
+): { sql: string; params: PgParam[] } {
+  const params: PgParam[] = [tenant, caseId];
+  const parts: string[] = [];
+  for (const [table, list] of Object.entries(rows) as [TableName, unknown[]][]) {
+    if (list.length === 0) continue;
+    params.push(
+      JSON.stringify(list.map((r) => columnsOf(table, r))),
+      list.map((r) => JSON.stringify(r)),
+    );
+    const sql = WRITE_SQL[table].replace("$C", `$${params.length - 1}`).replace("$T", `$${params.length}`);
+    parts.push(`w_${table} AS (${sql})`);
+  }
+  return { sql: `WITH ${parts.join(", ")} SELECT 1`, params };
+}
 
 export const UPSERT_TABLES: ReadonlySet<TableName> = new Set(["runs", "intents", "rules"]);
 
