@@ -92,9 +92,10 @@ if (hook === "append") {
       hold("pg-before-commit");
       return write.call(this, chunk, ...rest);
     }
+    // Node writes to the socket at once when nothing is queued before it (pg does not cork a
+    // simple query), so COMMIT is with the server when write returns: hold before its answer is read.
     const r = write.call(this, chunk, ...rest);
-    // Held in a later turn, once the socket has flushed COMMIT to the server.
-    setImmediate(() => hold("pg-after-commit-sent"));
+    hold("pg-after-commit-sent");
     return r;
   };
 }
