@@ -38,6 +38,7 @@ const lazyModules = {
   "src/runner/describe.ts": "ext-describeClient",
   "src/protocol/runner.ts": "ext-runnerProtocol",
   "src/protocol/exportEval.ts": "ext-exportEval",
+  "src/protocol/cases.ts": "ext-casesProtocol",
   "src/authoring/scaffold.ts": "ext-scaffold",
   // The debug adapter (src/debug/) with the runner client and the case-file reader: when a session starts.
   "src/extension/debugAdapter.ts": "ext-debugAdapter",

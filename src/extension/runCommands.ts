@@ -190,10 +190,11 @@ export function runCli(
   extension: vscode.ExtensionContext,
   args: string[],
   cwd: string,
+  env: NodeJS.ProcessEnv = {},
 ): Promise<{ code: number | null; out: string; stdout: string }> {
   const cli = vscode.Uri.joinPath(extension.extensionUri, "dist", "cli.js").fsPath;
   return new Promise((resolve) => {
-    const child = fork(cli, args, { silent: true, execArgv: [], cwd });
+    const child = fork(cli, args, { silent: true, execArgv: [], cwd, env: { ...process.env, ...env } });
     let text = "";
     let stdout = "";
     child.stdout?.on("data", (d: Buffer) => {
