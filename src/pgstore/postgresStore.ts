@@ -142,20 +142,26 @@ export class PostgresStore implements CaseStore {
 
   /**
    * One transaction: lock the case row (and check the lease generation when fenced), then one
-   * statement inserting into every table the batch touches (rows.ts, writeStatement). Validation (prepareBatch, shared with every store) runs first, with the
-   * append-only identities the batch names looked up in one query, so a refused batch never
-   * reaches Postgres.
+   * statement inserting into every table the batch touches (rows.ts, writeStatement). Validation
+   * (prepareBatch, shared with every store) runs first; a row the case already holds is refused
+   * by its key in the transaction, which then applies nothing.
    */
   commit(batch: CommitBatch): void {
     if (this.readOnly) throw new CasefileError("READ_ONLY", `${this.where} case ${this.caseId} is open read-only`);
-    const existing = this.existingKeys(batch);
-    const b = prepareBatch(batch, { exists: (t, k) => existing.has(`${t}\0${k}`), nextEventSeq: 1 });
+    // Rows the case already holds are found by Postgres's own keys, in the transaction: looking
+    // them up first would cost every commit a round trip for what a correct caller never sends.
+    const b = prepareBatch(batch, { exists: () => false, nextEventSeq: 1 });
     if (TABLES.every((t) => b[t].length === 0)) return;
     const rows: Partial<Record<TableName, unknown[]>> = {};
     for (const table of TABLES) rows[table] = UPSERT_TABLES.has(table) ? lastOfEach(b[table] as { id: string }[]) : (b[table] as unknown[]);
     try {
       this.client.transaction([this.lockStatement(), writeStatement(this.tenant, this.caseId, rows)]);
     } catch (e) {
+      if (e instanceof PgError && e.failure.code === "23505") {
+        // Rolled back: name the row as every store does ("steps row s1 already exists").
+        const existing = this.existingKeys(batch);
+        prepareBatch(batch, { exists: (t, k) => existing.has(`${t}\0${k}`), nextEventSeq: 1 });
+      }
       throw commitRefused(e, this.where, this.tenant, this.caseId, this.fence);
     }
   }
