@@ -42,6 +42,7 @@ const lazyModules = {
   // The Testing view's eval case tree (zod, yaml) and eval --json's schema: when the view first lists or runs cases.
   "src/extension/evalTestTree.ts": "ext-evalTestTree",
   "src/protocol/evalRun.ts": "ext-evalRun",
+  "src/protocol/cases.ts": "ext-casesProtocol",
   "src/authoring/scaffold.ts": "ext-scaffold",
   // The debug adapter (src/debug/) with the runner client and the case-file reader: when a session starts.
   "src/extension/debugAdapter.ts": "ext-debugAdapter",
@@ -163,6 +164,10 @@ const targets = [
   // extension.js; it requires the encoding it counts with (a vendor bundle) on first count.
   { ...nodeSplit, entryPoints: ["src/engine/tokens.ts"], outfile: "dist/tokenCounter.js" },
   { ...node, entryPoints: ["src/otel/export.ts"], outfile: "dist/otel-export.js" },
+  // node-postgres, for the Postgres store's connection thread (src/pgstore/syncClient.ts requires
+  // it by path at run time, so it is no import esbuild could follow): a bundle of its own, so the
+  // .vsix needs no node_modules/pg. pg-native is pg's optional native binding, never used.
+  { ...node, entryPoints: [require.resolve("pg")], outfile: "dist/vendor-pg.js", external: [...node.external, "pg-native"] },
   // The vendor bundles of the CLI, the runner and tokenCounter.js (zod's is ext-zod.js, above).
   ...Object.entries(vendorChunks)
     .filter(([, out]) => out.startsWith("vendor-"))

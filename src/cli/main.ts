@@ -97,6 +97,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (require("./queueCommands") as typeof import("./queueCommands")).worker,
   },
   {
+    name: "cases",
+    synopsis: ["casefile cases --store URL [--status S] [--after CURSOR] [--limit N] [--tenant T] [--json]"],
+    load: async () => (require("./casesCommand") as typeof import("./casesCommand")).cases,
+  },
+  {
     name: "pull",
     synopsis: ["casefile pull --store URL --case ID --out F.casefile [--tenant T]"],
     load: async () => (require("./pullCommand") as typeof import("./pullCommand")).pull,

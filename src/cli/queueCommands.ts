@@ -1,5 +1,6 @@
 import path from "node:path";
 import { CasefileError } from "../engine/errors";
+import type { EventRecord } from "../engine/records";
 import { PgQueue, isPostgresUrl } from "../pgstore/index";
 import { runWorker } from "../runner/worker";
 import { jsonOption, parseOptions, providerOption, type Command } from "./args";
@@ -69,6 +70,10 @@ export const worker: Command = async (args, io) => {
       provider: providerOption(values.provider, io),
       env: io.env,
       log: (line) => io.err(line),
+      // As run prints them (README, Events), each with the case it belongs to: a worker runs many.
+      ...(io.env.CASEFILE_EVENTS === "jsonl"
+        ? { onEvent: (caseId: string, e: EventRecord) => io.out(JSON.stringify({ caseId, ...e })) }
+        : {}),
       signal: stop.signal,
     });
     io.out(`worker: ${report.finished} case(s) run to a stop, ${report.lost} lease(s) lost`);

@@ -2,6 +2,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import type { CaseStore } from "../engine/store";
 import { CASE_FILE_GLOB, readCaseFile } from "./caseFiles";
+import { REMOTE_STATUSES, fetchPage, readStores, type RemoteNode } from "./remoteCases";
 
 /**
  * The Runs, Requests, Intents and Rules views: what the workspace's case files hold, read-only
@@ -34,14 +35,17 @@ async function withStore<T>(caseFile: vscode.Uri, read: (store: CaseStore) => T)
   }
 }
 
-abstract class CaseTree implements vscode.TreeDataProvider<CaseNode>, vscode.Disposable {
+/** A node of the Runs view: a case file's, or a remote one (remoteCases.ts), which carries its store instead. */
+export type RunsNode = CaseNode | RemoteNode;
+
+abstract class CaseTree<N extends RunsNode = CaseNode> implements vscode.TreeDataProvider<N>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChangeTreeData = this.changed.event;
   refresh(): void {
     this.changed.fire();
   }
-  abstract getChildren(element?: CaseNode): Promise<CaseNode[]>;
-  getTreeItem(node: CaseNode): vscode.TreeItem {
+  abstract getChildren(element?: N): Promise<N[]>;
+  getTreeItem(node: N): vscode.TreeItem {
     return treeItem(node);
   }
   dispose(): void {
@@ -55,10 +59,26 @@ abstract class CaseTree implements vscode.TreeDataProvider<CaseNode>, vscode.Dis
   }
 }
 
-/** Runs: case files, then runs drawn as a tree of branches (a fork under the run it came from), then checkpoints, then steps. */
-export class RunsTree extends CaseTree {
-  async getChildren(element?: CaseNode): Promise<CaseNode[]> {
-    if (!element) return (await listCaseFiles()).map((caseFile) => ({ kind: "caseFile", caseFile }));
+/**
+ * Runs: case files, then runs drawn as a tree of branches (a fork under the run it came from), then
+ * checkpoints, then steps; and when `casefile.stores` names stores, "Remote cases": each store,
+ * its statuses, a page of cases at a time (remoteCases.ts).
+ */
+export class RunsTree extends CaseTree<RunsNode> {
+  /** The remote cases listed so far under each store's status, kept across refreshes ("More" appends a page). */
+  private readonly remotePages = new Map<string, RemoteNode[]>();
+
+  constructor(private readonly extension: vscode.ExtensionContext) {
+    super();
+  }
+
+  async getChildren(element?: RunsNode): Promise<RunsNode[]> {
+    if (!element) {
+      const files: RunsNode[] = (await listCaseFiles()).map((caseFile) => ({ kind: "caseFile", caseFile }));
+      const { stores, problems } = readStores();
+      return stores.length + problems.length > 0 ? [...files, { kind: "remoteRoot" }] : files;
+    }
+    if (!("caseFile" in element)) return this.remoteChildren(element);
     const caseFile = element.caseFile;
     switch (element.kind) {
       case "caseFile":
@@ -103,6 +123,52 @@ export class RunsTree extends CaseTree {
       default:
         return [];
     }
+  }
+
+  private async remoteChildren(element: RemoteNode): Promise<RunsNode[]> {
+    switch (element.kind) {
+      case "remoteRoot": {
+        const { stores, problems } = readStores();
+        return [
+          ...problems.map((message): RemoteNode => ({ kind: "remoteProblem", message })),
+          ...stores.map((s): RemoteNode => ({ kind: "remoteStore", store: s.name })),
+        ];
+      }
+      case "remoteStore":
+        return REMOTE_STATUSES.map((status): RemoteNode => ({ kind: "remoteStatus", store: element.store, status }));
+      case "remoteStatus": {
+        const key = `${element.store}\0${element.status}`;
+        let page = this.remotePages.get(key);
+        if (!page) {
+          page = await fetchPage(this.extension, element.store, element.status);
+          // A refusal (store unreachable) is not kept: the next expand asks again.
+          if (!page.some((n) => n.kind === "remoteProblem")) this.remotePages.set(key, page);
+        }
+        return page;
+      }
+      default:
+        return [];
+    }
+  }
+
+  /**
+   * The "More" node's action (casefile.moreRemoteCases): the next page of that status takes its
+   * place. Returns how many cases the status lists now.
+   */
+  async more(node: RemoteNode): Promise<number> {
+    if (node.kind !== "remoteMore") return 0;
+    const key = `${node.store}\0${node.status}`;
+    const listed = (this.remotePages.get(key) ?? []).filter((n) => n.kind === "remoteCase");
+    const next = await fetchPage(this.extension, node.store, node.status, node.after);
+    const page = [...listed, ...next];
+    this.remotePages.set(key, page);
+    this.refresh();
+    return page.filter((n) => n.kind === "remoteCase").length;
+  }
+
+  /** Forgets the remote pages listed (the refresh command, a change of casefile.stores): the next expand reads the store again. */
+  forgetRemote(): void {
+    this.remotePages.clear();
   }
 }
 
@@ -172,8 +238,9 @@ const RUN_STATUS: Record<string, { label: string; icon: string; color?: string }
   superseded: { label: "superseded", icon: "history" },
 };
 
-function treeItem(node: CaseNode): vscode.TreeItem {
+function treeItem(node: RunsNode): vscode.TreeItem {
   const { Collapsed, None } = vscode.TreeItemCollapsibleState;
+  if (!("caseFile" in node)) return remoteTreeItem(node);
   const file = path.basename(node.caseFile.fsPath);
   let item: vscode.TreeItem;
   switch (node.kind) {
@@ -235,6 +302,55 @@ function treeItem(node: CaseNode): vscode.TreeItem {
       item.tooltip = node.id;
       item.iconPath = new vscode.ThemeIcon(node.confirmed ? "verified" : "unverified");
       item.contextValue = node.confirmed ? "casefile.rule" : "casefile.rule.unconfirmed";
+      return item;
+    default: {
+      const never: never = node;
+      throw new Error(`unhandled node ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+function remoteTreeItem(node: RemoteNode): vscode.TreeItem {
+  const { Collapsed, None } = vscode.TreeItemCollapsibleState;
+  let item: vscode.TreeItem;
+  switch (node.kind) {
+    case "remoteRoot":
+      item = new vscode.TreeItem("Remote cases", Collapsed);
+      item.iconPath = new vscode.ThemeIcon("cloud");
+      item.tooltip = "The stores named in the casefile.stores setting";
+      item.contextValue = "casefile.remoteRoot";
+      return item;
+    case "remoteStore":
+      item = new vscode.TreeItem(node.store, Collapsed);
+      item.iconPath = new vscode.ThemeIcon("server");
+      item.contextValue = "casefile.remoteStore";
+      return item;
+    case "remoteStatus": {
+      const status = RUN_STATUS[node.status] ?? { label: node.status, icon: "circle-outline" };
+      item = new vscode.TreeItem(status.label, Collapsed);
+      item.iconPath = new vscode.ThemeIcon(status.icon, status.color ? new vscode.ThemeColor(status.color) : undefined);
+      item.contextValue = "casefile.remoteStatus";
+      return item;
+    }
+    case "remoteCase":
+      item = new vscode.TreeItem(node.caseId, None);
+      item.description = node.createdAt;
+      item.tooltip = `${node.caseId} in ${node.store}: ${node.status}. Open it read-only, or pull it into the workspace to fork and replay.`;
+      item.iconPath = new vscode.ThemeIcon("file");
+      item.contextValue = "casefile.remoteCase";
+      item.command = { command: "casefile.openRemoteCase", title: "Open Read-Only", arguments: [node] };
+      return item;
+    case "remoteMore":
+      item = new vscode.TreeItem("More…", None);
+      item.iconPath = new vscode.ThemeIcon("ellipsis");
+      item.contextValue = "casefile.remoteMore";
+      item.command = { command: "casefile.moreRemoteCases", title: "More", arguments: [node] };
+      return item;
+    case "remoteProblem":
+      item = new vscode.TreeItem(node.message, None);
+      item.iconPath = new vscode.ThemeIcon("warning");
+      item.tooltip = node.message;
+      item.contextValue = "casefile.remoteProblem";
       return item;
     default: {
       const never: never = node;

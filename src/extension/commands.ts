@@ -21,6 +21,7 @@ import type { RunSessions } from "./runSessions";
 import type { CasefileViews } from "./views";
 import type { CasefileDebugging } from "./debugSessions";
 import type { EvalTests } from "./evalTests";
+import { openRemoteCase, pullRemoteCase, setStorePassword, type RemoteNode, type RemoteResult } from "./remoteCases";
 
 /**
  * Every command of the extension, as factories `(ctx) => handler`. extension.ts registers them in
@@ -126,9 +127,18 @@ export const commands = {
   // A results file of `casefile experiment`, an eval case file or Testing view item (its experiments), or a pick.
   openExperiment: (ctx) => (arg?: unknown) => openExperiment(ctx.extension, ctx.log, arg),
   refreshViews: (ctx) => () => {
-    ctx.views.refresh();
+    ctx.views.refreshRemote();
     return { ok: true } satisfies CommandResult;
   },
+  // Remote cases (remoteCases.ts): a Runs view node is the argument; the e2e suite passes the store and password to skip the prompts.
+  setStorePassword: (ctx) => (store?: unknown, password?: unknown) => setStorePassword(ctx.extension, store, password),
+  openRemoteCase: (ctx) => (node?: unknown) => told(openRemoteCase(ctx.extension, node as RemoteNode)),
+  pullRemoteCase: (ctx) => async (node?: unknown) => {
+    const r = await told(pullRemoteCase(ctx.extension, node as RemoteNode));
+    if (r.ok) ctx.views.refresh();
+    return r;
+  },
+  moreRemoteCases: (ctx) => async (node?: unknown) => ({ ok: true, listed: await ctx.views.trees.runs.more(node as RemoteNode) }),
 } satisfies Record<string, Factory>;
 
 export type CommandName = keyof typeof commands;
@@ -202,4 +212,12 @@ async function pickCaseFile(): Promise<vscode.Uri | undefined> {
     { title: "Open Run Inspector", placeHolder: "Case file" },
   );
   return picked?.uri;
+}
+
+/** Shows a remote case's open or pull to the person, and hands the result back to the caller. */
+async function told(pending: Promise<RemoteResult>): Promise<RemoteResult> {
+  const r = await pending;
+  if (r.ok) void vscode.window.showInformationMessage(r.message);
+  else void vscode.window.showErrorMessage(r.reason);
+  return r;
 }

@@ -44,7 +44,7 @@ export interface CasefileTestApi {
 export function activate(context: vscode.ExtensionContext): CasefileTestApi {
   const started = performance.now();
   const log = vscode.window.createOutputChannel("Casefile", { log: true });
-  const views = new CasefileViews();
+  const views = new CasefileViews(context);
   const runs = new RunSessions(
     context,
     log,

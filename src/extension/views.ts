@@ -48,14 +48,15 @@ class WorkflowsProvider implements vscode.TreeDataProvider<vscode.Uri> {
 }
 
 export class CasefileViews implements vscode.Disposable {
-  private readonly runs = new RunsTree();
+  private readonly runs: RunsTree;
   private readonly workflows = new WorkflowsProvider();
   private readonly requests = new RequestsTree();
   private readonly intents = new IntentsTree();
   private readonly rules = new RulesTree();
   private readonly disposables: vscode.Disposable[] = [];
 
-  constructor() {
+  constructor(extension: vscode.ExtensionContext) {
+    this.runs = new RunsTree(extension);
     this.disposables.push(
       this.runs,
       this.workflows,
@@ -68,6 +69,11 @@ export class CasefileViews implements vscode.Disposable {
       vscode.window.registerTreeDataProvider(VIEW_IDS.requests, this.requests),
       vscode.window.registerTreeDataProvider(VIEW_IDS.rules, this.rules),
     );
+    this.disposables.push(
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration("casefile.stores")) this.refreshRemote();
+      }),
+    );
     const watcher = vscode.workspace.createFileSystemWatcher(CASE_FILE_GLOB);
     this.disposables.push(
       watcher,
@@ -79,7 +85,7 @@ export class CasefileViews implements vscode.Disposable {
 
   /** The case files the Runs view lists, in its order. */
   async listCaseFiles(): Promise<vscode.Uri[]> {
-    return (await this.runs.getChildren()).map((n) => n.caseFile);
+    return (await this.runs.getChildren()).flatMap((n) => (n.kind === "caseFile" ? [n.caseFile] : []));
   }
 
   /** The view's tree data providers: read by the e2e suite, as the views draw them. */
@@ -90,6 +96,12 @@ export class CasefileViews implements vscode.Disposable {
   /** Called by the refreshViews command and when case files appear or go. */
   refresh(): void {
     for (const tree of [this.runs, this.workflows, this.requests, this.intents, this.rules]) tree.refresh();
+  }
+
+  /** Called by the refreshViews command and when casefile.stores changes: the remote cases are read again too. */
+  refreshRemote(): void {
+    this.runs.forgetRemote();
+    this.refresh();
   }
 
   /** The workflow files the Workflows view lists, in its order. */

@@ -2,7 +2,8 @@
  * The Postgres store: many cases, of several tenants, in one database, each opened as a CaseStore
  * the engine writes through exactly as it does a case file. Only the runner and the CLI import this.
  */
-export { PostgresStore, redact } from "./postgresStore";
+export { PostgresStore } from "./postgresStore";
+export { redact } from "./pgErrors";
 export type { PgOpenOptions, PgAgentCallSummary } from "./postgresStore";
 export { PgQueue } from "./queue";
 export type { Claim, QueueStatus } from "./queue";

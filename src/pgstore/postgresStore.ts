@@ -16,6 +16,8 @@ import type {
 import type { CaseFileMeta, CaseStore, CheckpointSummary, CommitBatch } from "../engine/store";
 import { TABLES, missingValue, prepareBatch, storedRowProblem, valueKey } from "../engine/storeBatch";
 import type { TableName } from "../engine/storeBatch";
+import { commitRefused, foreignTenant, redact, unavailable, unknownCase, wrap } from "./pgErrors";
+import { STORED, UPSERT_TABLES, existingKeysQuery, lastOfEach, writeStatement } from "./rows";
 import { PG_SCHEMA, PG_SCHEMA_VERSION, connectionTenant, migratePg, newer, storedSchemaVersion } from "./schema";
 import { PgError, SyncPgClient } from "./syncClient";
 import type { PgParam, Statement } from "./syncClient";
@@ -51,73 +53,6 @@ export interface PgAgentCallSummary {
 }
 
 const S = PG_SCHEMA;
-
-/** Each table's SQL name and the columns that identify a row to a person. */
-const STORED: Record<TableName, { name: string; identity: string[] }> = {
-  runs: { name: "runs", identity: ["id"] },
-  checkpoints: { name: "checkpoints", identity: ["run_id", "superstep", "id"] },
-  values: { name: "state_values", identity: ["run", "key", "version"] },
-  steps: { name: "steps", identity: ["run_id", "superstep", "id"] },
-  facts: { name: "facts", identity: ["run_id", "key", "version", "superstep", "pos"] },
-  agentCalls: { name: "agent_calls", identity: ["run_id", "superstep", "id"] },
-  verdicts: { name: "verdicts", identity: ["run_id", "superstep", "id"] },
-  intents: { name: "intents", identity: ["run_id", "id"] },
-  rules: { name: "rules", identity: ["id"] },
-  events: { name: "events", identity: ["run_id", "superstep", "seq"] },
-};
-
-/** $3: the rows' lookup columns (a JSON array of small objects, see `columnsOf`); $4: the records' JSON texts. */
-const ROWS = "json_array_elements($3::json) WITH ORDINALITY AS t(d, n) JOIN unnest($4::text[]) WITH ORDINALITY AS u(data, m) ON m = n";
-const INT = (f: string): string => `(d->>'${f}')::integer`;
-
-/**
- * One INSERT per table, all rows of the batch in one parameter ($3, a JSON array): the columns are
- * taken from the record in SQL, so a commit is a handful of statements whatever its size. Rows go
- * in in batch order (ORDER BY n), which is the order `pos` numbers them in.
- */
-const WRITE_SQL: Record<TableName, string> = {
-  runs:
-    `INSERT INTO ${S}.runs (tenant, case_id, id, parent_run_id, status, created_at, data) ` +
-    `SELECT $1, $2, d->>'id', d->>'parentRunId', d->>'status', d->>'createdAt', data::json FROM ${ROWS} ORDER BY n ` +
-    "ON CONFLICT (tenant, case_id, id) DO UPDATE SET parent_run_id = excluded.parent_run_id, status = excluded.status, " +
-    "created_at = excluded.created_at, data = excluded.data",
-  checkpoints:
-    `INSERT INTO ${S}.checkpoints (tenant, case_id, id, run_id, superstep, parent_id, created_at, pending, waiting, data) ` +
-    `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, d->>'parentId', d->>'createdAt', ` +
-    `${INT("pending")}, ${INT("waiting")}, data::json FROM ${ROWS} ORDER BY n`,
-  values:
-    `INSERT INTO ${S}.state_values (tenant, case_id, run, key, version, data) ` +
-    `SELECT $1, $2, d->>'run', d->>'key', ${INT("version")}, data::json FROM ${ROWS} ORDER BY n`,
-  steps:
-    `INSERT INTO ${S}.steps (tenant, case_id, id, run_id, superstep, data) ` +
-    `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, data::json FROM ${ROWS} ORDER BY n`,
-  facts:
-    `INSERT INTO ${S}.facts (tenant, case_id, run_id, key, version, superstep, data) ` +
-    `SELECT $1, $2, d->>'runId', d->>'key', ${INT("version")}, ${INT("superstep")}, data::json FROM ${ROWS} ORDER BY n`,
-  agentCalls:
-    `INSERT INTO ${S}.agent_calls (tenant, case_id, id, run_id, superstep, hash, executor, tokens, data) ` +
-    `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, d->>'hash', d->>'executor', ${INT("tokens")}, data::json FROM ${ROWS} ORDER BY n`,
-  verdicts:
-    `INSERT INTO ${S}.verdicts (tenant, case_id, id, run_id, superstep, agent_call_id, data) ` +
-    `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, d->>'agentCallId', data::json FROM ${ROWS} ORDER BY n`,
-  intents:
-    `INSERT INTO ${S}.intents (tenant, case_id, id, run_id, status, data) ` +
-    `SELECT $1, $2, d->>'id', d->>'runId', d->>'status', data::json FROM ${ROWS} ORDER BY n ` +
-    "ON CONFLICT (tenant, case_id, id) DO UPDATE SET run_id = excluded.run_id, status = excluded.status, data = excluded.data",
-  rules:
-    `INSERT INTO ${S}.rules (tenant, case_id, id, deleted, data) ` +
-    `SELECT $1, $2, d->>'id', (d->>'deleted')::boolean, data::json FROM ${ROWS} ORDER BY n ` +
-    "ON CONFLICT (tenant, case_id, id) DO UPDATE SET deleted = excluded.deleted, data = excluded.data",
-  // The store numbers events: one more than the case's last seq, in the same transaction (the case
-  // row is locked first, so two writers cannot both take the same numbers). The seq in `data` is a
-  // placeholder; a read puts the column's value in its place.
-  events:
-    `INSERT INTO ${S}.events (tenant, case_id, seq, run_id, superstep, type, data) ` +
-    `SELECT $1, $2, base.m + n::integer, d->>'runId', ${INT("superstep")}, d->>'type', data::json ` +
-    `FROM ${ROWS} CROSS JOIN (SELECT coalesce(max(seq), 0) AS m FROM ${S}.events WHERE tenant = $1 AND case_id = $2) base ORDER BY n`,
-};
-
-const UPSERT_TABLES: ReadonlySet<TableName> = new Set(["runs", "intents", "rules"]);
 
 /**
  * A CaseStore over one case of a Postgres store (src/pgstore/schema.ts): what a case file holds,
@@ -207,28 +142,27 @@ export class PostgresStore implements CaseStore {
 
   /**
    * One transaction: lock the case row (and check the lease generation when fenced), then one
-   * INSERT per table. Validation (prepareBatch, shared with every store) runs first, with the
-   * append-only identities the batch names looked up in one query, so a refused batch never
-   * reaches Postgres.
+   * statement inserting into every table the batch touches (rows.ts, writeStatement). Validation
+   * (prepareBatch, shared with every store) runs first; a row the case already holds is refused
+   * by its key in the transaction, which then applies nothing.
    */
   commit(batch: CommitBatch): void {
     if (this.readOnly) throw new CasefileError("READ_ONLY", `${this.where} case ${this.caseId} is open read-only`);
-    const existing = this.existingKeys(batch);
-    const b = prepareBatch(batch, { exists: (t, k) => existing.has(`${t}\0${k}`), nextEventSeq: 1 });
+    // Rows the case already holds are found by Postgres's own keys, in the transaction: looking
+    // them up first would cost every commit a round trip for what a correct caller never sends.
+    const b = prepareBatch(batch, { exists: () => false, nextEventSeq: 1 });
     if (TABLES.every((t) => b[t].length === 0)) return;
-    const statements: Statement[] = [this.lockStatement()];
-    for (const table of TABLES) {
-      const rows = UPSERT_TABLES.has(table) ? lastOfEach(b[table] as { id: string }[]) : (b[table] as unknown[]);
-      if (rows.length === 0) continue;
-      statements.push({
-        sql: WRITE_SQL[table],
-        params: [this.tenant, this.caseId, JSON.stringify(rows.map((r) => columnsOf(table, r))), rows.map((r) => JSON.stringify(r))],
-      });
-    }
+    const rows: Partial<Record<TableName, unknown[]>> = {};
+    for (const table of TABLES) rows[table] = UPSERT_TABLES.has(table) ? lastOfEach(b[table] as { id: string }[]) : (b[table] as unknown[]);
     try {
-      this.client.transaction(statements);
+      this.client.transaction([this.lockStatement(), writeStatement(this.tenant, this.caseId, rows)]);
     } catch (e) {
-      throw this.commitRefused(e);
+      if (e instanceof PgError && e.failure.code === "23505") {
+        // Rolled back: name the row as every store does ("steps row s1 already exists").
+        const existing = this.existingKeys(batch);
+        prepareBatch(batch, { exists: (t, k) => existing.has(`${t}\0${k}`), nextEventSeq: 1 });
+      }
+      throw commitRefused(e, this.where, this.tenant, this.caseId, this.fence);
     }
   }
 
@@ -249,72 +183,14 @@ export class PostgresStore implements CaseStore {
     };
   }
 
-  private commitRefused(e: unknown): Error {
-    if (!(e instanceof PgError)) return e as Error;
-    const f = e.failure;
-    if (f.code === "CASEFILE_EXPECT" && f.label === "lease") {
-      return new CasefileError(
-        "LEASE_LOST",
-        `${this.where} case ${this.caseId}: commit refused: this worker's lease (generation ${this.fence?.generation}) was taken over`,
-        { caseId: this.caseId, generation: this.fence?.generation },
-      );
-    }
-    if (f.code === "CASEFILE_EXPECT") return unknownCase(this.where, this.caseId, this.tenant);
-    if (f.code === "42501") return foreignTenant(this.where, this.tenant, e);
-    if (f.code === "23505") {
-      return new CasefileError(
-        "INVALID_BATCH",
-        `commit refused: a row already exists (${f.detail ?? f.message}); append-only rows cannot be replaced`,
-      );
-    }
-    // Class 22 (data exception): a value Postgres cannot hold (an integer column out of range...).
-    if (f.code?.startsWith("22")) return new CasefileError("INVALID_BATCH", `commit refused by Postgres: ${f.message}`);
-    return unavailable(this.where, "commit", e);
-  }
-
   /** The append-only identities the batch names that the case already holds, as `table\0key`. */
   private existingKeys(batch: CommitBatch): Set<string> {
     const found = new Set<string>();
-    if (batch === null || typeof batch !== "object") return found;
-    const ids = (t: TableName): string[] => {
-      const rows = (batch as Record<string, unknown>)[t];
-      if (!Array.isArray(rows)) return [];
-      return rows.map((r) => (r as { id?: unknown } | null)?.id).filter((id): id is string => typeof id === "string");
-    };
-    const parts: string[] = [];
-    const params: PgParam[] = [this.tenant, this.caseId];
-    for (const [t, name] of [
-      ["checkpoints", "checkpoints"],
-      ["steps", "steps"],
-      ["agentCalls", "agent_calls"],
-      ["verdicts", "verdicts"],
-    ] as const) {
-      const list = ids(t);
-      if (list.length === 0) continue;
-      params.push(JSON.stringify(list));
-      parts.push(
-        `SELECT '${t}' AS t, id AS a, NULL AS b, NULL::integer AS c FROM ${S}.${name} WHERE tenant = $1 AND case_id = $2 ` +
-          `AND id IN (SELECT jsonb_array_elements_text($${params.length}::jsonb))`,
-      );
-    }
-    const values = (batch as { values?: unknown }).values;
-    if (Array.isArray(values)) {
-      const refs = values
-        .map((v) => v as { run?: unknown; key?: unknown; version?: unknown } | null)
-        .filter((v) => v && typeof v.run === "string" && typeof v.key === "string" && Number.isSafeInteger(v.version))
-        .map((v) => [v!.run, v!.key, v!.version]);
-      if (refs.length > 0) {
-        params.push(JSON.stringify(refs));
-        parts.push(
-          `SELECT 'values', run, key, version FROM ${S}.state_values WHERE tenant = $1 AND case_id = $2 ` +
-            `AND (run, key, version) IN (SELECT e->>0, e->>1, (e->>2)::integer FROM jsonb_array_elements($${params.length}::jsonb) e)`,
-        );
-      }
-    }
-    if (parts.length === 0) return found;
+    const q = existingKeysQuery(batch);
+    if (q === undefined) return found;
     let rows: { t: TableName; a: string; b: string | null; c: number | null }[];
     try {
-      rows = this.client.query(parts.join(" UNION ALL "), params);
+      rows = this.client.query(q.sql, [this.tenant, this.caseId, ...q.params]);
     } catch (e) {
       // An id Postgres cannot hold as text ("\u0000"): the batch is refused before any write.
       if (e instanceof PgError && e.failure.code?.startsWith("22")) {
@@ -546,114 +422,4 @@ export class PostgresStore implements CaseStore {
   private one<T>(table: TableName, rest: string, params: PgParam[]): T | undefined {
     return this.records<T>(table, rest, params)[0];
   }
-}
-
-/**
- * The columns a row is looked up by, as a small JSON object the INSERT reads with ->>. The record
- * itself goes as its own JSON text: Postgres's json operators unescape a whole object to read one
- * member, and refuse "\u0000" anywhere in it, which a state value may hold.
- */
-function columnsOf(table: TableName, row: unknown): Record<string, Json | undefined> {
-  switch (table) {
-    case "runs": {
-      const r = row as RunRecord;
-      return { id: r.id, parentRunId: r.parentRunId, status: r.status, createdAt: r.createdAt };
-    }
-    case "checkpoints": {
-      const c = row as Checkpoint;
-      return {
-        id: c.id,
-        runId: c.runId,
-        superstep: c.superstep,
-        parentId: c.parentId,
-        createdAt: c.createdAt,
-        pending: c.pending.length,
-        waiting: c.waiting.length,
-      };
-    }
-    case "values": {
-      const v = row as StateValueRow;
-      return { run: v.run, key: v.key, version: v.version };
-    }
-    case "steps": {
-      const s = row as StepRecord;
-      return { id: s.id, runId: s.runId, superstep: s.superstep };
-    }
-    case "facts": {
-      const f = row as FactRecord;
-      return { runId: f.runId, key: f.key, version: f.version, superstep: f.superstep };
-    }
-    case "agentCalls": {
-      const a = row as AgentCallRecord;
-      return { id: a.id, runId: a.runId, superstep: a.superstep, hash: a.hash, executor: a.executor, tokens: a.tokens?.count };
-    }
-    case "verdicts": {
-      const v = row as VerdictRecord;
-      return { id: v.id, runId: v.runId, superstep: v.superstep, agentCallId: v.agentCallId };
-    }
-    case "intents": {
-      const i = row as IntentRecord;
-      return { id: i.id, runId: i.runId, status: i.status };
-    }
-    case "rules": {
-      const r = row as RuleRecord;
-      return { id: r.id, deleted: r.deleted === true };
-    }
-    case "events": {
-      const e = row as EventRecord;
-      return { runId: e.runId, superstep: e.superstep, type: e.type };
-    }
-    default: {
-      const never: never = table;
-      throw new Error(`no columns for table ${String(never)}`);
-    }
-  }
-}
-
-/** Upserted rows of one batch: one per id, at the place of its first appearance, with its last value. */
-function lastOfEach<T extends { id: string }>(rows: T[]): T[] {
-  const byId = new Map<string, T>();
-  for (const r of rows) byId.set(r.id, r);
-  return [...byId.values()];
-}
-
-/** The URL as a person may see it: the password replaced. */
-export function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return "(a store URL that does not parse)";
-  }
-}
-
-function wrap<T>(where: string, what: string, fn: () => T): T {
-  try {
-    return fn();
-  } catch (e) {
-    if (e instanceof PgError) throw unavailable(where, what, e);
-    throw e;
-  }
-}
-
-function unavailable(where: string, what: string, e: PgError): CasefileError {
-  const f = e.failure;
-  return new CasefileError("STORE_UNAVAILABLE", `${where}: cannot ${what}: ${f.message}${f.code ? ` (${f.code})` : ""}`, {
-    pgCode: f.code ?? null,
-  });
-}
-
-/** Row-level security refused a row of another tenant than the connection's. */
-function foreignTenant(where: string, tenant: string, e: PgError): CasefileError {
-  return new CasefileError("FOREIGN_TENANT", `${where}: this connection may not write for tenant "${tenant}": ${e.failure.message}`, {
-    tenant,
-  });
-}
-
-function unknownCase(where: string, caseId: string, tenant: string): CasefileError {
-  return new CasefileError("UNKNOWN_CASE", `${where}: no case "${caseId}"${tenant ? ` for tenant "${tenant}"` : ""} in this store`, {
-    caseId,
-    tenant,
-  });
 }

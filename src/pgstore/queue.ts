@@ -1,6 +1,7 @@
 import { CasefileError } from "../engine/errors";
 import type { Json } from "../engine/records";
-import { redact } from "./postgresStore";
+import type { CaseRow } from "../protocol/cases";
+import { redact } from "./pgErrors";
 import { PG_SCHEMA, connectionTenant, migratePg } from "./schema";
 import { PgError, SyncPgClient } from "./syncClient";
 
@@ -32,14 +33,17 @@ export interface Claim {
 export type QueueStatus = "queued" | "running" | "completed" | "waiting" | "failed" | "needs_replanning" | "stopped";
 
 export class PgQueue {
-  private readonly client: SyncPgClient;
+  private client: SyncPgClient;
   readonly where: string;
 
   /** The tenant this queue's connection acts for. */
   readonly tenant: string;
 
   /** `tenant`: default the tenant of the role the URL logs in as, else the empty tenant (see PostgresStore). */
-  constructor(url: string, tenant?: string) {
+  constructor(
+    private readonly url: string,
+    tenant?: string,
+  ) {
     this.where = redact(url);
     this.client = new SyncPgClient(url, { where: this.where });
     try {
@@ -143,15 +147,53 @@ export class PgQueue {
     ).map((r) => ({ caseId: r.id, status: r.queue_status, generation: Number(r.lease_generation), owner: r.lease_owner }));
   }
 
+  /**
+   * One page of the tenant's cases in creation order, `limit` at most, after the cursor `after`
+   * (the `next` of the page before), optionally only those where `status` stands (see
+   * protocol/cases.ts): keyset paging on the cases' `pos`, so a page costs the same at the
+   * millionth case as at the first. What `casefile cases` prints.
+   */
+  page(opts: { status?: string; after?: string; limit: number }): { cases: CaseRow[]; next: string | null } {
+    const after = opts.after === undefined ? 0 : Number(opts.after);
+    if (!Number.isSafeInteger(after) || after < 0) {
+      throw new CasefileError("USAGE", `--after takes the cursor a page printed (a whole number), not "${opts.after}"`);
+    }
+    const status =
+      "CASE WHEN k.queue_status <> 'none' THEN k.queue_status ELSE coalesce((SELECT r.status FROM " +
+      `${S}.runs r WHERE r.tenant = k.tenant AND r.case_id = k.id AND r.status <> 'superseded' ORDER BY r.pos DESC LIMIT 1), 'new') END`;
+    const rows = this.wrap("list cases", () =>
+      this.client.query<{ id: string; status: string; created_at: string; queued: boolean; pos: string }>(
+        `SELECT * FROM (SELECT k.id, ${status} AS status, k.created_at, k.workflow IS NOT NULL AS queued, k.pos ` +
+          `FROM ${S}.cases k WHERE k.tenant = $1 AND k.pos > $2) c WHERE ($3::text IS NULL OR c.status = $3) ORDER BY c.pos LIMIT $4`,
+        [this.tenant, after, opts.status ?? null, opts.limit + 1],
+      ),
+    );
+    const more = rows.length > opts.limit;
+    const shown = rows.slice(0, opts.limit);
+    return {
+      cases: shown.map((r) => ({ caseId: r.id, status: r.status, createdAt: r.created_at, queued: r.queued })),
+      next: more ? String(shown[shown.length - 1]!.pos) : null,
+    };
+  }
+
   close(): void {
     this.client.close();
   }
 
+  /**
+   * Every statement's refusal as STORE_UNAVAILABLE. A lost connection (Postgres restarted, the
+   * network cut) is replaced by a new one for the next call: each queue call is one statement,
+   * so nothing is half done, and a worker goes on claiming once the server is back.
+   */
   private wrap<T>(what: string, fn: () => T): T {
     try {
       return fn();
     } catch (e) {
       if (e instanceof PgError) {
+        if (connectionLost(e)) {
+          this.client.close();
+          this.client = new SyncPgClient(this.url, { where: this.where });
+        }
         throw new CasefileError("STORE_UNAVAILABLE", `${this.where}: cannot ${what}: ${e.failure.message}`, {
           pgCode: e.failure.code ?? null,
         });
@@ -159,4 +201,15 @@ export class PgQueue {
       throw e;
     }
   }
+}
+
+/**
+ * A failure of the connection rather than of the statement: no code at all (node-postgres's
+ * "Connection terminated unexpectedly"), a Node errno (ECONNRESET, ECONNREFUSED, EPIPE: no
+ * SQLSTATE class begins with E), SQLSTATE class 08 (connection exception) or 57P (the server
+ * shutting down, crashed or starting up).
+ */
+export function connectionLost(e: PgError): boolean {
+  const code = e.failure.code;
+  return code === undefined || /^E[A-Z]+$/.test(code) || code.startsWith("08") || code.startsWith("57P");
 }

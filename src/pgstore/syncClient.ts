@@ -1,4 +1,6 @@
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
+import path from "node:path";
 import { MessageChannel, Worker, receiveMessageOnPort } from "node:worker_threads";
 import type { MessagePort } from "node:worker_threads";
 import { CasefileError } from "../engine/errors";
@@ -46,8 +48,11 @@ export class PgError extends Error {
   }
 }
 
-type Request = { kind: "query"; statement: Statement } | { kind: "transaction"; statements: Statement[] } | { kind: "close" };
-type Reply = { ok: true; rows: Record<string, unknown>[][] } | { ok: false; failure: PgFailure };
+type Request = { id: number } & (
+  { kind: "query"; statement: Statement } | { kind: "transaction"; statements: Statement[] } | { kind: "close" }
+);
+type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
+type Reply = { id: number } & ({ ok: true; rows: Record<string, unknown>[][] } | { ok: false; failure: PgFailure });
 
 /** The worker's code, run with `eval`, so that it needs no file of its own beside a bundle. */
 const WORKER_SOURCE = `
@@ -89,21 +94,28 @@ async function answer(req) {
     return { ok: false, failure: fail(e) };
   }
 }
-port.on("message", async (req) => {
-  const reply = req.kind === "close" ? await client.end().then(() => ({ ok: true, rows: [] }), (e) => ({ ok: false, failure: fail(e) })) : await answer(req);
-  port.postMessage(reply);
-  Atomics.store(signal, 0, 1);
-  Atomics.notify(signal, 0);
-  if (req.kind === "close") port.close();
+// One request at a time, in order: a request sent after an earlier one timed out waits for it
+// rather than running inside its transaction. Each reply carries its request's id.
+let chain = Promise.resolve();
+port.on("message", (req) => {
+  chain = chain.then(async () => {
+    const reply = req.kind === "close" ? await client.end().then(() => ({ ok: true, rows: [] }), (e) => ({ ok: false, failure: fail(e) })) : await answer(req);
+    port.postMessage({ ...reply, id: req.id });
+    Atomics.store(signal, 0, 1);
+    Atomics.notify(signal, 0);
+    if (req.kind === "close") port.close();
+  });
 });
 `;
 
 /**
- * Where the worker loads node-postgres from: resolved from this file (a bundle in dist/, or the
- * source under tsx), through createRequire so that esbuild leaves the lookup to run time.
+ * Where the worker loads node-postgres from: the bundle of it beside this code's bundle in dist/
+ * (esbuild.mjs: vendor-pg.js, what the .vsix ships), else resolved from this file (the source
+ * under tsx), through createRequire so that esbuild leaves the lookup to run time.
  */
 function pgModulePath(): string {
-  return createRequire(__filename).resolve("pg");
+  const bundled = path.join(__dirname, "vendor-pg.js");
+  return existsSync(bundled) ? bundled : createRequire(__filename).resolve("pg");
 }
 
 export interface SyncClientOptions {
@@ -121,6 +133,7 @@ export class SyncPgClient {
   private readonly signal = new Int32Array(new SharedArrayBuffer(4));
   private readonly timeoutMs: number;
   private closed = false;
+  private lastId = 0;
 
   constructor(
     url: string,
@@ -165,22 +178,32 @@ export class SyncPgClient {
     }
   }
 
-  private call(req: Request): Record<string, unknown>[][] {
+  private call(req: DistributiveOmit<Request, "id">): Record<string, unknown>[][] {
     if (this.closed) throw new CasefileError("STORE_UNAVAILABLE", `${this.opts.where}: the store connection is closed`);
-    Atomics.store(this.signal, 0, 0);
-    this.port.postMessage(req);
+    const id = ++this.lastId;
+    this.port.postMessage({ ...req, id });
     const deadline = Date.now() + this.timeoutMs;
-    let got: { message: Reply } | undefined;
-    for (;;) {
+    let reply: Reply | undefined;
+    while (!reply) {
+      // A reply to an earlier request that timed out is passed over: this request's comes after it.
+      const got = receiveMessageOnPort(this.port) as { message: Reply } | undefined;
+      if (got) {
+        if (got.message.id === id) reply = got.message;
+        continue;
+      }
       const left = deadline - Date.now();
       if (left <= 0) {
         throw new CasefileError("STORE_UNAVAILABLE", `${this.opts.where}: no answer from Postgres in ${this.timeoutMs} ms`);
       }
+      // Cleared, then the port looked at once more: a reply posted in between is not missed.
+      Atomics.store(this.signal, 0, 0);
+      const late = receiveMessageOnPort(this.port) as { message: Reply } | undefined;
+      if (late) {
+        if (late.message.id === id) reply = late.message;
+        continue;
+      }
       Atomics.wait(this.signal, 0, 0, left);
-      got = receiveMessageOnPort(this.port) as { message: Reply } | undefined;
-      if (got) break;
     }
-    const reply = got.message;
     if (!reply.ok) throw new PgError(reply.failure);
     return reply.rows;
   }

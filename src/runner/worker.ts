@@ -6,7 +6,7 @@ import { CasefileError, describeError, isCasefileError } from "../engine/errors"
 import type { Workflow } from "../engine/workflow";
 import { createProvider } from "../engine/providers/index";
 import type { ModelProvider } from "../engine/model";
-import type { RunRecord } from "../engine/records";
+import type { EventRecord, RunRecord } from "../engine/records";
 import { PostgresStore } from "../pgstore/index";
 import { PgQueue, type Claim, type QueueStatus } from "../pgstore/index";
 import type { ProviderConfig } from "../protocol/runner";
@@ -37,6 +37,8 @@ export interface WorkerOptions {
   provider?: ProviderConfig;
   env?: NodeJS.ProcessEnv;
   log?: (line: string) => void;
+  /** Every event of every case this worker runs, once durable (CASEFILE_EVENTS=jsonl prints them). */
+  onEvent?: (caseId: string, event: EventRecord) => void;
   /** Stops claiming; running cases finish their superstep and stop. */
   signal?: AbortSignal;
 }
@@ -62,9 +64,22 @@ export async function runWorker(workflowPath: string, opts: WorkerOptions): Prom
   const queue = new PgQueue(opts.url, opts.tenant);
   const report: WorkerReport = { finished: 0, lost: 0 };
   let idleSince = Date.now();
+  let outage = false;
   const slot = async (): Promise<void> => {
     while (!opts.signal?.aborted) {
-      const claim = queue.claim(owner, leaseMs);
+      let claim: Claim | undefined;
+      try {
+        claim = queue.claim(owner, leaseMs);
+        if (outage) log(`worker ${owner}: the store answers again`);
+        outage = false;
+      } catch (e) {
+        // Postgres restarting or unreachable: the queue reconnects on its next call; keep trying.
+        if (!unavailable(e)) throw e;
+        if (!outage) log(`worker ${owner}: ${describeError(e).message}; retrying`);
+        outage = true;
+        await new Promise((r) => setTimeout(r, Math.max(pollMs, 250)));
+        continue;
+      }
       if (!claim) {
         if (opts.idleExitMs !== undefined && Date.now() - idleSince >= opts.idleExitMs) return;
         await new Promise((r) => setTimeout(r, pollMs));
@@ -95,7 +110,8 @@ export async function runWorker(workflowPath: string, opts: WorkerOptions): Prom
     let store: PostgresStore | undefined;
     try {
       store = await PostgresStore.open(opts.url, { caseId: claim.caseId, tenant: claim.tenant, fence: { generation: claim.generation } });
-      const status = await advance(store, claim, workflow, provider, control, file, env, log);
+      const onEvent = opts.onEvent ? (e: EventRecord): void => opts.onEvent!(claim.caseId, e) : undefined;
+      const status = await advance(store, claim, workflow, provider, control, file, env, log, onEvent);
       if (leaseLost || !queue.release(claim, status)) {
         report.lost++;
         log(
@@ -109,10 +125,24 @@ export async function runWorker(workflowPath: string, opts: WorkerOptions): Prom
       if (isCasefileError(e) && e.code === "LEASE_LOST") {
         report.lost++;
         log(`worker ${owner}: case ${claim.caseId}: LEASE_LOST: ${e.message}; stopped the case`);
+      } else if (unavailable(e)) {
+        // The store went away mid-case: nothing was recorded as failed (the failure could not be
+        // committed either). Put the case back for any worker to resume from its latest
+        // checkpoint; if even that cannot be written, its lease runs out and it is claimed again.
+        log(`worker ${owner}: case ${claim.caseId}: STORE_UNAVAILABLE: ${describeError(e).message}; left to be resumed`);
+        try {
+          queue.release(claim, "queued");
+        } catch {
+          // Still unavailable: the lease expires.
+        }
       } else {
         const { code, message } = describeError(e);
         log(`worker ${owner}: case ${claim.caseId}: ${code}: ${message}`);
-        queue.release(claim, "failed");
+        try {
+          queue.release(claim, "failed");
+        } catch (r) {
+          log(`worker ${owner}: case ${claim.caseId}: could not record it failed: ${describeError(r).message}`);
+        }
       }
     } finally {
       clearInterval(renew);
@@ -142,8 +172,16 @@ async function advance(
   workflowPath: string,
   env: NodeJS.ProcessEnv,
   log: (line: string) => void,
+  onEvent: ((e: EventRecord) => void) | undefined,
 ): Promise<Exclude<QueueStatus, "running">> {
-  const engine = new Engine(workflow, store, { provider, control, workflowPath, log, hooks: hooksFromEnv(env) });
+  const engine = new Engine(workflow, store, {
+    provider,
+    control,
+    workflowPath,
+    log,
+    hooks: hooksFromEnv(env),
+    ...(onEvent ? { onEvent } : {}),
+  });
   const current: RunRecord | undefined = store
     .listRuns()
     .filter((r) => r.status !== "superseded")
@@ -162,4 +200,8 @@ async function advance(
     QueueStatus,
     "running"
   >;
+}
+
+function unavailable(e: unknown): boolean {
+  return isCasefileError(e) && e.code === "STORE_UNAVAILABLE";
 }

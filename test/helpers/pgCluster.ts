@@ -46,19 +46,28 @@ let started: PgCluster | undefined;
 
 /** The test process's cluster, started on first call (about a second and a half). */
 export function pgCluster(): PgCluster {
-  if (started) return started;
+  started ??= startPgCluster();
+  return started;
+}
+
+/**
+ * A new cluster of its own. Tests run with fsync off (nothing they check needs the disk to
+ * have it: a `-m immediate` restart loses no write the kernel holds); `durable` keeps Postgres's
+ * defaults (fsync, synchronous_commit on), for benchmarks of durable commits. The caller stops it.
+ */
+export function startPgCluster(opts: { durable?: boolean } = {}): PgCluster {
   const bin = binDir();
   const dir = mkdtempSync(path.join(os.tmpdir(), "cfpg-"));
   if (process.getuid?.() === 0) chownSync(dir, Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" })), 0);
   const data = path.join(dir, "data");
   asPostgres(path.join(bin, "initdb"), ["-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"]);
   const ctl = (args: string[]): string => asPostgres(path.join(bin, "pg_ctl"), ["-D", data, ...args]);
-  const opts = `-k ${dir} -p ${PORT} -c listen_addresses= -c fsync=off`;
-  ctl(["-o", opts, "-l", path.join(dir, "pg.log"), "-w", "start"]);
+  const serverOpts = `-k ${dir} -p ${PORT} -c listen_addresses=${opts.durable ? "" : " -c fsync=off"}`;
+  ctl(["-o", serverOpts, "-l", path.join(dir, "pg.log"), "-w", "start"]);
   const urlFor = (db: string, user = "postgres"): string =>
     `postgresql://${user}@localhost/${db}?host=${encodeURIComponent(dir)}&port=${PORT}`;
   let stopped = false;
-  started = {
+  const cluster: PgCluster = {
     url: urlFor("postgres"),
     dir,
     urlFor,
@@ -67,12 +76,12 @@ export function pgCluster(): PgCluster {
     pid: () => Number(readFileSync(path.join(data, "postmaster.pid"), "utf8").split("\n")[0]),
     restart: (mode = "fast") => {
       ctl(["-m", mode, "-w", "stop"]);
-      ctl(["-o", opts, "-l", path.join(dir, "pg.log"), "-w", "start"]);
+      ctl(["-o", serverOpts, "-l", path.join(dir, "pg.log"), "-w", "start"]);
     },
     stop: () => {
       if (stopped) return;
       stopped = true;
-      const pid = started!.pid();
+      const pid = cluster.pid();
       try {
         ctl(["-m", "fast", "-w", "stop"]);
       } catch {
@@ -86,7 +95,7 @@ export function pgCluster(): PgCluster {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  return started;
+  return cluster;
 }
 
 /** A fresh database of the cluster, for one test or one suite. */
@@ -98,5 +107,6 @@ export function createDatabase(prefix = "t"): string {
   return c.urlFor(name);
 }
 
-// A root hook: whatever test file started the cluster, it is stopped when the run ends.
-after(() => started?.stop());
+// A root hook: whatever test file started the cluster, it is stopped when the run ends (under
+// mocha; a benchmark script importing this starts its own cluster and stops it).
+if (typeof after === "function") after(() => started?.stop());

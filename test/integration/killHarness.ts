@@ -6,6 +6,7 @@ import { startErp, type ErpServer } from "../../examples/erp/server";
 import { applicationId, hasUnknownTaxNumber, supplierSeed } from "../../examples/supplier/erpSeed";
 import { SqlJsStore } from "../../src/casefile/sqlJsStore";
 import type { EventRecord, Json } from "../../src/engine/records";
+import type { CaseStore } from "../../src/engine/store";
 
 /**
  * The kill test's harness. It runs supplier-onboarding cases through the real CLI in child
@@ -82,7 +83,7 @@ interface Attempt {
 }
 
 /** A small seeded PRNG so that a failing run can be repeated with KILL_TEST_SEED. */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let s = seed >>> 0 || 1;
   return () => {
     s ^= s << 13;
@@ -135,7 +136,7 @@ export async function runKillTest(opts: KillTestOptions): Promise<KillTestReport
     report.cases = next;
     if (report.kills < opts.kills)
       report.violations.push(`only ${report.kills} kills over ${next} cases, fewer than the ${opts.kills} asked for`);
-    await checkInvariants(erp, work, next, reported, report);
+    await checkInvariants(erp, next, reported, report, (i) => SqlJsStore.open(caseFile(work, i), { readOnly: true }));
   } finally {
     await erp.close();
     rmSync(path.dirname(cli), { recursive: true, force: true });
@@ -270,7 +271,7 @@ export async function runKillTest(opts: KillTestOptions): Promise<KillTestReport
  * while children start (a half-written dist/cli.js) is not what this test is about. It sits
  * under node_modules/.cache so that the bundle's external requires (esbuild) still resolve.
  */
-function privateCli(seed: number): string {
+export function privateCli(seed: number): string {
   const dir = path.join(root, "node_modules", ".cache", "casefile-kill-test", `${process.pid}-${seed}`);
   mkdirSync(dir, { recursive: true });
   // The CLI loads its commands and the libraries it shares with the other bundles (ext-*.js,
@@ -299,13 +300,19 @@ async function caseState(file: string): Promise<{ checkpoint?: string; final: bo
   }
 }
 
-/** The invariants, checked against the ERP's own data and every case file. */
-async function checkInvariants(
+/**
+ * The invariants, checked against the ERP's own data and every case's records (`open` reads case
+ * i: its case file, or its rows in a Postgres store). Counts final statuses, onboarded and
+ * rejected cases and reconciled intents into `report`; each breach is a line in its violations.
+ */
+export async function checkInvariants(
   erp: ErpServer,
-  work: string,
   cases: number,
   reported: Map<number, Set<string>>,
-  report: KillTestReport,
+  report: Pick<KillTestReport, "violations" | "finalStatuses" | "onboarded" | "rejected"> & {
+    evidence: Pick<KillTestReport["evidence"], "reconciledFound">;
+  },
+  open: (i: number) => Promise<CaseStore>,
 ): Promise<void> {
   const v = report.violations;
   const data = erp.snapshot();
@@ -319,12 +326,11 @@ async function checkInvariants(
 
   for (let i = 0; i < cases; i++) {
     const app = applicationId(i);
-    const file = caseFile(work, i);
-    let store: SqlJsStore;
+    let store: CaseStore;
     try {
-      store = await SqlJsStore.open(file, { readOnly: true });
+      store = await open(i);
     } catch (e) {
-      v.push(`${app}: case file does not open: ${(e as Error).message}`);
+      v.push(`${app}: case does not open: ${(e as Error).message}`);
       continue;
     }
     try {

@@ -8,10 +8,14 @@
  *   KILLTEST_HOOK=append    halfway through writing a journal record (the kill leaves a torn record)
  *   KILLTEST_HOOK=rename    during compaction, the temp database written, before the rename over the file
  *   KILLTEST_HOOK=truncate  during compaction, after the rename, before the journal is emptied
+ *   KILLTEST_HOOK=pg-commit    a Postgres transaction's statements run, its COMMIT not yet sent
+ *   KILLTEST_HOOK=pg-committed COMMIT sent to Postgres, its answer not yet read (durable, unacknowledged)
  *
  * KILLTEST_HOOK_AT=n picks the n-th such moment in this process; KILLTEST_HOOK_MS is how long to
  * hold still. The store reaches node:fs through property lookups at call time (esbuild's CommonJS
- * output), so wrapping the module's functions here is seen by the bundled store.
+ * output), so wrapping the module's functions here is seen by the bundled store. The pg hooks
+ * act in the worker thread that holds the store's connection (syncClient.ts): a --require preload
+ * runs in worker threads too.
  */
 // A --require preload is plain CommonJS: it runs before any TypeScript loader could.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -74,5 +78,24 @@ if (hook === "append") {
       if (++seen === at) hold(`compaction-before-journal-truncate ${pathOf(fd)}`);
     }
     return ftruncateSync.call(fs, fd, len);
+  };
+} else if (hook === "pg-commit" || hook === "pg-committed") {
+  // node-postgres sends COMMIT as a simple query: 'Q', a 4-byte length, then "COMMIT\0".
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const net = require("node:net");
+  const write = net.Socket.prototype.write;
+  net.Socket.prototype.write = function (chunk, ...rest) {
+    const isCommit =
+      Buffer.isBuffer(chunk) && chunk.length >= 12 && chunk[0] === 0x51 && chunk.toString("latin1", 5, 12) === "COMMIT\0";
+    if (!isCommit || ++seen !== at) return write.call(this, chunk, ...rest);
+    if (hook === "pg-commit") {
+      hold("pg-before-commit");
+      return write.call(this, chunk, ...rest);
+    }
+    // Node writes to the socket at once when nothing is queued before it (pg does not cork a
+    // simple query), so COMMIT is with the server when write returns: hold before its answer is read.
+    const r = write.call(this, chunk, ...rest);
+    hold("pg-after-commit-sent");
+    return r;
   };
 }

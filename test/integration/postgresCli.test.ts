@@ -168,6 +168,39 @@ describe("CLI on a Postgres store: run, respond, inspect, replay, export-eval wi
     assert.match(again.stderr, /already exists: pull writes a new case file/);
   });
 
+  it("cases lists the store's cases a page at a time with where each stands, as text and as the --json page; a bad --limit is one line", async () => {
+    const dbUrl = createDatabase("cases");
+    for (const id of ["c-1", "c-2", "c-3"]) {
+      const q = await runCli(["enqueue", workflow, "--store", dbUrl, "--case", id, "--input", '{"invoiceId":"INV-1001"}'], env);
+      assert.equal(q.code, 0, q.stderr);
+    }
+    const first = await runCli(["cases", "--store", dbUrl, "--limit", "2"], env);
+    assert.equal(first.code, 0, first.stderr);
+    const lines = first.stdout.trim().split("\n");
+    assert.match(lines[0]!, /^c-1\s+queued\s+\d{4}-/);
+    assert.match(lines[1]!, /^c-2\s+queued\s+/);
+    const cursor = /^more: --after (\d+)$/.exec(lines[2]!)?.[1];
+    assert.ok(cursor, `the first page ends with the next page's cursor: ${first.stdout}`);
+    const second = await runCli(["cases", "--store", dbUrl, "--limit", "2", "--after", cursor, "--json"], env);
+    assert.equal(second.code, 0, second.stderr);
+    const page = JSON.parse(second.stdout) as {
+      v: number;
+      cases: { caseId: string; status: string; queued: boolean }[];
+      next: string | null;
+    };
+    assert.equal(page.v, 1);
+    assert.deepEqual(
+      page.cases.map((c) => [c.caseId, c.status, c.queued]),
+      [["c-3", "queued", true]],
+    );
+    assert.equal(page.next, null, "the last page has no cursor");
+    const none = await runCli(["cases", "--store", dbUrl, "--status", "failed"], env);
+    assert.equal(none.stdout.trim(), 'no "failed" cases in this store');
+    const bad = await runCli(["cases", "--store", dbUrl, "--limit", "0"], env);
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.equal(bad.stderr.trim(), 'casefile: USAGE: --limit must be a whole number from 1 to 1000, not "0"');
+  });
+
   it("refuses half a store location, a store URL that is not Postgres, an unknown case and an unreachable store, in one line each", async () => {
     const cases: [string[], number, RegExp][] = [
       [["inspect", "--store", url], 2, /^casefile: USAGE: inspect: --store needs --case ID/],

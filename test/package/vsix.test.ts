@@ -4,11 +4,13 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { describeInChild } from "../../src/runner/describe";
+import { createDatabase } from "../helpers/pgCluster";
 
 /**
  * The .vsix from `npm run package` (build/package.mjs) installs into code-server with its own
  * CLI, and the installed copy works where it matters most off this repo: its describe process
- * bundles a workflow with the esbuild binary shipped inside the .vsix. Needs code-server from
+ * bundles a workflow with the esbuild binary shipped inside the .vsix, and its CLI opens a Postgres
+ * store with the node-postgres bundle it ships (no node_modules/pg). Needs code-server from
  * test/e2e/setup.sh. Slow (a production build and vsce): run with `npm run test:package`.
  */
 
@@ -109,6 +111,25 @@ describe(".vsix from npm run package", function () {
     const d = await describeInChild(path.join(dir, "dist/describe.js"), path.join(ROOT, "examples/invoice/workflow.ts"));
     assert.ok(d.ok, JSON.stringify(d));
     assert.equal(d.name, "invoice-variance");
+  });
+
+  it("the installed bin/casefile.js enqueues a case on a postgres:// store and inspects it, with the node-postgres it ships", () => {
+    const dir = installedDir(extensionsDir);
+    assert.ok(existsSync(path.join(dir, "dist/vendor-pg.js")), "dist/vendor-pg.js is installed");
+    assert.ok(!existsSync(path.join(dir, "node_modules/pg")), "no node_modules/pg: the bundle is what connects");
+    const url = createDatabase("vsix");
+    const cli = path.join(dir, "bin/casefile.js");
+    const workflow = path.join(ROOT, "examples/supplier/workflow.ts");
+    const queued = execFileSync(
+      process.execPath,
+      [cli, "enqueue", workflow, "--store", url, "--case", "APP-0000", "--input", '{"applicationId":"APP-0000"}'],
+      { encoding: "utf8" },
+    );
+    assert.match(queued, /case APP-0000 queued/);
+    const inspected = JSON.parse(
+      execFileSync(process.execPath, [cli, "inspect", "--store", url, "--case", "APP-0000", "--json"], { encoding: "utf8" }),
+    ) as { runs: unknown[] };
+    assert.deepEqual(inspected.runs, [], "the queued case is in the store, no run yet");
   });
 });
 

@@ -61,7 +61,7 @@ describe("Running the invoice example from the editor", function () {
 
   it("the Runs view draws the run with its checkpoints and steps, and the Requests view lists its review", async () => {
     const { runs, requests } = api.ctx.views.trees;
-    const file = (await runs.getChildren()).find((n) => n.caseFile.fsPath === caseFile.fsPath)!;
+    const file = (await runs.getChildren()).find((n) => n.kind === "caseFile" && n.caseFile.fsPath === caseFile.fsPath)!;
     const [run, ...others] = await runs.getChildren(file);
     assert.equal(others.length, 0);
     assert.equal(run?.kind === "run" && run.id, runId);
@@ -231,7 +231,7 @@ describe("Running the invoice example from the editor", function () {
     assert.equal(branch.parentCheckpointId, first);
     // The Runs view draws the branch under the run it came from.
     const { runs } = api.ctx.views.trees;
-    const file = (await runs.getChildren()).find((n) => n.caseFile.fsPath === caseFile.fsPath)!;
+    const file = (await runs.getChildren()).find((n) => n.kind === "caseFile" && n.caseFile.fsPath === caseFile.fsPath)!;
     const [run] = await runs.getChildren(file);
     const under = (await runs.getChildren(run)).filter((n) => n.kind === "run");
     assert.deepEqual(

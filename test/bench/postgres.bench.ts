@@ -1,0 +1,236 @@
+/**
+ * `npm run bench:postgres`: the Postgres store, on a cluster of its own made for this run with
+ * Postgres's durable defaults (fsync and synchronous_commit on; the tests' clusters run with fsync
+ * off). Three figures, each printed as a ratio measured side by side in this run:
+ *
+ * 1. Scaling: supplier-onboarding cases per second with 1, 2 and 4 `casefile worker` processes
+ *    on one store (the real CLI; the ERP stand-in on loopback), from the first case started to
+ *    the last one ended, as the workers' own events say. Target: 4 workers at least 3x one.
+ *    A machine with fewer cores than workers cannot show it (the cores are printed beside).
+ * 2. Durable commit per superstep on the growth graph (100 KB of facts loaded once, a counter
+ *    changed every superstep; test/bench/peers/graphs.ts): ours, LangGraph's PostgresSaver
+ *    (@langchain/langgraph-checkpoint-postgres) on the same server when it is installed, and the
+ *    floor: one INSERT transaction per superstep of a row as large as our commit's.
+ * 3. Disk per 1,000 supersteps of that graph: the growth of the tables (with indexes and TOAST)
+ *    of our schema against PostgresSaver's.
+ *
+ * Run: npm run bench:postgres [-- --cases N --supersteps N]
+ * Writes test/bench/results/postgres.json.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { startErp } from "../../examples/erp/server";
+import { applicationId, supplierSeed } from "../../examples/supplier/erpSeed";
+import { Engine } from "../../src/engine/engine";
+import type { EventRecord } from "../../src/engine/records";
+import { PgQueue, PostgresStore } from "../../src/pgstore/index";
+import { SyncPgClient } from "../../src/pgstore/syncClient";
+import { startPgCluster, type PgCluster } from "../helpers/pgCluster";
+import { growthGraph, growthWorkflow, invoiceLines } from "./peers/graphs";
+import { fmtBytes, msSince, now } from "./peers/measure";
+
+const root = path.resolve(__dirname, "../..");
+const cli = path.join(root, "bin", "casefile.js");
+const supplier = path.join(root, "examples", "supplier", "workflow.ts");
+
+function arg(name: string, dflt: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
+}
+
+let dbCount = 0;
+function database(c: PgCluster, prefix: string): { url: string; name: string } {
+  const name = `${prefix}_${++dbCount}`;
+  c.psql(`CREATE DATABASE ${name}`);
+  return { url: c.urlFor(name), name };
+}
+
+/** Bytes of every table of `schema` in database `db`, with its indexes and TOAST. */
+function schemaBytes(c: PgCluster, db: string, schema: string): number {
+  return Number(
+    c.psql(
+      "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace " +
+        `WHERE n.nspname = '${schema}' AND c.relkind IN ('r', 'p', 'm')`,
+      db,
+    ),
+  );
+}
+
+// ---- 1. scaling
+
+async function casesPerSecond(c: PgCluster, workers: number, cases: number): Promise<number> {
+  const { url } = database(c, `scale${workers}`);
+  const dir = mkdtempSync(path.join(os.tmpdir(), "casefile-pgbench-"));
+  const erp = await startErp({ dataDir: path.join(dir, "erp"), seed: supplierSeed(cases) });
+  const queue = new PgQueue(url);
+  try {
+    for (let i = 0; i < cases; i++) queue.enqueue(applicationId(i), supplier, { applicationId: applicationId(i) });
+    let first: bigint | undefined;
+    let last: bigint | undefined;
+    let ended = 0;
+    const run = (): Promise<void> =>
+      new Promise((resolve, reject) => {
+        const child = spawn(process.execPath, [cli, "worker", supplier, "--store", url, "--idle-exit-ms", "1000"], {
+          env: { ...process.env, ERP_URL: erp.url, CASEFILE_EVENTS: "jsonl" },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let buf = "";
+        let err = "";
+        child.stdout.on("data", (d: Buffer) => {
+          buf += d.toString("utf8");
+          const lines = buf.split("\n");
+          buf = lines.pop()!;
+          for (const l of lines) {
+            if (!l.startsWith("{")) continue;
+            const e = JSON.parse(l) as EventRecord;
+            if (e.type === "run_started") first ??= now();
+            if (e.type === "run_completed" || e.type === "run_failed") {
+              ended++;
+              last = now();
+            }
+          }
+        });
+        child.stderr.on("data", (d: Buffer) => (err += d.toString("utf8")));
+        child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`worker exited ${code}: ${err.slice(-500)}`))));
+      });
+    await Promise.all(Array.from({ length: workers }, run));
+    if (ended !== cases || first === undefined || last === undefined) throw new Error(`${ended} of ${cases} cases ended`);
+    return cases / (Number(last - first) / 1e9);
+  } finally {
+    queue.close();
+    await erp.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---- 2 and 3. durable commit and growth on the growth graph
+
+interface Growth {
+  msPerSuperstep: number;
+  bytesPer1000: number;
+}
+
+async function oursGrowth(c: PgCluster, supersteps: number, lines: ReturnType<typeof invoiceLines>): Promise<Growth> {
+  const { url, name } = database(c, "ours");
+  // The schema is made (and its empty size taken) before the run.
+  new PgQueue(url).close();
+  const before = schemaBytes(c, name, "casefile");
+  const store = await PostgresStore.open(url, { caseId: "bench", create: true });
+  try {
+    const t = now();
+    const r = await new Engine(growthWorkflow(lines), store).run({ limit: supersteps });
+    const ms = msSince(t);
+    if (r.status !== "completed" || r.superstep !== supersteps + 1) throw new Error(`ours: ${r.status} at superstep ${r.superstep}`);
+    return { msPerSuperstep: ms / (supersteps + 1), bytesPer1000: ((schemaBytes(c, name, "casefile") - before) * 1000) / supersteps };
+  } finally {
+    store.close();
+  }
+}
+
+interface SaverModule {
+  PostgresSaver: {
+    fromConnString(
+      url: string,
+      opts?: { schema?: string },
+    ): {
+      setup(): Promise<void>;
+      end(): Promise<void>;
+    };
+  };
+}
+
+/** PostgresSaver on the same server, or why not. */
+async function theirsGrowth(c: PgCluster, supersteps: number, lines: ReturnType<typeof invoiceLines>): Promise<Growth | string> {
+  let mod: SaverModule;
+  try {
+    mod = (await import("@langchain/langgraph-checkpoint-postgres" as string)) as SaverModule;
+  } catch {
+    return "@langchain/langgraph-checkpoint-postgres is not installed (npm ls): PostgresSaver not measured";
+  }
+  const { url, name } = database(c, "theirs");
+  // node-postgres takes the socket folder from `host`; PostgresSaver hands the string to pg.Pool.
+  const saver = mod.PostgresSaver.fromConnString(url, { schema: "lg" });
+  try {
+    await saver.setup();
+    const before = schemaBytes(c, name, "lg");
+    const graph = growthGraph(saver as never, lines);
+    const t = now();
+    const r = await graph.invoke(
+      { counter: 0, limit: supersteps },
+      { configurable: { thread_id: "bench" }, recursionLimit: supersteps + 10, durability: "sync" },
+    );
+    const ms = msSince(t);
+    if (r.counter !== supersteps) throw new Error(`theirs: counter ${String(r.counter)}, expected ${supersteps}`);
+    return { msPerSuperstep: ms / (supersteps + 1), bytesPer1000: ((schemaBytes(c, name, "lg") - before) * 1000) / supersteps };
+  } finally {
+    await saver.end();
+  }
+}
+
+/** The floor: one durable INSERT transaction per superstep, of a row of `bytes`. */
+function floor(c: PgCluster, supersteps: number, bytes: number): number {
+  const { url } = database(c, "floor");
+  const client = new SyncPgClient(url, { where: "floor" });
+  try {
+    client.query("CREATE TABLE t (id serial PRIMARY KEY, data json)");
+    const row = JSON.stringify({ pad: "x".repeat(Math.max(0, bytes - 12)) });
+    const t = now();
+    for (let i = 0; i < supersteps; i++) client.transaction([{ sql: "INSERT INTO t (data) VALUES ($1::json)", params: [row] }]);
+    return msSince(t) / supersteps;
+  } finally {
+    client.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const cases = arg("cases", 40);
+  const supersteps = arg("supersteps", 1000);
+  const log = (m: string): void => console.error(m);
+  const cluster = startPgCluster({ durable: true });
+  const started = Date.now();
+  try {
+    const scaling: Record<string, number> = {};
+    for (const w of [1, 2, 4]) {
+      scaling[w] = await casesPerSecond(cluster, w, cases);
+      log(`  ${w} worker(s): ${scaling[w]!.toFixed(2)} cases/s`);
+    }
+    const lines = invoiceLines(100_000);
+    const ours = await oursGrowth(cluster, supersteps, lines);
+    log(`  ours: ${ours.msPerSuperstep.toFixed(3)} ms/superstep, ${fmtBytes(ours.bytesPer1000)} per 1,000 supersteps`);
+    const theirs = await theirsGrowth(cluster, supersteps, lines);
+    log(`  theirs: ${typeof theirs === "string" ? theirs : `${theirs.msPerSuperstep.toFixed(3)} ms/superstep`}`);
+    // Our commit per superstep is the counter's value row, its checkpoint, step and events: about 2 KB.
+    const floorMs = floor(cluster, supersteps, 2000);
+
+    const cpus = os.cpus().length;
+    const load = os.loadavg().map((x) => x.toFixed(1));
+    console.log(`\nPostgres store, ${cpus} CPUs, load average ${load.join(" ")}; ${cases} supplier cases, ${supersteps} supersteps`);
+    console.log(
+      `cases/s: 1 worker ${scaling[1]!.toFixed(2)}, 2 workers ${scaling[2]!.toFixed(2)}, 4 workers ${scaling[4]!.toFixed(2)}; ` +
+        `scaling 2/1 ${(scaling[2]! / scaling[1]!).toFixed(2)}x, 4/1 ${(scaling[4]! / scaling[1]!).toFixed(2)}x (target >= 3x)`,
+    );
+    console.log(
+      `durable commit per superstep: ours ${ours.msPerSuperstep.toFixed(3)} ms; one-row INSERT commit ${floorMs.toFixed(3)} ms (ours/floor ${(ours.msPerSuperstep / floorMs).toFixed(2)}x)`,
+    );
+    if (typeof theirs === "string") console.log(`PostgresSaver: ${theirs}`);
+    else
+      console.log(
+        `PostgresSaver ${theirs.msPerSuperstep.toFixed(3)} ms per superstep (ours/theirs ${(ours.msPerSuperstep / theirs.msPerSuperstep).toFixed(2)}x); ` +
+          `disk per 1,000 supersteps ours ${fmtBytes(ours.bytesPer1000)}, theirs ${fmtBytes(theirs.bytesPer1000)} (ours/theirs ${(ours.bytesPer1000 / theirs.bytesPer1000).toFixed(2)}x)`,
+      );
+    if (typeof theirs === "string") console.log(`disk per 1,000 supersteps: ours ${fmtBytes(ours.bytesPer1000)}`);
+    const results = { at: new Date().toISOString(), cpus, loadAverage: os.loadavg(), cases, supersteps, scaling, ours, theirs, floorMs };
+    mkdirSync(path.join(__dirname, "results"), { recursive: true });
+    writeFileSync(path.join(__dirname, "results", "postgres.json"), JSON.stringify(results, null, 2) + "\n");
+    console.log(`\nwrote test/bench/results/postgres.json (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+  } finally {
+    cluster.stop();
+  }
+}
+
+void main().catch((e: unknown) => {
+  console.error(e);
+  process.exitCode = 1;
+});
