@@ -1,7 +1,6 @@
 import os from "node:os";
 import type { Json } from "../engine/records";
 import type { ProviderConfig, RunCommand } from "../protocol/runner";
-import { PgQueue } from "../pgstore/index";
 import { runSession, type SessionResult } from "../runner/session";
 import { STORE_OPTIONS, locationFromOptions, type StoreLocation } from "../runner/storeLocation";
 import { CasefileError } from "../engine/errors";
@@ -183,6 +182,8 @@ async function respondToQueuedCase(
   by: string | undefined,
   io: Io,
 ): Promise<number | undefined> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { PgQueue } = require("../pgstore/index") as typeof import("../pgstore/index"); // only for a store's case (cold start)
   const queue = new PgQueue(location.url);
   try {
     if (!queue.managed(location.caseId)) return undefined;

@@ -3,14 +3,9 @@
  * the engine writes through exactly as it does a case file. Only the runner and the CLI import this.
  */
 export { PostgresStore } from "./postgresStore";
-export { redact } from "./pgErrors";
+export { isPostgresUrl, redact } from "./url";
 export type { PgOpenOptions, PgAgentCallSummary } from "./postgresStore";
 export { PgQueue } from "./queue";
 export type { Claim, QueueStatus } from "./queue";
 export { PG_MIGRATIONS, PG_SCHEMA, PG_SCHEMA_VERSION, migratePg, tenantRoleSql } from "./schema";
 export type { PgMigration } from "./schema";
-
-/** Whether a --store value names a Postgres store. */
-export function isPostgresUrl(s: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(s);
-}

@@ -3,16 +3,7 @@ import { PgError } from "./syncClient";
 
 /** The Postgres store's refusals as typed errors, and its URL as a message may show it. */
 
-/** The URL as a person may see it: the password replaced. */
-export function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return "(a store URL that does not parse)";
-  }
-}
+export { redact } from "./url";
 
 export function wrap<T>(where: string, what: string, fn: () => T): T {
   try {

@@ -2,7 +2,7 @@ import path from "node:path";
 import { openCaseFile } from "../casefile/index";
 import { CasefileError } from "../engine/errors";
 import type { CaseStore } from "../engine/store";
-import { PostgresStore, isPostgresUrl, redact } from "../pgstore/index";
+import { isPostgresUrl, redact } from "../pgstore/url";
 
 /**
  * Where a command's case lives: a case file on disk (`--case-file F`, or the positional case file),
@@ -35,6 +35,9 @@ export async function openLocation(loc: StoreLocation, opts: LocationOpenOptions
     const store = await openCaseFile(loc.file, opts);
     return { store, label: path.resolve(loc.file), warnings: store.warnings };
   }
+  // Required here, not imported: a run on a case file never loads the Postgres store (cold start).
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { PostgresStore } = require("../pgstore/index") as typeof import("../pgstore/index");
   const store = await PostgresStore.open(loc.url, {
     caseId: loc.caseId,
     ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
