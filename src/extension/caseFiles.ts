@@ -54,7 +54,9 @@ export async function loadInspectorViewModel(
     ...(runId !== undefined ? { runId } : {}),
     canRun: canRunWorkflowCode(),
   };
-  return r.read(caseFile.fsPath, (store) => (part === "opening" ? buildOpeningViewModel(store, opts) : buildInspectorViewModel(store, opts)));
+  return r.read(caseFile.fsPath, (store) =>
+    part === "opening" ? buildOpeningViewModel(store, opts) : buildInspectorViewModel(store, opts),
+  );
 }
 
 /** Called when the case file's inspector closes: its kept store is closed. */
