@@ -9,36 +9,9 @@ import { buildInspectorViewModel, buildOpeningViewModel } from "../../../src/ext
 import { OPENING_ROWS, OPENING_SEARCH } from "../../../src/extension/viewModel/timeline";
 import { InspectorViewModelSchema, TimelineRows, TimelineSchema } from "../../../src/protocol/webview";
 import type { InspectorViewModel, SuperstepView } from "../../../src/protocol/webview";
-import { agentCall, checkpoint, run, step, verdict } from "../casefile/builders";
+import { longRun } from "../../fixtures/casefile/longRun";
 
 const caseFile = { path: "/w/long.casefile", name: "long.casefile" };
-const RUN = "long";
-
-/**
- * A run of `n` supersteps, each an agent step proposing and a commit step judging the proposal of
- * the superstep before (so an agent step's verdict is recorded one superstep later), with verdicts
- * only in supersteps below `judgedBelow`; superstep `n` failed (steps, no checkpoint).
- */
-function longRun(n: number, judgedBelow = n): CommitBatch {
-  const batch: Required<Pick<CommitBatch, "runs" | "steps" | "checkpoints" | "agentCalls" | "verdicts">> = {
-    runs: [run(RUN, { status: "failed" })],
-    steps: [],
-    checkpoints: [],
-    agentCalls: [],
-    verdicts: [],
-  };
-  for (let i = 0; i <= n; i++) {
-    batch.steps.push(step(`${RUN}-s${i}-propose`, RUN, i, { executor: "propose", kind: "agent", writes: ["proposal"] }));
-    batch.agentCalls.push(agentCall(`call-${i}`, RUN, { superstep: i, executor: "propose" }));
-    if (i > 0 && i < judgedBelow) {
-      batch.steps.push(step(`${RUN}-s${i}-commit`, RUN, i, { executor: "commit", kind: "commit", writes: ["decision"] }));
-      const v = i % 2 ? "accepted" : "rejected";
-      batch.verdicts.push(verdict(`v-${i}`, RUN, { superstep: i, agentCallId: `call-${i - 1}`, verdict: v }));
-    }
-    if (i < n) batch.checkpoints.push(checkpoint(`cp-${i}`, RUN, i));
-  }
-  return batch;
-}
 
 const rows = (m: InspectorViewModel): SuperstepView[] => new TimelineRows(TimelineSchema.parse(m.timeline)).all();
 const opts = { caseFile, canRun: { ok: true } } as const;
