@@ -42,11 +42,11 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
       const before = state.model;
       if (m.run.id !== state.selection.runId) {
         state.selection = { ...state.selection, runId: m.run.id, ...openingSelection(rows) };
-        // Another run starts at the top (on the first load the timeline is not drawn yet: nothing to scroll).
-        if (state.timelineWindow) {
-          state.timelineWindow = { ...state.timelineWindow, top: 0 };
-          scrollTo = 0;
-        }
+        // Another run opens with the row it opens on in view, a third of the window from the top
+        // (the viewport's own height is not asked for: before the first layout that would force one).
+        const top = Math.max(0, state.selection.superstepIndex * ROW_HEIGHT - Math.floor(window.innerHeight / 3));
+        state.timelineWindow = { top, height: state.timelineWindow?.height ?? 0 };
+        scrollTo = top;
       } else if (before?.run.id === m.run.id) keepPlace(rows);
       state.model = m;
       state.rows = rows;

@@ -70,13 +70,13 @@ describe("Run Inspector webview: a long run's opening part, then the whole timel
     // Superstep N failed with no commit; N - 1 holds the run's last verdict.
     assert.equal(await head(page), `Superstep ${N - 1}`, "the first paint shows the run's decision, from the opening part");
     assert.equal(await count(page), `${OPENING_ROWS}+`, "the timeline says earlier supersteps are still coming");
+    assert.equal(await selectedRow(page), `#${N - 1}`, "the timeline opens with the decision's row in view, selected");
     const firstShown = N + 1 - OPENING_ROWS;
     const scrollTo = async (row: number): Promise<void> => {
       await page.$eval(".timeline-viewport", (vp, top) => ((vp as HTMLElement).scrollTop = top), row * ROW_HEIGHT);
       await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 50))));
     };
     await scrollTo(OPENING_ROWS - 10);
-    assert.equal(await selectedRow(page), `#${N - 1}`, "its row is the one selected in the timeline");
 
     // The person picks another superstep and scrolls a little while the rest is on its way.
     await page.click(`.timeline-row[data-index="${OPENING_ROWS - 5}"]`);
