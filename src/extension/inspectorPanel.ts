@@ -162,6 +162,9 @@ export class InspectorPanel implements vscode.Disposable {
       const opening = another ? await this.actions.loadOpening(this.caseFile, runId) : undefined;
       if (opening) this.show(opening, startedAt);
       if (opening && !opening.partial) return;
+      // One turn of the event loop first, so the opening part leaves for the page before the whole
+      // run is read (which holds the extension host's thread for as long as it takes).
+      if (opening) await new Promise<void>((resolve) => setTimeout(resolve, 0));
       // The run the opening part showed, so that a run made meanwhile does not replace it halfway.
       this.show(await this.actions.load(this.caseFile, opening?.run.id ?? runId), startedAt);
     } catch (err) {
