@@ -99,10 +99,13 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
       state.runState = message;
       draw();
       return;
-    case "reveal":
-      if (state.model?.run.id === message.runId) reveal(message);
-      else pendingReveal = message;
+    case "reveal": {
+      // Kept for the run's next load when that run is not shown yet, or only its opening part is
+      // and the step lies before it.
+      const shown = state.model?.run.id === message.runId;
+      if (!shown || (!reveal(message) && state.model?.partial)) pendingReveal = message;
       return;
+    }
     default: {
       const never: never = message;
       console.warn(`Run Inspector: unhandled message ${JSON.stringify(never)}`);

@@ -93,4 +93,20 @@ describe("Run Inspector webview: a long run's opening part, then the whole timel
     assert.equal(await superstepsAsked(page, picked), 1, "the details read for the opening part are not asked for again");
     await page.close();
   });
+
+  it("a step to reveal that lies before the opening part is selected once the whole timeline arrives", async () => {
+    const store = new MemoryStore();
+    store.commit(longRun(N));
+    const opts = { caseFile, canRun: { ok: true } } as const;
+    const page = await openWebview(browser, { script: "media/inspector.js", styles: ["media/codicon.css", "media/inspector.css"] });
+    await deliver(page, { type: "load", model: buildOpeningViewModel(store, opts) });
+    await page.waitForSelector(`body[data-loaded="${LONG_RUN}"]`);
+    await deliver(page, { type: "reveal", runId: LONG_RUN, superstep: 7, executor: "commit" });
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 50))));
+    assert.equal(await head(page), `Superstep ${N - 1}`, "not in the opening part: the selection stays for now");
+    await deliver(page, { type: "load", model: buildInspectorViewModel(store, opts) });
+    await page.waitForSelector('.detail-head h2:text-is("Superstep 7")');
+    assert.equal(await selectedRow(page), "#7", "selected, its row in view, once the whole timeline is there");
+    await page.close();
+  });
 });
