@@ -63,7 +63,7 @@ export function buildInspectorViewModel(store: CaseStore, opts: ViewModelOptions
  */
 export function buildOpeningViewModel(store: CaseStore, opts: ViewModelOptions): InspectorViewModel | undefined {
   const { run, runs } = pickRun(store, opts);
-  const opening = openingTimeline(store, run.id);
+  const opening = openingTimeline(store, run);
   if (!opening) return undefined;
   const model = viewModel(run, runs, opts, opening.supersteps);
   return opening.complete ? model : { ...model, partial: true };

@@ -2,7 +2,7 @@
  * The Run Inspector's timeline rows (src/extension/viewModel.ts): the whole run's, or only its
  * last supersteps down to its decision, which is what the inspector opens on.
  */
-import type { StepRecord, VerdictRecord } from "../../engine/records";
+import type { RunRecord, StepRecord, VerdictRecord } from "../../engine/records";
 import type { AgentCallSummary, CaseStore } from "../../engine/store";
 import type { StepView, SuperstepView } from "../../protocol/webview";
 import { decisionFor } from "./decisionView";
@@ -38,24 +38,28 @@ export const OPENING_SEARCH = 512;
  * back until the rows hold a step with a verdict (where the inspector opens) and `OPENING_ROWS`
  * rows. The rows are exactly those of `wholeTimeline` for the same supersteps: a verdict is
  * recorded in the superstep of the call it judges or a later one, all read before it; the last
- * recorded one wins, as there. `complete` when the rows reach superstep 0 (the whole run);
+ * recorded one wins, as there. `complete` when the rows reach the run's first superstep (0, or
+ * for a branch the one it was forked at);
  * undefined when the run has no checkpoint or no verdict within `OPENING_SEARCH` supersteps of
  * its end (then the inspector opens where the whole timeline says). A run of fewer than
- * `OPENING_SEARCH` supersteps is read whole.
+ * `OPENING_SEARCH` supersteps of its own is read whole.
  */
-export function openingTimeline(store: CaseStore, runId: string): { supersteps: SuperstepView[]; complete: boolean } | undefined {
+export function openingTimeline(store: CaseStore, run: RunRecord): { supersteps: SuperstepView[]; complete: boolean } | undefined {
+  const runId = run.id;
   const last = store.latestCheckpoint(runId);
   if (!last) return undefined;
   let top = last.superstep;
   // A superstep that failed recorded its steps but no checkpoint.
   while (store.listSteps(runId, top + 1).length > 0) top++;
+  // A branch's supersteps go on from the one it was forked at (its first checkpoint's number).
+  const floor = run.parentCheckpointId !== undefined ? (store.getCheckpoint(run.parentCheckpointId)?.superstep ?? 0) : 0;
   // A short run costs less read whole (a few queries) than one superstep at a time (a few each).
-  if (top < OPENING_SEARCH) return { supersteps: wholeTimeline(store, runId), complete: true };
+  if (top - floor < OPENING_SEARCH) return { supersteps: wholeTimeline(store, runId), complete: true };
   const verdictByCall = new Map<string, VerdictRecord>();
   const rows: SuperstepView[] = [];
   let decided = false;
   let s = top;
-  for (; s >= 0 && top - s < OPENING_SEARCH && !(decided && rows.length >= OPENING_ROWS); s--) {
+  for (; s >= floor && top - s < OPENING_SEARCH && !(decided && rows.length >= OPENING_ROWS); s--) {
     const steps = store.listSteps(runId, s);
     const checkpoints = store.listCheckpoints(runId, s);
     if (steps.length === 0 && checkpoints.length === 0) continue;
@@ -73,7 +77,7 @@ export function openingTimeline(store: CaseStore, runId: string): { supersteps: 
     const checkpoint = checkpoints[checkpoints.length - 1];
     rows.push({ superstep: s, checkpointId: checkpoint?.id ?? null, at: checkpoint?.createdAt ?? null, steps: row });
   }
-  const complete = s < 0;
+  const complete = s < floor;
   if (!decided && !complete) return undefined;
   return { supersteps: rows.reverse(), complete };
 }

@@ -95,12 +95,32 @@ for (const { name, open } of stores) {
       }
     });
 
-    it("is undefined when the decision lies further back than it searches, and the whole run when the run is short", async () => {
+    it("is undefined when the decision lies further back than it searches, and the whole run when the run (or branch) is short", async () => {
       const far = await open(longRun(2000, 2000 - OPENING_SEARCH - 10));
       try {
         assert.equal(buildOpeningViewModel(far.store, opts), undefined, "no opening part: only the whole timeline knows where to open");
       } finally {
         far.done();
+      }
+      // A branch's few supersteps of its own, numbered on from where it was forked.
+      const run = longRun(2000);
+      const fork = longRun(1520, 1520, { runId: "fork", from: 1500 });
+      const branched = await open({
+        runs: [...run.runs!, ...fork.runs!],
+        steps: [...run.steps!, ...fork.steps!],
+        checkpoints: [...run.checkpoints!, ...fork.checkpoints!],
+        agentCalls: [...run.agentCalls!, ...fork.agentCalls!],
+        verdicts: [...run.verdicts!, ...fork.verdicts!],
+      });
+      try {
+        const forkOpts = { ...opts, runId: "fork" };
+        const opening = buildOpeningViewModel(branched.store, forkOpts);
+        assert.ok(opening && opening.partial === undefined, "a short branch of a long run opens whole, not marked partial");
+        const whole = rows(buildInspectorViewModel(branched.store, forkOpts));
+        assert.equal(whole[0]!.superstep, 1500, "the branch starts at the superstep it was forked at");
+        assert.deepEqual(rows(opening), whole, "the same rows as the branch's whole view model");
+      } finally {
+        branched.done();
       }
       const short = await open(longRun(100));
       try {
