@@ -39,10 +39,9 @@ export const OPENING_SEARCH = 512;
  * rows. The rows are exactly those of `wholeTimeline` for the same supersteps: a verdict is
  * recorded in the superstep of the call it judges or a later one, all read before it; the last
  * recorded one wins, as there. `complete` when the rows reach the run's first superstep (0, or
- * for a branch the one it was forked at);
- * undefined when the run has no checkpoint or no verdict within `OPENING_SEARCH` supersteps of
- * its end (then the inspector opens where the whole timeline says). A run of fewer than
- * `OPENING_SEARCH` supersteps of its own is read whole.
+ * for a branch the one it was forked at); undefined when the run has no checkpoint or no verdict
+ * within `OPENING_SEARCH` supersteps of its end (then the inspector opens where the whole
+ * timeline says). A run of fewer than `OPENING_SEARCH` supersteps of its own is read whole.
  */
 export function openingTimeline(store: CaseStore, run: RunRecord): { supersteps: SuperstepView[]; complete: boolean } | undefined {
   const runId = run.id;
