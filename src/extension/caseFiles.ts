@@ -31,18 +31,31 @@ export async function readCaseFile<T>(caseFile: vscode.Uri, read: (store: CaseSt
 }
 
 /**
- * Builds the inspector's view model. The inspector's first load keeps the case file's store open
- * for its later reads (a superstep's click, a context), until `releaseCaseFile`.
+ * Builds the inspector's view model: the whole run's, or with `opening` the one it opens with
+ * (the run's last supersteps, undefined when they do not hold its decision; see
+ * buildOpeningViewModel). The inspector's first load keeps the case file's store open for its
+ * later reads (the whole timeline, a superstep's click, a context), until `releaseCaseFile`.
  */
-export async function loadInspectorViewModel(caseFile: vscode.Uri, runId: string | undefined): Promise<InspectorViewModel> {
-  const [r, { buildInspectorViewModel }] = await Promise.all([caseFileReaders(), import("./viewModel.js")]);
+export async function loadInspectorViewModel(caseFile: vscode.Uri, runId: string | undefined): Promise<InspectorViewModel>;
+export async function loadInspectorViewModel(
+  caseFile: vscode.Uri,
+  runId: string | undefined,
+  part: "opening",
+): Promise<InspectorViewModel | undefined>;
+export async function loadInspectorViewModel(
+  caseFile: vscode.Uri,
+  runId: string | undefined,
+  part?: "opening",
+): Promise<InspectorViewModel | undefined> {
+  const [r, { buildInspectorViewModel, buildOpeningViewModel }] = await Promise.all([caseFileReaders(), import("./viewModel.js")]);
   r.keep(caseFile.fsPath);
+  const opts = {
+    caseFile: { path: caseFile.fsPath, name: path.basename(caseFile.fsPath) },
+    ...(runId !== undefined ? { runId } : {}),
+    canRun: canRunWorkflowCode(),
+  };
   return r.read(caseFile.fsPath, (store) =>
-    buildInspectorViewModel(store, {
-      caseFile: { path: caseFile.fsPath, name: path.basename(caseFile.fsPath) },
-      ...(runId !== undefined ? { runId } : {}),
-      canRun: canRunWorkflowCode(),
-    }),
+    part === "opening" ? buildOpeningViewModel(store, opts) : buildInspectorViewModel(store, opts),
   );
 }
 

@@ -94,7 +94,8 @@ function inspectorActions(
   log: vscode.LogOutputChannel,
 ): InspectorActions {
   return {
-    load: loadInspectorViewModel,
+    load: (caseFile, runId) => loadInspectorViewModel(caseFile, runId),
+    loadOpening: (caseFile, runId) => loadInspectorViewModel(caseFile, runId, "opening"),
     loadSuperstep: loadSuperstepDetail,
     loadContext,
     release: releaseCaseFile,

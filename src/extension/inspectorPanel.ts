@@ -21,6 +21,12 @@ import { MANAGE_TRUST_COMMAND } from "./trust";
 export interface InspectorActions {
   /** Builds the view model for a run of the case file (the latest run when runId is absent). */
   load(caseFile: vscode.Uri, runId: string | undefined): Promise<InspectorViewModel>;
+  /**
+   * The view model a run opens with, read without reading the whole run (its last supersteps,
+   * marked `partial`), or undefined when only the whole one will do. Asked for before `load`
+   * whenever the panel shows another run.
+   */
+  loadOpening(caseFile: vscode.Uri, runId: string | undefined): Promise<InspectorViewModel | undefined>;
   /** A superstep's details (steps' context, decision, intents; the state), when it is selected. */
   loadSuperstep(caseFile: vscode.Uri, runId: string, superstep: number): Promise<SuperstepDetailView>;
   /** One agent step's context (another step's, for the Context tab's diff). */
@@ -160,19 +166,35 @@ export class InspectorPanel implements vscode.Disposable {
     this.reloadTimer = setTimeout(() => void this.reload(this.runId), 300);
   }
 
-  /** Rebuilds the view model from the case file and sends it (after `ready`). */
+  /**
+   * Rebuilds the view model from the case file and sends it (after `ready`). When the panel is to
+   * show another run than it shows (its first load, the branch picker, a run just started), the
+   * run's opening part goes first, so the page paints what it opens on before the whole run is
+   * read; the whole view model follows unless that part was the whole run.
+   */
   async reload(runId?: string): Promise<void> {
     try {
       const startedAt = epochMs();
-      const model = await this.actions.load(this.caseFile, runId);
-      this.marks.firstLoad ??= { startedAt, builtAt: epochMs() };
-      this.runId = model.run.id;
-      this.post({ type: "load", model });
+      const another = this.runId === undefined || (runId !== undefined && runId !== this.runId);
+      const opening = another ? await this.actions.loadOpening(this.caseFile, runId) : undefined;
+      if (opening) this.show(opening, startedAt);
+      if (opening && !opening.partial) return;
+      // One turn of the event loop first, so the opening part leaves for the page before the whole
+      // run is read (which holds the extension host's thread for as long as it takes).
+      if (opening) await new Promise<void>((resolve) => setTimeout(resolve, 0));
+      // The run the opening part showed, so that a run made meanwhile does not replace it halfway.
+      this.show(await this.actions.load(this.caseFile, opening?.run.id ?? runId), startedAt);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       this.log.error(`Run Inspector: cannot load ${this.caseFile.fsPath}: ${message}`);
       this.post({ type: "notice", level: "error", message: `Cannot show this case file: ${message}` });
     }
+  }
+
+  private show(model: InspectorViewModel, startedAt: number): void {
+    this.marks.firstLoad ??= { startedAt, builtAt: epochMs() };
+    this.runId = model.run.id;
+    this.post({ type: "load", model });
   }
 
   /**

@@ -1,13 +1,14 @@
-import type { ChatMessage, RunRecord, StepRecord, VerdictRecord } from "../engine/records";
+import type { ChatMessage, RunRecord } from "../engine/records";
 import type { CaseStore } from "../engine/store";
-import type { BranchView, ContextView, InspectorViewModel, StepView, SuperstepDetailView, SuperstepView } from "../protocol/webview";
+import type { BranchView, ContextView, InspectorViewModel, SuperstepDetailView, SuperstepView } from "../protocol/webview";
 import { encodeTimeline } from "../protocol/timeline";
 import { contextView } from "./viewModel/contextView";
 import { decisionFor, decisionView } from "./viewModel/decisionView";
 import { intentView } from "./viewModel/intentsView";
-import { callIndex, first, runDecisionRecords, stepKey, superstepRecords } from "./viewModel/records";
+import { callIndex, first, stepKey, superstepRecords } from "./viewModel/records";
 import { requestsView } from "./viewModel/requestsView";
 import { buildStateView } from "./viewModel/stateView";
+import { openingTimeline, wholeTimeline } from "./viewModel/timeline";
 import { article } from "../engine/errors";
 
 export { COMPARE_LIMIT } from "./viewModel/contextView";
@@ -51,27 +52,34 @@ export class UnknownRunError extends Error {
 }
 
 export function buildInspectorViewModel(store: CaseStore, opts: ViewModelOptions): InspectorViewModel {
+  const { run, runs } = pickRun(store, opts);
+  return viewModel(run, runs, opts, wholeTimeline(store, run.id));
+}
+
+/**
+ * The view model a run's inspector opens with: the timeline's last supersteps, down to the run's
+ * decision (viewModel/timeline.ts), marked `partial` unless they are the whole run. Undefined when
+ * the decision is not among the last few hundred supersteps: then only the whole view model opens
+ * it. Called by the inspector panel when it shows a run, before `buildInspectorViewModel`, so the
+ * first paint does not wait for the whole run to be read.
+ */
+export function buildOpeningViewModel(store: CaseStore, opts: ViewModelOptions): InspectorViewModel | undefined {
+  const { run, runs } = pickRun(store, opts);
+  const opening = openingTimeline(store, run);
+  if (!opening) return undefined;
+  const model = viewModel(run, runs, opts, opening.supersteps);
+  return opening.complete ? model : { ...model, partial: true };
+}
+
+function pickRun(store: CaseStore, opts: ViewModelOptions): { run: RunRecord; runs: RunRecord[] } {
   const runs = store.listRuns();
   if (runs.length === 0) throw new NoRunsError(opts.caseFile.path);
   const run = opts.runId !== undefined ? store.getRun(opts.runId) : latest(runs);
   if (!run) throw new UnknownRunError(opts.runId ?? "", opts.caseFile.path);
+  return { run, runs };
+}
 
-  const records = runDecisionRecords(store, run.id);
-  const stepsBySuperstep = new Map<number, StepRecord[]>();
-  for (const s of store.listSteps(run.id)) {
-    const list = stepsBySuperstep.get(s.superstep);
-    if (list) list.push(s);
-    else stepsBySuperstep.set(s.superstep, [s]);
-  }
-  const checkpoints = new Map(store.listCheckpoints(run.id).map((c) => [c.superstep, c]));
-  const numbers = [...new Set([...stepsBySuperstep.keys(), ...checkpoints.keys()])].sort((a, b) => a - b);
-
-  const supersteps: SuperstepView[] = numbers.map((n) => {
-    const summary = checkpoints.get(n);
-    const steps = (stepsBySuperstep.get(n) ?? []).map((s) => stepView(s, decisionFor(s, records)));
-    return { superstep: n, checkpointId: summary?.id ?? null, at: summary?.createdAt ?? null, steps };
-  });
-
+function viewModel(run: RunRecord, runs: RunRecord[], opts: ViewModelOptions, supersteps: SuperstepView[]): InspectorViewModel {
   return {
     v: 1,
     caseFile: opts.caseFile,
@@ -88,19 +96,6 @@ export function buildInspectorViewModel(store: CaseStore, opts: ViewModelOptions
     branches: branchTree(runs),
     timeline: encodeTimeline(supersteps),
     canRun: opts.canRun,
-  };
-}
-
-function stepView(s: StepRecord, verdict: VerdictRecord | undefined): StepView {
-  return {
-    id: s.id,
-    executor: s.executor,
-    kind: s.kind,
-    status: s.status,
-    durationMs: s.durationMs,
-    writes: [...s.writes],
-    error: s.error ? { code: s.error.code, message: s.error.message } : null,
-    verdict: verdict?.verdict ?? null,
   };
 }
 

@@ -299,6 +299,21 @@ export class TimelineRows {
     return { superstep: t.superstep[i]!, checkpointId: t.checkpointId.get(i), at: t.at.get(i), steps };
   }
 
+  /** The row of superstep number `superstep` (rows are in superstep order), or -1 when it has none. */
+  indexOf(superstep: number): number {
+    const xs = this.t.superstep;
+    let lo = 0;
+    let hi = xs.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const x = xs[mid]!;
+      if (x === superstep) return mid;
+      if (x < superstep) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  }
+
   /** Every row: for tests and small runs, never for drawing a large one. */
   all(): SuperstepView[] {
     const out: SuperstepView[] = [];

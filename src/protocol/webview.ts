@@ -247,6 +247,13 @@ export const InspectorViewModelSchema = z.object({
   branches: z.array(BranchSchema),
   /** The run's supersteps and their steps, column by column (src/protocol/timeline.ts). */
   timeline: TimelineSchema,
+  /**
+   * Set on a run's first `load` when its timeline holds only the run's last supersteps (down to
+   * the run's decision): what a first paint needs, read without reading the whole run. The whole
+   * timeline follows in another `load` of the same run; the page keeps the selection and scroll
+   * by superstep number, so the rows added before those shown move nothing in view.
+   */
+  partial: z.literal(true).optional(),
   /** Restricted Mode: inspecting works, nothing that runs workflow code does. */
   canRun: z.union([z.object({ ok: z.literal(true) }), z.object({ ok: z.literal(false), reason: z.string() })]),
 });

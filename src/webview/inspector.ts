@@ -20,6 +20,7 @@ import type { Arrival } from "./host";
 import type { InspectorCallbacks } from "./inspector/state";
 import { detailKey, initialState } from "./inspector/state";
 import { revealTop } from "./inspector/timeline";
+import { ROW_HEIGHT } from "./timelineWindow";
 import { render } from "./inspector/view";
 
 /** When this script started to run (epoch ms): beside the page's own start, for the e2e suite's cold-open timing. */
@@ -37,32 +38,29 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
   switch (message.type) {
     case "load": {
       const m = message.model;
+      const rows = new TimelineRows(m.timeline);
+      const before = state.model;
       if (m.run.id !== state.selection.runId) {
-        state.selection = {
-          ...state.selection,
-          runId: m.run.id,
-          ...openingSelection(new TimelineRows(m.timeline), m.run.status === "waiting"),
-        };
-        // Another run starts at the top (on the first load the timeline is not drawn yet: nothing to scroll).
-        if (state.timelineWindow) {
-          state.timelineWindow = { ...state.timelineWindow, top: 0 };
-          scrollTo = 0;
-        }
-      }
+        state.selection = { ...state.selection, runId: m.run.id, ...openingSelection(rows, m.run.status === "waiting") };
+        // Another run opens with the row it opens on in view, a third of the window from the top
+        // (the viewport's own height is not asked for: before the first layout that would force one).
+        const top = Math.max(0, state.selection.superstepIndex * ROW_HEIGHT - Math.floor(window.innerHeight / 3));
+        state.timelineWindow = { top, height: state.timelineWindow?.height ?? 0 };
+        scrollTo = top;
+      } else if (before?.run.id === m.run.id) keepPlace(rows);
       // A notice is about what the panel showed when it came: once the run has moved on (another
       // run, a new status, new records), a notice older than this load is stale and goes.
-      const before = state.model?.run;
-      if (before && (before.id !== m.run.id || before.status !== m.run.status || before.updatedAt !== m.run.updatedAt)) hideStaleNotice();
+      const shown = before?.run;
+      if (shown && (shown.id !== m.run.id || shown.status !== m.run.status || shown.updatedAt !== m.run.updatedAt)) hideStaleNotice();
       state.model = m;
-      state.rows = new TimelineRows(m.timeline);
-      if (pendingReveal?.runId === m.run.id) {
-        reveal(pendingReveal);
-        pendingReveal = undefined;
-      }
+      state.rows = rows;
+      // A step to reveal that the opening part lacks waits for the whole timeline.
+      if (pendingReveal?.runId === m.run.id && (reveal(pendingReveal) || !m.partial)) pendingReveal = undefined;
       // A reloaded case file may hold records not seen before (a verdict, an intent's reference):
       // each detail shown is asked for again, and the one already shown stays until the answer
-      // replaces it, so a reload while the person reads never blanks the panel.
-      for (const key of state.details.keys()) state.stale.add(key);
+      // replaces it, so a reload while the person reads never blanks the panel. The whole timeline
+      // that follows a run's opening part is no reload: what was read for that part stands.
+      if (!before?.partial || before.run.id !== m.run.id) for (const key of state.details.keys()) state.stale.add(key);
       update();
       const renderMs = performance.now() - arrival.receivedAt;
       // Read by the webview tests: from the message's arrival to the end of the frame that shows
@@ -109,10 +107,13 @@ function receive(message: HostToInspectorReceived, arrival: Arrival): void {
       state.runState = message;
       draw();
       return;
-    case "reveal":
-      if (state.model?.run.id === message.runId) reveal(message);
-      else pendingReveal = message;
+    case "reveal": {
+      // Kept for the run's next load when that run is not shown yet, or only its opening part is
+      // and the step lies before it.
+      const shown = state.model?.run.id === message.runId;
+      if (!shown || (!reveal(message) && state.model?.partial)) pendingReveal = message;
       return;
+    }
     default: {
       const never: never = message;
       console.warn(`Run Inspector: unhandled message ${JSON.stringify(never)}`);
@@ -307,17 +308,39 @@ host.post({ type: "ready" });
  * Superstep #0 of a run that starts from its input often ran nothing, and opening there showed
  * "No step ran" to someone who came to see what was decided.
  */
-/** Selects the step the host named, on its Decision tab; a step not in the timeline leaves the selection as it is. */
-function reveal(where: { superstep: number; executor: string }): void {
-  for (let i = 0; i < state.rows.length; i++) {
-    const row = state.rows.at(i);
-    if (row?.superstep !== where.superstep) continue;
-    const j = row.steps.findIndex((st) => st.executor === where.executor);
-    if (j < 0) return;
-    state.selection = { ...state.selection, tab: "decision" };
-    on.select(i, j);
-    return;
-  }
+/**
+ * Selects the step the host named, on its Decision tab, and says whether it did; a step not in
+ * the timeline leaves the selection as it is.
+ */
+function reveal(where: { superstep: number; executor: string }): boolean {
+  const i = state.rows.indexOf(where.superstep);
+  const j = state.rows.at(i)?.steps.findIndex((st) => st.executor === where.executor) ?? -1;
+  if (j < 0) return false;
+  state.selection = { ...state.selection, tab: "decision" };
+  on.select(i, j);
+  return true;
+}
+
+/**
+ * A new timeline of the run shown (the whole one after its opening part, or the case file
+ * reloaded): the selection and the rows in view stay on the same supersteps, wherever their rows
+ * now are, so rows added before them move nothing the person sees.
+ */
+function keepPlace(next: TimelineRows): void {
+  const old = state.rows;
+  const moved = (index: number): number => {
+    const row = old.at(index);
+    const i = row ? next.indexOf(row.superstep) : -1;
+    return i < 0 ? index : i;
+  };
+  state.selection = { ...state.selection, superstepIndex: moved(state.selection.superstepIndex) };
+  const w = state.timelineWindow;
+  if (!w) return;
+  const topRow = Math.floor(w.top / ROW_HEIGHT);
+  const top = w.top + (moved(topRow) - topRow) * ROW_HEIGHT;
+  if (top === w.top) return;
+  state.timelineWindow = { ...w, top };
+  scrollTo = top;
 }
 
 function openingSelection(rows: TimelineRows, waiting: boolean): Pick<typeof state.selection, "superstepIndex" | "stepIndex" | "tab"> {

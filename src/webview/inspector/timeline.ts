@@ -23,7 +23,10 @@ export function timelinePane(state: InspectorState, on: InspectorCallbacks): HTM
   const title = el("div", { className: "pane-title" }, [
     icon("history"),
     ` Supersteps `,
-    el("span", { className: "count" }, String(rows.length)),
+    // The opening part of a long run: its earlier supersteps are on their way.
+    state.model?.partial
+      ? el("span", { className: "count", title: "Earlier supersteps are still being read" }, `${rows.length}+`)
+      : el("span", { className: "count" }, String(rows.length)),
   ]);
   if (rows.length === 0)
     return el("nav", { className: "timeline" }, [title, el("p", { className: "absent" }, "This run has no supersteps recorded yet.")]);
