@@ -5,7 +5,8 @@ import type { Json } from "../engine/records";
 import type { ForkEditor } from "./forkEditor";
 import { loadInspector } from "./inspectorLoader";
 import type { InspectorActions } from "./inspectorPanel";
-import { answerRequest, changeRule, exportStepAsEval, replayStep, resumeFrom, runWorkflow, setApiKey } from "./runCommands";
+import { answerRequest, changeRule, EVAL_FORMATS, exportStepAsEval, replayStep, resumeFrom, runWorkflow, setApiKey } from "./runCommands";
+import type { EvalFormat } from "../protocol/webview";
 import type { RunSessions } from "./runSessions";
 import type { CasefileViews } from "./views";
 import type { CasefileDebugging } from "./debugSessions";
@@ -62,7 +63,7 @@ export const commands = {
   },
   exportStepAsEval: (ctx) => async (uri?: unknown, agentCallId?: unknown, format?: unknown) => {
     const target = await caseFileAndId(uri, agentCallId, "Agent step id to export");
-    const f = format === "json" || format === "promptfoo" || format === "openai-jsonl" ? format : undefined;
+    const f = typeof format === "string" && Object.hasOwn(EVAL_FORMATS, format) ? (format as EvalFormat) : undefined;
     return target ? exportStepAsEval(ctx.extension, ctx.log, target.caseFile, target.id, f) : noTarget;
   },
   /** Continue, Step or Stop for the running workflow (status bar item; panel buttons). */

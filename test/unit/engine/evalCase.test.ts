@@ -182,33 +182,57 @@ describe("eval cases", () => {
   });
 
   describe("OpenAI evals JSONL", () => {
-    const jsonl = toOpenAIEvalsJsonl(allCases);
+    const graded = [accepted, corrected];
+    const jsonl = toOpenAIEvalsJsonl(graded);
 
-    it("writes one {input, ideal} line per case, ideal being the expected proposal as JSON text", () => {
+    it("writes one line per case whose ideal is the expected action, which a string grader can match, and the proposal less its reason", () => {
       const lines = jsonl.trimEnd().split("\n");
-      assert.equal(lines.length, 3);
-      for (const [i, line] of lines.entries()) {
-        const sample = JSON.parse(line) as { input: unknown; ideal: string };
-        assert.deepEqual(Object.keys(sample), ["input", "ideal"]);
-        assert.deepEqual(sample.input, allCases[i]!.request.messages);
-        assert.deepEqual(JSON.parse(sample.ideal), allCases[i]!.expected.proposal);
-      }
+      assert.equal(lines.length, 2, "one line per case");
+      const samples = lines.map((l) => JSON.parse(l) as { input: unknown; ideal: unknown; expected_proposal: unknown });
+      assert.deepEqual(
+        samples.map((s) => Object.keys(s)),
+        [
+          ["input", "ideal", "expected_proposal"],
+          ["input", "ideal", "expected_proposal"],
+        ],
+      );
+      assert.deepEqual(
+        samples.map((s) => s.ideal),
+        ["approve", "hold"],
+      );
+      assert.deepEqual(samples[0]!.input, accepted.request.messages);
+      // `reason` is free text (a bare string in the proposal schema): no exact grader could pass it.
+      assert.deepEqual(samples[0]!.expected_proposal, { action: "approve", facts: ["invoice.total", "po.total"] });
+      assert.deepEqual(samples[1]!.expected_proposal, { action: "hold", facts: ["po.total"] });
     });
 
-    it("parses back the messages and the expected proposal and action", () => {
-      const back = parseOpenAIEvalsJsonl(jsonl, "cases.jsonl");
-      assert.deepEqual(
-        back,
-        allCases.map((c) => ({
-          request: { messages: c.request.messages },
-          expected: { action: c.expected.action, proposal: c.expected.proposal },
-        })),
+    it("parses back the messages, the expected action and the checkable proposal", () => {
+      assert.deepEqual(parseOpenAIEvalsJsonl(jsonl, "cases.jsonl"), [
+        {
+          request: { messages: accepted.request.messages },
+          expected: { action: "approve", proposal: { action: "approve", facts: ["invoice.total", "po.total"] } },
+        },
+        {
+          request: { messages: corrected.request.messages },
+          expected: { action: "hold", proposal: { action: "hold", facts: ["po.total"] } },
+        },
+      ]);
+    });
+
+    it("refuses a case expecting no valid proposal, which has no action to grade, naming the case and the formats that hold it", () => {
+      assert.throws(
+        () => toOpenAIEvalsJsonl([rejectedEarly]),
+        (e: unknown) =>
+          isCasefileError(e) &&
+          e.code === "USAGE" &&
+          e.message ===
+            "eval case run-1-classify-3 expects no valid proposal (the answer is rejected), which a grader of the action cannot check: export it with --format json or promptfoo",
       );
     });
 
     it("names the line at fault", () => {
-      const text = jsonl + '{"input": "hello", "ideal": "{}"}\n';
-      assert.throws(() => parseOpenAIEvalsJsonl(text, "cases.jsonl"), /cases\.jsonl line 4 is not a valid eval case:\n {2}- input/);
+      const text = jsonl + '{"input": "hello", "ideal": "approve", "expected_proposal": {}}\n';
+      assert.throws(() => parseOpenAIEvalsJsonl(text, "cases.jsonl"), /cases\.jsonl line 3 is not a valid eval case:\n {2}- input/);
     });
   });
 
