@@ -449,4 +449,38 @@ describe("engine: requests, pause and step", () => {
     assert.equal(r.status, "completed");
     assert.equal(r.superstep, 3);
   });
+
+  it("pause on a running run rests it before its next superstep until continued; pause during a step leaves the step to run", async () => {
+    // Kills the mutants of RunControl.pause (no pause; pause in any mode).
+    const store = new MemoryStore();
+    const control = new RunControl();
+    const events: EventRecord[] = [];
+    let onPause: (() => void) | undefined;
+    const nextPause = () => new Promise<void>((resolve) => (onPause = resolve));
+    let paused = nextPause();
+    const running = new Engine(defineWorkflow(counterSpec()), store, {
+      control,
+      onEvent: (e) => {
+        events.push(e);
+        // Asked while superstep 1 is made durable: the run rests before superstep 2.
+        if (e.type === "checkpoint" && e.superstep === 1) control.pause();
+        if (e.type === "run_paused") onPause?.();
+      },
+    }).run({ limit: 4 });
+    // Fails at once, not at mocha's timeout, if the run ends instead of resting.
+    const ended = running.then((r) => assert.fail(`the run ended (${r.status} at superstep ${r.superstep}) without pausing`));
+    await Promise.race([paused, ended]);
+    const runId = events[0]!.runId;
+    assert.equal(store.latestCheckpoint(runId)!.superstep, 1, "paused after superstep 1, before superstep 2");
+    // A step asked and a pause right behind it: the step still runs its one superstep.
+    paused = nextPause();
+    control.step();
+    control.pause();
+    await paused;
+    assert.equal(store.latestCheckpoint(runId)!.superstep, 2, "the step ran superstep 2 and rested again");
+    control.continue();
+    const r = await running;
+    assert.equal(r.status, "completed");
+    assert.equal(r.superstep, 4);
+  });
 });
