@@ -347,6 +347,50 @@ describe("agent step: replay", () => {
     );
   });
 
+  it("applies only to the replayed step: another agent in the same superstep asks its model", async () => {
+    // Kills the mutant that gives the replay to every agent of the superstep (agentStep.ts, `replay`).
+    const twin = (name: string) =>
+      agent({ proposal: Proposal, model: { model: "gpt-4o-mini" }, context: () => [{ role: "user", content: `${name}: pay or refuse?` }] });
+    const fan = defineWorkflow({
+      name: "fan",
+      version: 1,
+      state: {},
+      start: "start",
+      executors: {
+        start: code({ run: () => "go" }),
+        left: twin("left"),
+        right: twin("right"),
+        decideLeft: commit({ rules: {}, apply: () => undefined }),
+        decideRight: commit({ rules: {}, apply: () => undefined }),
+      },
+      edges: [edge("start", "left"), edge("start", "right"), edge("left", "decideLeft"), edge("right", "decideRight")],
+    });
+    const both = (): ScriptedProvider => {
+      const file = path.join(dir, `fixture-${++fixtures}.json`);
+      writeFileSync(file, JSON.stringify({ responses: ["left", "right"].map((step) => ({ step, response: good })) }));
+      return new ScriptedProvider(file);
+    };
+    const store = new MemoryStore();
+    const first = await new Engine(fan, store, { provider: both() }).run();
+    assert.equal(first.status, "completed", first.error?.message);
+    const left = store.listAgentCalls(first.runId).find((c) => c.executor === "left")!;
+    const branch = await new Engine(fan, store, { provider: both(), replay: replayOf(left, "recorded") }).resume(
+      `${first.runId}:${left.superstep - 1}`,
+      { branch: true },
+    );
+    assert.equal(branch.status, "completed", branch.error?.message);
+    assert.deepEqual(
+      store
+        .listAgentCalls(branch.runId)
+        .map((c) => [c.executor, c.mode])
+        .sort(),
+      [
+        ["left", "recorded"],
+        ["right", "scripted"],
+      ],
+    );
+  });
+
   it("a branch continues its run's call count: a fixture keyed by call index answers it as it answered the run", async () => {
     // Three items; the fixture pays the first two and refuses the third, by call index.
     const pay = { action: "pay", reason: "The item is covered.", facts: [] };

@@ -469,4 +469,13 @@ describe("effects: comparePrecondition", () => {
     );
     assert.equal(comparePrecondition({ reliesOn: { "address.city": "Hamburg" }, basis }, moved).outcome, "unrelated_change");
   });
+
+  it("takes a field the live record lacks as null: relied on being empty, it is unchanged; relied on a value, it changed", () => {
+    // Kills the mutant that compares every relied-on value as a fingerprint (effectCompare.ts, `same`).
+    const live: LiveRecord = { version: "v1", record: { name: "A" } };
+    assert.deepEqual(comparePrecondition({ reliesOn: { vatId: null } }, live), { outcome: "unchanged", changed: [], reliedOnChanged: [] });
+    assert.deepEqual(comparePrecondition({ reliesOn: { vatId: "DE9" } }, live).reliedOnChanged, [
+      { path: "vatId", expected: "DE9", actual: null },
+    ]);
+  });
 });

@@ -20,6 +20,7 @@ describe("FixedProvider", () => {
     const p = new FixedProvider("classify", '{"action":"ship"}');
     assert.equal((await p.complete(request("classify"))).text, '{"action":"ship"}');
     assert.equal((await p.complete({ ...request("classify"), callIndex: 3 })).text, '{"action":"ship"}');
+    assert.equal(p.name, "fixed", "the provider an agent call records (inspect shows it)");
   });
 
   it("refuses another step with MODEL_RESPONSE_MISSING naming both steps", async () => {
