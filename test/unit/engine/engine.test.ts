@@ -3,6 +3,7 @@ import { z } from "zod";
 import { MemoryStore } from "../../../src/casefile/memoryStore";
 import { RunControl } from "../../../src/engine/control";
 import { Engine } from "../../../src/engine/engine";
+import { isCasefileError } from "../../../src/engine/errors";
 import { code, edge, fact, loader, request } from "../../../src/engine/executors";
 import type { EventRecord, Json } from "../../../src/engine/records";
 import { defineWorkflow, type WorkflowSpec } from "../../../src/engine/workflow";
@@ -226,6 +227,26 @@ describe("engine: resume and fork", () => {
     assert.equal(JSON.stringify([store.getRun(parent.runId), store.listCheckpoints(parent.runId)]), before);
     // the branch reuses the parent's stored values for keys it did not change
     assert.deepEqual(store.getCheckpoint(`${branch.runId}:2`)!.keys.n, { version: 2, run: parent.runId });
+  });
+
+  it("refuses a checkpoint the case file does not have, or one another workflow made, naming it", async () => {
+    // Kills resumePlan's refusals (they had no test in this layer).
+    const store = new MemoryStore();
+    const wf = defineWorkflow(counterSpec());
+    const parent = await new Engine(wf, store).run({ limit: 2 });
+    await assert.rejects(
+      new Engine(wf, store).resume("run-nope:1"),
+      (e: unknown) => isCasefileError(e) && e.code === "UNKNOWN_CHECKPOINT" && e.message === 'no checkpoint "run-nope:1" in this case file',
+    );
+    const other = defineWorkflow(counterSpec({ name: "other-counter" }));
+    await assert.rejects(
+      new Engine(other, store).resume(`${parent.runId}:1`),
+      (e: unknown) =>
+        isCasefileError(e) &&
+        e.code === "WORKFLOW_MISMATCH" &&
+        e.message === `checkpoint "${parent.runId}:1" was made by workflow "counter", not "other-counter"`,
+    );
+    assert.equal(store.listRuns().length, 1, "nothing was started");
   });
 
   it("edit-then-fork validates the patch against the schemas, naming key and path", async () => {

@@ -250,6 +250,14 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     assert.equal(server.received.length, 2);
   });
 
+  it("refuses to be made without an API key, as USAGE", () => {
+    assert.throws(
+      () => new OpenAICompatibleProvider({ apiKey: "" }),
+      (e: unknown) =>
+        isCasefileError(e) && e.code === "USAGE" && e.message === "the OpenAI-compatible provider needs an API key; none was given",
+    );
+  });
+
   it("does not retry a 400", async () => {
     server.queue({ status: 400, body: { error: { message: "Invalid schema for response_format" } } });
     await assert.rejects(provider().complete(request()), /HTTP 400: Invalid schema for response_format/);
