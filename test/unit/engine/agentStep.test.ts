@@ -436,6 +436,15 @@ describe("agent step: replay", () => {
       store.listAgentCalls(branch.runId).map((c) => (c.proposal as { action: string }).action),
       ["pay", "refuse"],
     );
+    // Forked at the checkpoint of the first call's own superstep: that call is in it, so counts
+    // (kills lineage.ts's `c.superstep <= upTo` as `<`).
+    const atFirstCall = await new Engine(loop, store, { provider: fixture }).resume(`${first.runId}:${calls[0]!.superstep}`, {
+      branch: true,
+    });
+    assert.deepEqual(
+      store.listAgentCalls(atFirstCall.runId).map((c) => (c.proposal as { action: string }).action),
+      ["pay", "refuse"],
+    );
     // And a branch of the branch, forked after its first call, goes on counting from there.
     const branchCalls = store.listAgentCalls(branch.runId);
     const twice = await new Engine(loop, store, { provider: fixture }).resume(`${branch.runId}:${branchCalls[0]!.superstep + 1}`, {

@@ -39,7 +39,11 @@ describe("FixedProvider", () => {
     ac.abort();
     await assert.rejects(
       new FixedProvider("classify", "{}").complete(request("classify"), ac.signal),
-      (e: unknown) => isCasefileError(e) && e.code === "MODEL_CALL_FAILED",
+      (e: unknown) =>
+        isCasefileError(e) &&
+        e.code === "MODEL_CALL_FAILED" &&
+        e.message === 'step "classify": the call was aborted' &&
+        e.details.step === "classify",
     );
   });
 });
