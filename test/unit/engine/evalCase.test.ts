@@ -131,6 +131,12 @@ describe("eval cases", () => {
       assert.equal(accepted.rules[0]!.id, "tolerance");
     });
 
+    it("keeps the state the commit step read, when the export gives it, and has no commitState key otherwise", () => {
+      // Kills evalCaseFromRecords's `...(src.commitState ? { commitState } : {})` as `{}`.
+      assert.deepEqual(evalCaseFromRecords({ ...source, commitState: { variance: 0.017 } }).commitState, { variance: 0.017 });
+      assert.equal("commitState" in accepted, false, "absent, not undefined, so the JSON has no such key");
+    });
+
     it("expects escalation with no proposal when the answer was rejected before the commit step", () => {
       assert.deepEqual(rejectedEarly.expected, { action: null, verdict: "escalated", proposal: null });
       assert.equal(rejectedEarly.answer, "not json {");
