@@ -198,6 +198,22 @@ describe("agent step: token budget", () => {
   });
 });
 
+describe("agent step: no provider", () => {
+  it("fails the step as MODEL_CALL_FAILED, and keeps the attempt naming provider none", async () => {
+    // Kills agentStep.ts's `input.provider?.name ?? "none"` mutants and the missing-provider refusal's.
+    const store = new MemoryStore();
+    const result = await new Engine(claimWorkflow(), store, {}).run({ amount: 50 });
+    assert.equal(result.status, "failed");
+    assert.equal(result.error?.code, "MODEL_CALL_FAILED");
+    assert.match(result.error?.message ?? "", /agent step "propose" has no model provider configured$/);
+    assert.deepEqual(
+      store.listAgentCalls(result.runId).map((c) => [c.provider, c.mode]),
+      [["none", "live"]],
+      "the attempt is kept and says no provider answered",
+    );
+  });
+});
+
 describe("agent step: replay", () => {
   /** A finished run and the agent call it recorded. */
   async function recordedRun(amount = 50, answer: Record<string, Json> = good) {
