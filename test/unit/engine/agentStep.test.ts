@@ -240,6 +240,18 @@ describe("agent step: replay", () => {
     assert.equal(store.listVerdicts(branch.runId)[0]!.verdict, "accepted");
   });
 
+  it("recorded: a recorded call without an answer is MODEL_RESPONSE_MISSING, naming the step", async () => {
+    const { store, call, before } = await recordedRun();
+    const { raw: _raw, ...unanswered } = call;
+    const branch = await new Engine(claimWorkflow(), store, {
+      provider: unreachable(),
+      replay: replayOf(unanswered as AgentCallRecord, "recorded"),
+    }).resume(before, { branch: true });
+    assert.equal(branch.status, "failed");
+    assert.equal(branch.error?.code, "MODEL_RESPONSE_MISSING");
+    assert.match(branch.error?.message ?? "", /no recorded response to replay for step "propose"$/);
+  });
+
   it("recorded: a changed context is reported with both hashes and what differs", async () => {
     const { store, call, before } = await recordedRun();
     const edited = claimWorkflow({ wording: "Decide whether to pay or refuse the claim." });

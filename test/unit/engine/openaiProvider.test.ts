@@ -250,6 +250,17 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     assert.equal(server.received.length, 2);
   });
 
+  it("refuses a completion with no choices as MODEL_CALL_FAILED, naming the step and the server", async () => {
+    server.queue({ body: { ...(completion({ model: "gpt-4o-mini" }, answer) as object), choices: [] } });
+    await assert.rejects(provider().complete(request()), (e: unknown) => {
+      assert.ok(isCasefileError(e), "a typed error");
+      assert.equal(e.code, "MODEL_CALL_FAILED");
+      assert.match(e.message, /^step "classify invoice": http:\/\/127\.0\.0\.1:\d+\/v1 answered with no choices$/);
+      assert.deepEqual(e.details, { step: "classify invoice" });
+      return true;
+    });
+  });
+
   it("refuses to be made without an API key, as USAGE", () => {
     assert.throws(
       () => new OpenAICompatibleProvider({ apiKey: "" }),
