@@ -4,6 +4,7 @@ import { MemoryStore } from "../../../src/casefile/memoryStore";
 import { RunControl } from "../../../src/engine/control";
 import { Engine } from "../../../src/engine/engine";
 import { isCasefileError } from "../../../src/engine/errors";
+import { checkpoint } from "../casefile/builders";
 import { code, edge, fact, loader, request } from "../../../src/engine/executors";
 import type { EventRecord, Json } from "../../../src/engine/records";
 import { defineWorkflow, type WorkflowSpec } from "../../../src/engine/workflow";
@@ -247,6 +248,17 @@ describe("engine: resume and fork", () => {
         e.message === `checkpoint "${parent.runId}:1" was made by workflow "counter", not "other-counter"`,
     );
     assert.equal(store.listRuns().length, 1, "nothing was started");
+    // A checkpoint whose run the case file lacks (a damaged or hand-edited file).
+    store.commit({
+      checkpoints: [checkpoint("run-gone:1", "run-gone", 1, { workflow: store.getCheckpoint(`${parent.runId}:1`)!.workflow })],
+    });
+    await assert.rejects(
+      new Engine(wf, store).resume("run-gone:1"),
+      (e: unknown) =>
+        isCasefileError(e) &&
+        e.code === "UNKNOWN_RUN" &&
+        e.message === 'checkpoint "run-gone:1" names run "run-gone", which is not in this case file',
+    );
   });
 
   it("edit-then-fork validates the patch against the schemas, naming key and path", async () => {
