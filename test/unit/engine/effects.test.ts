@@ -6,7 +6,8 @@ import { z } from "zod";
 import { startErp, type ErpServer, type ErpWrite } from "../../../examples/erp/server";
 import { MemoryStore } from "../../../src/casefile/memoryStore";
 import { SqlJsStore } from "../../../src/casefile/sqlJsStore";
-import { comparePrecondition } from "../../../src/engine/effectCompare";
+import { compareIntents, comparePrecondition, intentConflict, intentKey } from "../../../src/engine/effectCompare";
+import { intent } from "../casefile/builders";
 import { PreconditionFailedError } from "../../../src/engine/effectStep";
 import { Engine } from "../../../src/engine/engine";
 import { edge, effect, fact, loader, type LiveRecord } from "../../../src/engine/executors";
@@ -477,5 +478,28 @@ describe("effects: comparePrecondition", () => {
     assert.deepEqual(comparePrecondition({ reliesOn: { vatId: "DE9" } }, live).reliedOnChanged, [
       { path: "vatId", expected: "DE9", actual: null },
     ]);
+  });
+});
+
+describe("effects: idempotency keys and key conflicts", () => {
+  it("keys an effect by case, executor and superstep, and a second effect of the same step by its index", () => {
+    // Kills intentKey's `#${index}` as "" (two effects of one step would share a key).
+    assert.equal(intentKey("INV-7", "pay", 3), "INV-7:pay:3");
+    assert.equal(intentKey("INV-7", "pay", 3, 0), "INV-7:pay:3", "index 0 keeps the key intents recorded before had");
+    assert.equal(intentKey("INV-7", "pay", 3, 2), "INV-7:pay:3#2");
+  });
+
+  it("names each differing field in the conflict message, a long value cut at 60 characters", () => {
+    // Kills intentConflict's `show` truncation mutants (no test had a long value).
+    const long = "x".repeat(80);
+    const holder = intent("int-a", "run-a", { key: "INV-7:pay:3", status: "done", reference: "pay-1" });
+    const proposed = intent("int-b", "run-b", { key: "INV-7:pay:3", payload: { amount: 100, memo: long } });
+    const differs = compareIntents(holder, proposed);
+    const { message } = intentConflict(holder, proposed, differs, "this run", "2026-12-01T00:00:00.000Z");
+    assert.equal(
+      message,
+      'effect "pay" (intent int-b, post_payment on invoice-7): idempotency key INV-7:pay:3 is held by run run-a\'s done intent int-a ' +
+        `with a different intent: payload.memo: null (run run-a) vs "${"x".repeat(56)}... (this run); not acting and not reusing its reference`,
+    );
   });
 });
