@@ -35,6 +35,10 @@ interface Target {
   failAct?: boolean;
   /** Makes the idempotency-key lookup fail (the ERP's lookup route down). */
   failReconcile?: boolean;
+  /** Makes the act fail after its write reached the ERP (the answer lost on the way back). */
+  loseAnswer?: boolean;
+  /** Counts the calls of act, when set (a system without idempotency keys would take each as a new write). */
+  acts?: number;
 }
 
 async function http(
@@ -84,6 +88,7 @@ function workflow(target: Target) {
           return live;
         },
         async act(intent) {
+          if (target.acts !== undefined) target.acts++;
           if (target.failAct) {
             const r = await http("PATCH", `${target.url}/vendors/V-404`, intent.payload, { "idempotency-key": intent.key });
             throw new Error(`ERP answered ${r.status}: ${JSON.stringify(r.body)}`);
@@ -96,6 +101,7 @@ function workflow(target: Target) {
             const cur = (r.body as { current: { version: number; data: Json } }).current;
             throw new PreconditionFailedError("vendor V-1 changed after the check", { version: `"v${cur.version}"`, record: cur.data });
           }
+          if (target.loseAnswer) throw new Error("connection reset before the ERP's answer arrived");
           const rec = r.body as { id: string; version: number };
           return { id: rec.id, version: rec.version };
         },
@@ -339,6 +345,46 @@ describe("effects: open intents are reconciled on resume before anything else ru
   }
 
   // Kills the mutant "no reconciliation on resume" (engine.ts resume skipping resolveOpenIntents), with "unresolvable" below.
+  it("a failed act whose write did reach the ERP is looked up by its key when the step runs again, and not repeated", async () => {
+    // Kills the mutants of effectStep.ts's own-intent branch (`record.status === "open" || "failed"`,
+    // `found !== null`): without the look-up the resumed step would write to the ERP a second time.
+    const store = new MemoryStore();
+    const target: Target = { url: erp.url, loseAnswer: true, acts: 0 };
+    const failed = await new Engine(workflow(target), store).run();
+    assert.equal(failed.status, "failed", failed.error?.message);
+    assert.equal(onlyIntent(store).status, "failed");
+    assert.equal(workflowWrites(erp).length, 1, "the write reached the ERP; only its answer was lost");
+    target.loseAnswer = false;
+    const resumed = await new Engine(workflow(target), store).resume(failed.checkpointId);
+    assert.equal(resumed.status, "completed", resumed.error?.message);
+    assert.equal(workflowWrites(erp).length, 1, "not written again");
+    assert.equal(
+      target.acts,
+      1,
+      "act was not called again (the ERP's own idempotency would hide a second call; another system's might not)",
+    );
+    const intent = onlyIntent(store);
+    assert.equal(intent.status, "done");
+    assert.deepEqual(intent.reference, { id: "V-1", version: 2 }, "the reference the look-up found");
+    assert.deepEqual(store.readValues(store.latestCheckpoint(resumed.runId)!.keys).terms, { id: "V-1", version: 2 });
+  });
+
+  // With the test above, kills the mutants of effectStep.ts's own-intent look-up (`found !== null` as true).
+  it("a failed act that never reached the ERP is acted on when the step runs again, once", async () => {
+    const store = new MemoryStore();
+    const target: Target = { url: erp.url, failAct: true, acts: 0 };
+    const failed = await new Engine(workflow(target), store).run();
+    assert.equal(failed.status, "failed", failed.error?.message);
+    assert.equal(workflowWrites(erp).length, 0, "nothing reached the vendor");
+    target.failAct = false;
+    const resumed = await new Engine(workflow(target), store).resume(failed.checkpointId);
+    assert.equal(resumed.status, "completed", resumed.error?.message);
+    assert.equal(target.acts, 2, "the failed act, then one more after the look-up found nothing");
+    assert.equal(workflowWrites(erp).length, 1, "written once");
+    assert.equal(onlyIntent(store).status, "done");
+    assert.deepEqual(store.readValues(store.latestCheckpoint(resumed.runId)!.keys).terms, { id: "V-1", version: 2 });
+  });
+
   it("found: a crash after the action is resolved by the key, recorded done, and not acted on again", async () => {
     const target: Target = { url: erp.url };
     const crashed = await crashCopyAt("AFTER", target);
