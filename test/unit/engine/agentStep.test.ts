@@ -7,7 +7,7 @@ import { MemoryStore } from "../../../src/casefile/memoryStore";
 import type { AgentReplay } from "../../../src/engine/task";
 import { RunControl } from "../../../src/engine/control";
 import { Engine, type EngineOptions } from "../../../src/engine/engine";
-import { checkProposal } from "../../../src/engine/agentStep";
+import { checkProposal, describeContextChange } from "../../../src/engine/agentStep";
 import { agent, code, commit, edge, fact, loader, type AgentSpec } from "../../../src/engine/executors";
 import { ScriptedProvider } from "../../../src/engine/providers/scripted";
 import type { AgentCallRecord, ChatMessage, Json } from "../../../src/engine/records";
@@ -501,5 +501,20 @@ describe("agent step: only facts of record are citable", () => {
       { proposal: { ...good, facts: ["claim.amount"] } },
       "a fact's field is citable by its dotted name",
     );
+  });
+});
+
+// Kills describeContextChange's message mutants: a replay's hash mismatch says how the context differs.
+describe("agent step: how a context changed, for a replay's hash mismatch", () => {
+  const sys = { role: "system" as const, content: "Decide whether to pay." };
+  const user = (content: string) => ({ role: "user" as const, content });
+
+  it("names a changed message count, the first differing message and character, or that only the rest changed", () => {
+    assert.equal(describeContextChange([sys], [sys, user("x")]), "message count changed from 1 to 2");
+    assert.equal(
+      describeContextChange([sys, user("Claim 50 EUR")], [sys, user("Claim 500 EUR")]),
+      'message 1 (user) differs from character 8: was " EUR", now "0 EUR"',
+    );
+    assert.equal(describeContextChange([sys], [sys]), "messages are equal; model, parameters or response schema changed");
   });
 });
