@@ -10,7 +10,7 @@ import { compareIntents, comparePrecondition, intentConflict, intentKey } from "
 import { intent } from "../casefile/builders";
 import { PreconditionFailedError } from "../../../src/engine/effectStep";
 import { Engine } from "../../../src/engine/engine";
-import { edge, effect, fact, loader, type LiveRecord } from "../../../src/engine/executors";
+import { code, edge, effect, fact, loader, type LiveRecord } from "../../../src/engine/executors";
 import { stableHash } from "../../../src/engine/hash";
 import type { EventRecord, IntentRecord, Json } from "../../../src/engine/records";
 import type { CaseStore } from "../../../src/engine/store";
@@ -547,5 +547,29 @@ describe("effects: idempotency keys and key conflicts", () => {
       'effect "pay" (intent int-b, post_payment on invoice-7): idempotency key INV-7:pay:3 is held by run run-a\'s done intent int-a ' +
         `with a different intent: payload.memo: null (run run-a) vs "${"x".repeat(56)}... (this run); not acting and not reusing its reference`,
     );
+  });
+});
+
+describe("effects: without a done hook", () => {
+  it("sends the reference on as { reference } to the next step", async () => {
+    // Kills effectStep.ts's `finish` default (`{ reference }` as `{}`).
+    const wf = defineWorkflow({
+      name: "post",
+      version: 1,
+      state: { got: z.unknown() },
+      start: "post",
+      executors: {
+        post: effect({
+          intent: () => ({ action: "post payment", target: "bank:acct-1", payload: { amount: 10 }, reliesOn: {} }),
+          act: async () => ({ paymentId: "P-1" }),
+        }),
+        after: code({ owns: ["got"], run: (ctx) => ctx.write("got", ctx.message) }),
+      },
+      edges: [edge("post", "after")],
+    });
+    const store = new MemoryStore();
+    const result = await new Engine(wf, store).run();
+    assert.equal(result.status, "completed", result.error?.message);
+    assert.deepEqual(store.readValues(store.latestCheckpoint(result.runId)!.keys).got, { reference: { paymentId: "P-1" } });
   });
 });
