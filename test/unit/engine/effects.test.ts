@@ -573,3 +573,40 @@ describe("effects: without a done hook", () => {
     assert.deepEqual(store.readValues(store.latestCheckpoint(result.runId)!.keys).got, { reference: { paymentId: "P-1" } });
   });
 });
+
+describe("effects: an open intent of a step that is no longer an effect", () => {
+  it("is left open on resume, with a warning naming the intent and the executor", async () => {
+    // Kills the warning's message mutant in resolveOpenIntents (effectStep.ts).
+    let broken = true;
+    const wf = defineWorkflow({
+      name: "changed",
+      version: 1,
+      state: {},
+      start: "pay",
+      executors: {
+        pay: code({
+          run: () => {
+            if (broken) throw new Error("down");
+            return "paid";
+          },
+        }),
+      },
+      edges: [],
+    });
+    const store = new MemoryStore();
+    const failed = await new Engine(wf, store).run();
+    assert.equal(failed.status, "failed");
+    // An intent the step opened when it was an effect (an earlier version of the workflow).
+    store.commit({ intents: [intent("int-old", failed.runId, { key: `${failed.runId}:pay:1`, executor: "pay" })] });
+    broken = false;
+    const logs: string[] = [];
+    const resumed = await new Engine(wf, store, { log: (m) => logs.push(m) }).resume(failed.checkpointId);
+    assert.equal(resumed.status, "completed", resumed.error?.message);
+    assert.equal(resumed.runId, failed.runId, "the failed run continues");
+    assert.ok(
+      logs.includes('warning: open intent int-old names executor "pay", which is no longer an effect step; left open'),
+      `the warning: ${logs.join(" | ")}`,
+    );
+    assert.equal(store.listIntents()[0]!.status, "open", "left for a person");
+  });
+});
