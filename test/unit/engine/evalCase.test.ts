@@ -15,7 +15,8 @@ import {
   toPromptfooYaml,
 } from "../../../src/engine/evalCase";
 import type { EvalCase, EvalCaseSource } from "../../../src/engine/evalCase";
-import type { AgentCallRecord, VerdictRecord } from "../../../src/engine/records";
+import { toOpenAIEvalConfig, toOpenAIEvalItemsJsonl } from "../../../src/engine/openaiEvals";
+import type { AgentCallRecord, Json, VerdictRecord } from "../../../src/engine/records";
 
 const proposalSchema = z.object({
   action: z.enum(["approve", "hold", "escalate"]),
@@ -239,6 +240,100 @@ describe("eval cases", () => {
     it("names the line at fault", () => {
       const text = jsonl + '{"input": "hello", "ideal": "approve", "expected_proposal": {}}\n';
       assert.throws(() => parseOpenAIEvalsJsonl(text, "cases.jsonl"), /cases\.jsonl line 3 is not a valid eval case:\n {2}- input/);
+    });
+  });
+
+  describe("OpenAI Evals API items and config", () => {
+    // The shapes against the openai package's types: test/unit/cli/openaiEvalsExport.test.ts.
+    it("writes one item line per case: its messages, the expected action and verdict, the proposal less its reason", () => {
+      const lines = toOpenAIEvalItemsJsonl([accepted, corrected]).trimEnd().split("\n");
+      assert.deepEqual(
+        lines.map((l) => JSON.parse(l) as unknown),
+        [
+          {
+            item: {
+              case_id: "run-1-classify-3",
+              input: accepted.request.messages,
+              expected_action: "approve",
+              expected_verdict: "accepted",
+              expected_proposal: { action: "approve", facts: ["invoice.total", "po.total"] },
+            },
+          },
+          {
+            item: {
+              case_id: "run-1-classify-3",
+              input: corrected.request.messages,
+              expected_action: "hold",
+              expected_verdict: "accepted",
+              expected_proposal: { action: "hold", facts: ["po.total"] },
+            },
+          },
+        ],
+      );
+      assert.throws(() => toOpenAIEvalItemsJsonl([rejectedEarly]), /expects no valid proposal/);
+    });
+
+    it("configures an eval over those items with a string_check on the action, and a run of the recorded model", () => {
+      const { eval: created, run } = toOpenAIEvalConfig([accepted]);
+      assert.equal(created.name, "invoice-review v2 / classify");
+      assert.deepEqual(created.metadata, { source: "casefile export-eval", workflow: "invoice-review", step: "classify" });
+      assert.deepEqual(created.data_source_config, {
+        type: "custom",
+        include_sample_schema: true,
+        item_schema: {
+          type: "object",
+          properties: {
+            case_id: { type: "string" },
+            input: {
+              type: "array",
+              items: {
+                type: "object",
+                properties: { role: { type: "string", enum: ["system", "user", "assistant"] }, content: { type: "string" } },
+                required: ["role", "content"],
+              },
+            },
+            expected_action: { type: "string", enum: ["approve", "hold", "escalate"] },
+            expected_verdict: { type: "string", enum: ["accepted", "rejected", "escalated"] },
+            expected_proposal: { type: "object" },
+          },
+          required: ["case_id", "input", "expected_action", "expected_verdict", "expected_proposal"],
+        },
+      });
+      assert.deepEqual(created.testing_criteria, [
+        {
+          type: "string_check",
+          name: "action",
+          input: "{{sample.output_json.action}}",
+          operation: "eq",
+          reference: "{{item.expected_action}}",
+        },
+      ]);
+      const { $schema: _draft, ...schema } = accepted.request.responseSchema as Record<string, Json>;
+      assert.deepEqual(run, {
+        name: "invoice-review v2 / classify: gpt-4o-mini",
+        data_source: {
+          type: "completions",
+          model: "gpt-4o-mini",
+          input_messages: { type: "item_reference", item_reference: "item.input" },
+          sampling_params: { temperature: 0, response_format: { type: "json_schema", json_schema: { name: "proposal", schema } } },
+          source: { type: "file_content", content: [JSON.parse(toOpenAIEvalItemsJsonl([accepted])) as object] },
+        },
+      });
+    });
+
+    it("takes the recorded sampling parameters the API has, max_tokens as max_completion_tokens, and an action that is no enum as a string", () => {
+      const params = { temperature: 0.2, top_p: 0.9, seed: 7, max_tokens: 300, frequency_penalty: 1 };
+      const loose = {
+        ...accepted,
+        request: { ...accepted.request, params, responseSchema: { type: "object", properties: { action: { type: "string" } } } },
+      };
+      const { eval: created, run } = toOpenAIEvalConfig([loose]);
+      const source = run.data_source as { sampling_params?: Record<string, unknown> };
+      const { response_format: _format, ...sampling } = source.sampling_params!;
+      assert.deepEqual(sampling, { temperature: 0.2, top_p: 0.9, seed: 7, max_completion_tokens: 300 });
+      const config = created.data_source_config as unknown as { item_schema: { properties: Record<string, unknown> } };
+      assert.deepEqual(config.item_schema.properties.expected_action, { type: "string" });
+      assert.throws(() => toOpenAIEvalConfig([]), /needs at least one case/);
     });
   });
 
