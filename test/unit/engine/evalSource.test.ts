@@ -29,7 +29,7 @@ const mismatch = (message: string) => (e: unknown) => isCasefileError(e) && e.co
 
 describe("eval source: the step of an eval case in the workflow now", () => {
   it("finds the agent step, or says it is gone or is now another kind of step", () => {
-    assert.equal(agentSpecOf(wf, "propose", "eval case c1").kind, "agent");
+    assert.equal(agentSpecOf(wf, "propose", "eval case c1"), wf.executors.propose, "the workflow's own agent step");
     assert.throws(
       () => agentSpecOf(wf, "classify", "eval case c1"),
       mismatch('eval case c1 names executor "classify", which is not defined in workflow "claims" now'),
