@@ -483,6 +483,29 @@ describe("engine: requests, pause and step", () => {
     assert.equal(r.superstep, 3);
   });
 
+  it("stop on a paused run wakes it and ends it stopped, and aborts the signal executors may listen to", async function () {
+    // Kills RunControl.stop's `this.abort.abort()` and `this.release()` removed; without the
+    // release the run never wakes, so this test fails at its own short timeout.
+    this.timeout(5_000);
+    const store = new MemoryStore();
+    const control = new RunControl(true);
+    let onPause: (() => void) | undefined;
+    const paused = new Promise<void>((resolve) => (onPause = resolve));
+    const running = new Engine(defineWorkflow(counterSpec()), store, {
+      control,
+      onEvent: (e) => {
+        if (e.type === "run_paused") onPause?.();
+      },
+    }).run({ limit: 3 });
+    await paused;
+    assert.equal(control.signal.aborted, false, "not aborted before stop");
+    control.stop();
+    assert.equal(control.signal.aborted, true, "stop aborts the signal");
+    const r = await running;
+    assert.equal(r.status, "stopped");
+    assert.equal(r.superstep, 0, "no superstep ran");
+  });
+
   it("pause on a running run rests it before its next superstep until continued; pause during a step leaves the step to run", async () => {
     // Kills the mutants of RunControl.pause (no pause; pause in any mode).
     const store = new MemoryStore();
