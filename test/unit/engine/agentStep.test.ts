@@ -153,6 +153,13 @@ describe("agent step: the model proposes, code commits", () => {
     assert.deepEqual(verdict!.diff.decision!.after, { action: "pay", verdict: "accepted", reason: "every rule passed" });
   });
 
+  it("records the request with the model and parameters the step declares", async () => {
+    // Kills agentStep.ts's `spec.model.params ?? {}` as `&&` (the parameters dropped).
+    const { call } = await runClaim(40, good);
+    assert.equal(call!.request.model, "gpt-4o-mini");
+    assert.deepEqual(call!.request.params, { temperature: 0 });
+  });
+
   it("never lets model output write state: the agent's superstep changes no key, whatever the answer says", async () => {
     // The answer tries to set the decision and to overwrite the claim fact.
     const answer = { ...good, decision: { action: "pay", verdict: "accepted", reason: "model says so" }, claim: { id: "C-1", amount: 1 } };
