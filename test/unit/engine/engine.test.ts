@@ -444,12 +444,21 @@ describe("engine: requests, pause and step", () => {
     // a new engine, as after a restart days later
     const later = new Engine(wf, store);
     await assert.rejects(later.respond(waiting[0]!.id, { decision: "maybe" }), /answer to request .* is invalid at "decision"/);
-    await assert.rejects(later.respond("nope", { decision: "approve" }), /no run is waiting on request "nope"; waiting: /);
+    await assert.rejects(
+      later.respond("nope", { decision: "approve" }),
+      (e: unknown) => isCasefileError(e) && e.message === `no run is waiting on request "nope"; waiting: ${waiting[0]!.id}`,
+    );
     const done = await later.respond(waiting[0]!.id, { decision: "approve", comment: "ok by me" });
     assert.equal(done.runId, r.runId);
     assert.equal(done.status, "completed");
     assert.deepEqual(store.readValues(store.latestCheckpoint(r.runId)!.keys), { decision: "approve: ok by me" });
     assert.equal(store.latestCheckpoint(r.runId)!.waiting.length, 0);
+    // Nothing waits any more: the refusal says so rather than listing nothing.
+    await assert.rejects(
+      later.respond("nope", { decision: "approve" }),
+      (e: unknown) =>
+        isCasefileError(e) && e.code === "UNKNOWN_REQUEST" && e.message === 'no run is waiting on request "nope"; no run is waiting',
+    );
   });
 
   it("in step mode pauses before each superstep and runs one per step", async () => {
