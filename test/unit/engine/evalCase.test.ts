@@ -350,6 +350,26 @@ describe("eval cases", () => {
       assert.deepEqual(parsePromptfooYaml(text, "cases.yaml"), allCases);
     });
 
+    it("writes no YAML aliases for values a case holds twice, and reads a file of one test that is not a list", () => {
+      // Kills `aliasDuplicateObjects: false` as true, and parsePromptfooYaml's `[raw]` for a single test.
+      const shared = { variance: 0.017 };
+      const twice = {
+        ...accepted,
+        commitState: shared,
+        provenance: { ...accepted.provenance },
+        rules: [{ id: "r", statement: "s", value: shared }],
+      };
+      const yaml = toPromptfooYaml([twice]);
+      assert.doesNotMatch(yaml, /[&*]a\d/, "no anchors or aliases (readers that do not follow them would see null)");
+      assert.deepEqual(parsePromptfooYaml(yaml, "one.yaml"), [twice]);
+      const single = stringifyYaml((parseYaml(text) as unknown[])[0]);
+      assert.deepEqual(parsePromptfooYaml(single, "single.yaml"), [accepted]);
+    });
+
+    it("names the root when a test is not an object at all", () => {
+      assert.throws(() => parsePromptfooYaml("42\n", "n.yaml"), /n\.yaml test 0 is not a valid eval case:\n {2}- \(root\): /);
+    });
+
     it("is a list of promptfoo test cases with string vars, an is-json assert on the schema and an action check", () => {
       assert.equal(tests.length, 3);
       assert.match(text, /^# Casefile eval cases as promptfoo tests/);
