@@ -521,6 +521,12 @@ describe("effects: comparePrecondition", () => {
     // Kills the mutant that compares every relied-on value as a fingerprint (effectCompare.ts, `same`).
     const live: LiveRecord = { version: "v1", record: { name: "A" } };
     assert.deepEqual(comparePrecondition({ reliesOn: { vatId: null } }, live), { outcome: "unchanged", changed: [], reliedOnChanged: [] });
+    // A version that moved with no field changed (a touch) still counts as a change.
+    assert.deepEqual(comparePrecondition({ reliesOn: { name: "A" }, basis: live }, { ...live, version: "v2" }), {
+      outcome: "unrelated_change",
+      changed: [],
+      reliedOnChanged: [],
+    });
     assert.deepEqual(comparePrecondition({ reliesOn: { vatId: "DE9" } }, live).reliedOnChanged, [
       { path: "vatId", expected: "DE9", actual: null },
     ]);

@@ -226,6 +226,7 @@ describe("engine: resume and fork", () => {
     assert.equal(branch.status, "completed");
     assert.deepEqual(store.readValues(store.latestCheckpoint(branch.runId)!.keys), { n: 4 });
     assert.equal(JSON.stringify([store.getRun(parent.runId), store.listCheckpoints(parent.runId)]), before);
+    assert.deepEqual(branch.warnings, [], "the same workflow: no graph-change warning");
     // the branch reuses the parent's stored values for keys it did not change
     assert.deepEqual(store.getCheckpoint(`${branch.runId}:2`)!.keys.n, { version: 2, run: parent.runId });
   });

@@ -146,7 +146,11 @@ describe("eval cases", () => {
     it("refuses a call with no answer, or with neither verdict nor rejection, naming the call and step", () => {
       assert.throws(
         () => evalCaseFromRecords({ ...source, call: { ...call, raw: undefined } }),
-        /agent call call-7 \(step "classify"\) has no recorded answer/,
+        (e: unknown) =>
+          isCasefileError(e) &&
+          e.code === "USAGE" &&
+          /agent call call-7 \(step "classify"\) has no recorded answer/.test(e.message) &&
+          e.details.agentCallId === "call-7",
       );
       assert.throws(
         () => evalCaseFromRecords({ ...source, verdict: undefined }),
