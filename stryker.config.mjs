@@ -25,7 +25,9 @@ export default {
   incrementalFile: "reports/stryker-incremental.json",
   concurrency: 1,
   timeoutMS: 20000,
-  reporters: ["clear-text", "progress", "json"],
+  // mutant-log (test/mutation/mutantLog.mjs): a line per mutant as it is tested, for a run stopped early.
+  plugins: ["@stryker-mutator/*", "./test/mutation/mutantLog.mjs"],
+  reporters: ["clear-text", "progress", "json", "mutant-log"],
   jsonReporter: { fileName: "reports/mutation/mutation.json" },
   thresholds: { high: 90, low: 85, break: null },
   // Not copied into the sandbox: the e2e harness's downloads (a symlink in worktrees) and test output.

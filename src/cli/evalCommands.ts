@@ -17,6 +17,7 @@ import {
 import { evalCasesOfText, sniffEvalFormat } from "../engine/evalFile";
 import type { AgentSpec, CommitSpec } from "../engine/executors";
 import { agentInputsAt, agentSpecOf, commitStateOf, commitStepAfter, evalSourceOf, stateAt } from "../engine/evalSource";
+import { toOpenAIEvalConfig, toOpenAIEvalItemsJsonl } from "../engine/openaiEvals";
 import type { ModelProvider } from "../engine/model";
 import { modelFor } from "../engine/modelChoice";
 import { createProvider, FixedProvider, runModelOf } from "../engine/providers/index";
@@ -25,6 +26,7 @@ import type { Json, RunRecord } from "../engine/records";
 import type { Workflow } from "../engine/workflow";
 import { EvalRunLineSchema } from "../protocol/evalRun";
 import { ExportEvalResultSchema } from "../protocol/exportEval";
+import { EvalFormatSchema, type EvalFormat } from "../protocol/webview";
 import type { ProviderConfig } from "../protocol/runner";
 import { loadWorkflow } from "../runner/bundle";
 import { STORE_OPTIONS, locationFromOptions, openLocation } from "../runner/storeLocation";
@@ -42,8 +44,14 @@ import { resolveStep } from "./stepArg";
  * the case names in `provenance` (read-only), unless `--workflow` names the file.
  */
 
-const FORMATS = { json: ".eval.json", "openai-jsonl": ".jsonl", promptfoo: ".promptfoo.yaml" } as const;
-type Format = keyof typeof FORMATS;
+/** Each format's file suffix. promptfoo picks its loader by extension (`.yaml`); openai-evals also writes OPENAI_EVAL_CONFIG beside its items. */
+const FORMATS: Record<EvalFormat, string> = {
+  json: ".eval.json",
+  promptfoo: ".promptfoo.yaml",
+  "openai-jsonl": ".jsonl",
+  "openai-evals": ".items.jsonl",
+};
+const OPENAI_EVAL_CONFIG = ".openai-eval.json";
 
 export const exportEval: Command = async (args, io) => {
   const { values, positionals } = parseOptions(
@@ -63,8 +71,10 @@ export const exportEval: Command = async (args, io) => {
   const location = locationFromOptions("export-eval", values, positionals[0]);
   if (!location || !values.step)
     throw new CasefileError("USAGE", "export-eval needs a case file (or --store URL --case ID) and --step <agent call id>");
-  const format = (values.format ?? "json") as Format;
-  if (!(format in FORMATS)) throw new CasefileError("USAGE", `--format must be json, openai-jsonl or promptfoo, not "${values.format}"`);
+  const parsedFormat = EvalFormatSchema.safeParse(values.format ?? "json");
+  if (!parsedFormat.success)
+    throw new CasefileError("USAGE", `--format must be ${EvalFormatSchema.options.join(", ")}, not "${values.format}"`);
+  const format = parsedFormat.data;
   const change = parseExpect(values.expect);
 
   const { store, label: caseFile } = await openLocation(location, { readOnly: true });
@@ -91,12 +101,19 @@ export const exportEval: Command = async (args, io) => {
   const out = path.resolve(values.out ?? path.join(evalsDir, evalCase.id + FORMATS[format]));
   // Relative to the case's folder: evals kept in a repository beside the workflow move with it.
   evalCase = { ...evalCase, workflow: { ...evalCase.workflow, file: path.relative(path.dirname(out), workflowPath) } };
-  const text =
-    format === "json" ? toOwnJson(evalCase) : format === "openai-jsonl" ? toOpenAIEvalsJsonl([evalCase]) : toPromptfooYaml([evalCase]);
+  const texts = {
+    json: () => toOwnJson(evalCase),
+    promptfoo: () => toPromptfooYaml([evalCase]),
+    "openai-jsonl": () => toOpenAIEvalsJsonl([evalCase]),
+    "openai-evals": () => toOpenAIEvalItemsJsonl([evalCase]),
+  };
+  const text = texts[format]();
+  const config = format === "openai-evals" ? out.replace(/(\.items)?\.jsonl$/, "") + OPENAI_EVAL_CONFIG : undefined;
   writeOut(out, text);
+  if (config) writeOut(config, JSON.stringify(toOpenAIEvalConfig([evalCase]), null, 2) + "\n");
   if (values.json) {
     // For scripts and the extension: what was written where, in the schema they parse it with.
-    io.out(JSON.stringify(ExportEvalResultSchema.parse({ v: 1, id: evalCase.id, path: out, format })));
+    io.out(JSON.stringify(ExportEvalResultSchema.parse({ v: 1, id: evalCase.id, path: out, format, ...(config ? { config } : {}) })));
     return 0;
   }
   const e = evalCase.expected;
@@ -104,6 +121,7 @@ export const exportEval: Command = async (args, io) => {
     `eval case ${evalCase.id}: step "${evalCase.step}", expects ${e.action ?? "no valid proposal"} (${e.verdict})${e.corrected ? ", corrected" : ""}`,
   );
   io.out(out);
+  if (config) io.out(config);
   return 0;
 };
 
@@ -142,7 +160,10 @@ export const runEval: Command = async (args, io) => {
   });
   if (positionals.length === 0) throw new CasefileError("USAGE", "eval needs eval case files or a folder of them");
   const provider = providerOption(values.provider, io);
-  const cases = positionals.flatMap((p) => caseFilesIn(p, io)).flatMap((file) => loadCases(file).map((c) => ({ file, c })));
+  const cases = onceEach(
+    positionals.flatMap((p) => caseFilesIn(p, io)).flatMap((file) => loadCases(file).map((c) => ({ file, c }))),
+    io,
+  );
   if (cases.length === 0)
     throw new CasefileError("USAGE", `no eval cases (*.json, *.yaml, *.yml in a folder) in ${positionals.join(", ")}`);
 
@@ -192,14 +213,33 @@ export function caseFilesIn(arg: string, io: Io): string[] {
   }
   if (!isDir) return [abs];
   const names = onFile("list", abs, () => readdirSync(abs));
-  const jsonl = names.filter((f) => f.endsWith(".jsonl"));
-  // export-eval writes all three formats into one folder by default; the JSONL copies hold too
+  const openai = names.filter((f) => f.endsWith(".jsonl") || f.endsWith(OPENAI_EVAL_CONFIG));
+  // export-eval writes every format into one folder by default; the OpenAI copies hold too
   // little to evaluate (see loadCases), so a folder's are skipped, said once.
-  if (jsonl.length) io.err(`eval: skipping ${jsonl.length} OpenAI evals JSONL file(s) in ${abs} (messages and ideal only)`);
+  if (openai.length) io.err(`eval: skipping ${openai.length} OpenAI evals file(s) in ${abs} (messages and expected action only)`);
   return names
-    .filter((f) => /\.(json|ya?ml)$/.test(f) && !f.endsWith(".experiment.json"))
+    .filter((f) => /\.(json|ya?ml)$/.test(f) && !f.endsWith(".experiment.json") && !f.endsWith(OPENAI_EVAL_CONFIG))
     .sort()
     .map((f) => path.join(abs, f));
+}
+
+/**
+ * The same case exported in two formats (our JSON and promptfoo YAML, both written into one
+ * folder by default) is one case: evaluated once, from the file named first, the copy said once.
+ * Cases that share an id but differ (a corrected copy) are all evaluated.
+ */
+function onceEach(cases: { file: string; c: EvalCase }[], io: Io): { file: string; c: EvalCase }[] {
+  const seen = new Map<string, string>();
+  return cases.filter(({ file, c }) => {
+    const key = JSON.stringify(c);
+    const first = seen.get(key);
+    if (first === undefined) {
+      seen.set(key, file);
+      return true;
+    }
+    io.err(`eval: ${file} holds the same case as ${first} (${c.id}): evaluated once`);
+    return false;
+  });
 }
 
 /** Reads one eval file, whatever its name: the format is told from the content (engine/evalFile.ts). */

@@ -63,7 +63,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: "export-eval",
     synopsis: [
-      "casefile export-eval (<case file> | --store URL --case ID) --step AGENT_CALL_ID|SUPERSTEP:EXECUTOR [--run ID] [--format json|openai-jsonl|promptfoo] [--out PATH] [--expect JSON] [--workflow F] [--json]",
+      "casefile export-eval (<case file> | --store URL --case ID) --step AGENT_CALL_ID|SUPERSTEP:EXECUTOR [--run ID] [--format json|promptfoo|openai-jsonl|openai-evals] [--out PATH] [--expect JSON] [--workflow F] [--json]",
     ],
     load: async () => (require("./evalCommands") as typeof import("./evalCommands")).exportEval,
   },

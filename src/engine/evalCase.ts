@@ -10,9 +10,10 @@ import type { AgentCallRecord, Fact, Json, VerdictRecord } from "./records";
  * outcome was wrong, and run again by `casefile eval` against a provider and the workflow's
  * current commit rules.
  *
- * Three formats: our own JSON (holds everything), OpenAI evals JSONL (`input` / `ideal`: holds
- * the messages and the expected proposal) and a promptfoo test-case YAML (holds everything: the
- * messages and expectations as vars, the rest under `metadata.casefile`).
+ * Our own JSON (holds everything), a promptfoo test-case YAML (holds everything: the messages and
+ * expectations as vars, the rest under `metadata.casefile`), OpenAI evals JSONL (`input` / `ideal`:
+ * the messages and the expected action) and the hosted OpenAI Evals API's items and config
+ * (openaiEvals.ts).
  */
 
 const json: z.ZodType<Json> = z.lazy(() =>
@@ -95,10 +96,10 @@ export const EvalCaseSchema = z.object({
 export type EvalCase = z.infer<typeof EvalCaseSchema>;
 export type ExpectedOutcome = z.infer<typeof ExpectedOutcomeSchema>;
 
-/** What OpenAI evals JSONL holds of a case. */
+/** What OpenAI evals JSONL holds of a case: the messages, the action and the proposal less its free text. */
 export interface EvalCaseFragment {
   request: { messages: EvalCase["request"]["messages"] };
-  expected: Pick<ExpectedOutcome, "action" | "proposal">;
+  expected: { action: string; proposal: Json };
 }
 
 /** What the export reads from a case file to build one case. */
@@ -175,18 +176,23 @@ export function parseOwnJson(text: string, source: string): EvalCase {
   return validate(parseJsonText(text, source), source);
 }
 
-// ---- OpenAI evals JSONL --------------------------------------------------------------------
+// ---- OpenAI evals JSONL (the legacy openai/evals repository) ----------------------------
 
 /**
- * One line per case: `{"input": messages, "ideal": "<expected proposal as JSON>"}`. `ideal` is
- * the proposal because it is what the model is asked to produce (evals compare the completion
- * with it); the verdict and everything else are ours and not held by this format.
+ * One line per case: `{"input": messages, "ideal": "<action>", "expected_proposal": {…}}`.
+ * `ideal` is the expected action, the part of an answer a string grader (`Includes`, `FuzzyMatch`)
+ * can check: the whole proposal could never match, its reason being free text.
+ * `expected_proposal` is the proposal less its free-text fields (see checkableProposal), for a
+ * grader that compares fields. The verdict and the rest are ours and not held by this format; the
+ * hosted Evals API has its own format (openaiEvals.ts).
  */
 export function toOpenAIEvalsJsonl(cases: readonly EvalCase[]): string {
-  return cases.map((c) => JSON.stringify({ input: c.request.messages, ideal: JSON.stringify(c.expected.proposal) }) + "\n").join("");
+  return cases
+    .map((c) => JSON.stringify({ input: c.request.messages, ideal: gradedAction(c), expected_proposal: checkableProposal(c) }) + "\n")
+    .join("");
 }
 
-const OpenAIEvalLineSchema = z.object({ input: z.array(ChatMessageSchema), ideal: z.string() });
+const OpenAIEvalLineSchema = z.object({ input: z.array(ChatMessageSchema), ideal: z.string(), expected_proposal: json });
 
 export function parseOpenAIEvalsJsonl(text: string, source: string): EvalCaseFragment[] {
   const out: EvalCaseFragment[] = [];
@@ -194,10 +200,46 @@ export function parseOpenAIEvalsJsonl(text: string, source: string): EvalCaseFra
     if (line.trim() === "") return;
     const where = `${source} line ${i + 1}`;
     const sample = checked(OpenAIEvalLineSchema, parseJsonText(line, where), where);
-    const proposal = parseJsonText(sample.ideal, `${where} ideal`) as Json;
-    out.push({ request: { messages: sample.input }, expected: { action: actionOf(proposal), proposal } });
+    out.push({ request: { messages: sample.input }, expected: { action: sample.ideal, proposal: sample.expected_proposal } });
   });
   return out;
+}
+
+/**
+ * The action a grader checks an answer against. A case expecting no valid proposal (the answer
+ * rejected before the commit step) has none, and a string grader cannot check a rejection: refused.
+ */
+export function gradedAction(c: EvalCase): string {
+  if (c.expected.action === null)
+    throw new CasefileError(
+      "USAGE",
+      `eval case ${c.id} expects no valid proposal (the answer is rejected), which a grader of the action cannot check: export it with --format json or promptfoo`,
+      { caseId: c.id },
+    );
+  return c.expected.action;
+}
+
+/**
+ * The expected proposal less its free-text fields: the top-level properties the proposal schema
+ * types as a bare string (no enum, const, pattern or format), such as `reason`. What is left (the
+ * action, the facts relied on, any enumerated field) is what an exact grader can compare.
+ */
+export function checkableProposal(c: EvalCase): Json {
+  const proposal = c.expected.proposal;
+  const props = propertiesOf(c.request.responseSchema);
+  if (!proposal || typeof proposal !== "object" || Array.isArray(proposal)) return proposal;
+  return Object.fromEntries(Object.entries(proposal).filter(([k]) => !isFreeText(props[k])));
+}
+
+function propertiesOf(schema: Json): Record<string, Json> {
+  if (!schema || typeof schema !== "object" || Array.isArray(schema)) return {};
+  const props = schema.properties;
+  return props && typeof props === "object" && !Array.isArray(props) ? props : {};
+}
+
+function isFreeText(schema: Json | undefined): boolean {
+  if (!schema || typeof schema !== "object" || Array.isArray(schema)) return false;
+  return schema.type === "string" && !("enum" in schema || "const" in schema || "pattern" in schema || "format" in schema);
 }
 
 // ---- promptfoo -----------------------------------------------------------------------------
@@ -275,7 +317,7 @@ const PromptfooTestSchema = z.object({
 });
 
 /** `$schema` makes promptfoo's validator look up the draft; the keywords are what it needs. */
-function withoutSchemaKeyword(schema: Json): Json {
+export function withoutSchemaKeyword(schema: Json): Json {
   if (!schema || typeof schema !== "object" || Array.isArray(schema)) return schema;
   const { $schema: _ignored, ...rest } = schema;
   return rest;

@@ -9,12 +9,15 @@ import { parseOwnJson, parsePromptfooYaml, type EvalCase } from "./evalCase";
 
 /**
  * A JSON object is our eval case; a JSON array, an object with `vars`, or any other YAML is a
- * promptfoo test list; lines that are each a JSON object (or an object with `input` and `ideal`)
- * are OpenAI evals JSONL.
+ * promptfoo test list; lines that are each a JSON object (or one object with `input` and `ideal`,
+ * or `item`) are OpenAI evals JSONL, and an object with `eval.data_source_config` the hosted
+ * eval's config: "openai-jsonl" for both.
  */
 export function sniffEvalFormat(text: string): "json" | "promptfoo" | "openai-jsonl" {
   const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
-  const isJsonlLine = (v: unknown) => isObject(v) && "input" in v && "ideal" in v;
+  const isJsonlLine = (v: unknown) =>
+    isObject(v) &&
+    (("input" in v && "ideal" in v) || ("item" in v && isObject(v.item)) || (isObject(v.eval) && "data_source_config" in v.eval));
   let whole: unknown;
   try {
     whole = JSON.parse(text);
@@ -37,13 +40,13 @@ export function sniffEvalFormat(text: string): "json" | "promptfoo" | "openai-js
   return "json";
 }
 
-/** The cases of one eval file's text; OpenAI evals JSONL is refused, as it holds too little to evaluate. */
+/** The cases of one eval file's text; OpenAI evals files are refused, as they hold too little to evaluate. */
 export function evalCasesOfText(text: string, file: string): EvalCase[] {
   const format = sniffEvalFormat(text);
   if (format === "openai-jsonl") {
     throw new CasefileError(
       "USAGE",
-      `${file}: OpenAI evals JSONL holds only the messages and the ideal proposal, not the facts and verdict casefile eval checks; export with --format json or promptfoo`,
+      `${file}: an OpenAI evals file holds only the messages and the expected action, not the facts and verdict casefile eval checks; export with --format json or promptfoo`,
       { file },
     );
   }

@@ -9,6 +9,7 @@ import type { InspectorActions } from "./inspectorPanel";
 import {
   answerRequest,
   changeRule,
+  EVAL_FORMATS,
   exportStepAsEval,
   pickWorkflow,
   replayStep,
@@ -17,6 +18,7 @@ import {
   setApiKey,
   workflowUriOf,
 } from "./runCommands";
+import type { EvalFormat } from "../protocol/webview";
 import type { RunSessions } from "./runSessions";
 import type { CasefileViews } from "./views";
 import type { CasefileDebugging } from "./debugSessions";
@@ -76,7 +78,7 @@ export const commands = {
   },
   exportStepAsEval: (ctx) => async (uri?: unknown, agentCallId?: unknown, format?: unknown) => {
     const target = await caseFileAndId(uri, agentCallId, "Agent step id to export");
-    const f = format === "json" || format === "promptfoo" || format === "openai-jsonl" ? format : undefined;
+    const f = typeof format === "string" && Object.hasOwn(EVAL_FORMATS, format) ? (format as EvalFormat) : undefined;
     return target ? exportStepAsEval(ctx.extension, ctx.log, target.caseFile, target.id, f) : noTarget;
   },
   /** Continue, Step or Stop for the running workflow (status bar item; panel buttons). With none running it says so, and offers nothing to pick. */

@@ -151,6 +151,14 @@ export async function answerRequest(
   return opts.inPlace && !result.ok ? result : tell(result);
 }
 
+/** The formats `casefile export-eval --format` takes, each with what it is for (a Record, so a new format must be listed). */
+export const EVAL_FORMATS: Record<EvalFormat, string> = {
+  json: "Casefile's own eval case (.eval.json): casefile eval and the Testing view run it",
+  promptfoo: "promptfoo test cases (.promptfoo.yaml): tests: file://… in a promptfoo config",
+  "openai-jsonl": "openai/evals JSONL (.jsonl): input and the expected action as ideal",
+  "openai-evals": "OpenAI Evals API (.items.jsonl and .openai-eval.json): items, a string_check grader on the action, a run",
+};
+
 /**
  * Writes an eval case for an agent step, through the CLI in a child process: the export loads the
  * workflow file (its proposal schema and rules), which is workflow code, so it stays out of the
@@ -167,8 +175,12 @@ export async function exportStepAsEval(
   if (refused) return refused;
   const chosen =
     format ??
-    ((await vscode.window.showQuickPick(["json", "promptfoo", "openai-jsonl"], { title: "Export step as eval case: format" })) as
-      EvalFormat | undefined);
+    ((
+      await vscode.window.showQuickPick(
+        Object.entries(EVAL_FORMATS).map(([label, detail]) => ({ label, detail })),
+        { title: "Export step as eval case: format" },
+      )
+    )?.label as EvalFormat | undefined);
   if (!chosen) return { ok: false, reason: "No format chosen." };
   const args = ["export-eval", caseFile.fsPath, "--step", agentCallId, "--format", chosen, "--json"];
   log.info(`export: casefile ${args.join(" ")}`);

@@ -15,6 +15,8 @@ export const ExportEvalResultSchema = z.object({
   /** The absolute path of the file written. */
   path: z.string(),
   format: EvalFormatSchema,
+  /** openai-evals: the eval and run config written beside the items (`path`). */
+  config: z.string().optional(),
 });
 export type ExportEvalResult = z.infer<typeof ExportEvalResultSchema>;
 

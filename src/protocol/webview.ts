@@ -277,7 +277,7 @@ export type RequestView = z.infer<typeof RequestViewSchema>;
 export const ReplayModeSchema = z.enum(["recorded", "live", "edited"]);
 export type ReplayMode = z.infer<typeof ReplayModeSchema>;
 /** The formats `casefile export-eval` writes (src/cli/evalCommands.ts); the first is the default. */
-export const EvalFormatSchema = z.enum(["json", "promptfoo", "openai-jsonl"]);
+export const EvalFormatSchema = z.enum(["json", "promptfoo", "openai-jsonl", "openai-evals"]);
 export type EvalFormat = z.infer<typeof EvalFormatSchema>;
 
 const id = z.string().min(1).max(200);

@@ -373,6 +373,10 @@ describe("CLI fuzz: hostile arguments and inputs are refused with one typed line
     "eval",
     place("a.jsonl", (t) => writeFileSync(t, '{"input":[],"ideal":"x"}\n')),
   ]);
+  refused("eval of an OpenAI Evals config named directly", () => [
+    "eval",
+    place("a.openai-eval.json", (t) => writeFileSync(t, '{"eval":{"data_source_config":{"type":"custom","item_schema":{}}},"run":{}}\n')),
+  ]);
   refused("eval with --provider that is not JSON", () => ["eval", dir, "--provider", "nope"]);
   refused("eval with an unknown flag", () => ["eval", dir, "--frobnicate"]);
 

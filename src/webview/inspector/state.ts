@@ -12,7 +12,7 @@ import type {
   ReplayMode,
   SuperstepDetailView,
 } from "../../protocol/webview";
-import { encodeTimeline, TimelineRows, TimelineSchema } from "../../protocol/webview";
+import { encodeTimeline, EvalFormatSchema, TimelineRows, TimelineSchema } from "../../protocol/webview";
 
 export type Tab = "context" | "decision" | "state" | "intents";
 export const TABS: { id: Tab; label: string; icon: string }[] = [
@@ -100,7 +100,7 @@ export const detailKey = (runId: string, superstep: number): string => `${runId}
 
 const TAB_IDS = new Set<string>(TABS.map((t) => t.id));
 const REPLAY = new Set<string>(["recorded", "live", "edited"]);
-const FORMATS = new Set<string>(["json", "promptfoo", "openai-jsonl"]);
+const FORMATS = new Set<string>(EvalFormatSchema.options);
 
 /** The selection VS Code kept for this page, each field checked (it is the page's own, but from an older build maybe). */
 export function restoreSelection(saved: unknown): Selection {

@@ -22,6 +22,10 @@ function conformance(name: string, open: () => Promise<{ store: CaseStore; dispo
     });
     afterEach(() => dispose());
 
+    it("says it is open for writing, as a store the engine commits to is", () => {
+      assert.equal(store.readOnly, false, "readOnly of a store opened for writing");
+    });
+
     it("reports the schema version and creation time", () => {
       const m = store.meta();
       assert.equal(m.schemaVersion, SCHEMA_VERSION);

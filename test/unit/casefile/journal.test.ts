@@ -123,6 +123,22 @@ describe("journal writer: what mutation testing found unchecked", () => {
   /** Open descriptors of this process (Linux, where the tests and CI run). */
   const openFds = () => readdirSync("/proc/self/fd").length;
 
+  // Kills JournalWriter.open's close on failure (no test made the torn-tail cut fail).
+  it("closes the journal again when cutting its torn tail fails, and says why", () => {
+    const file = path.join(dir, "torn.journal");
+    writeFileSync(file, "0123456789");
+    const failing: CaseFileFs = {
+      ...nodeFs,
+      ftruncate: () => {
+        throw Object.assign(new Error("EIO: i/o error, ftruncate"), { code: "EIO" });
+      },
+    };
+    const before = openFds();
+    assert.throws(() => JournalWriter.open(file, 4, failing), /EIO: i\/o error, ftruncate/);
+    assert.equal(openFds(), before, "no descriptor left open");
+    assert.equal(readFileSync(file, "utf8"), "0123456789", "the file as it was");
+  });
+
   // Kills `record.length + written` in append's write loop: write(2) may write fewer bytes than
   // asked (a signal, a full pipe, some file systems), and the loop must ask for the rest.
   it("appends whole records through a file system that writes a few bytes per call", () => {

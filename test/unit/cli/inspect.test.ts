@@ -311,4 +311,13 @@ describe("eval tells its file's format from the content", () => {
     assert.equal(sniffEvalFormat('{"input":[],"ideal":"{}"}\n'), "openai-jsonl");
     assert.equal(sniffEvalFormat('{"input":[],"ideal":"{}"}\n{"input":[],"ideal":"{}"}\n'), "openai-jsonl");
   });
+
+  it("the hosted OpenAI Evals API's item line and its eval config are OpenAI files too, not our JSON", () => {
+    assert.equal(sniffEvalFormat('{"item":{"case_id":"x","input":[]}}\n'), "openai-jsonl", "one item line");
+    assert.equal(
+      sniffEvalFormat('{\n  "eval": {"data_source_config": {"type": "custom"}},\n  "run": {}\n}\n'),
+      "openai-jsonl",
+      "the config",
+    );
+  });
 });

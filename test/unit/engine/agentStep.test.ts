@@ -7,7 +7,7 @@ import { MemoryStore } from "../../../src/casefile/memoryStore";
 import type { AgentReplay } from "../../../src/engine/task";
 import { RunControl } from "../../../src/engine/control";
 import { Engine, type EngineOptions } from "../../../src/engine/engine";
-import { checkProposal } from "../../../src/engine/agentStep";
+import { checkProposal, describeContextChange } from "../../../src/engine/agentStep";
 import { agent, code, commit, edge, fact, loader, type AgentSpec } from "../../../src/engine/executors";
 import { ScriptedProvider } from "../../../src/engine/providers/scripted";
 import type { AgentCallRecord, ChatMessage, Json } from "../../../src/engine/records";
@@ -153,6 +153,13 @@ describe("agent step: the model proposes, code commits", () => {
     assert.deepEqual(verdict!.diff.decision!.after, { action: "pay", verdict: "accepted", reason: "every rule passed" });
   });
 
+  it("records the request with the model and parameters the step declares", async () => {
+    // Kills agentStep.ts's `spec.model.params ?? {}` as `&&` (the parameters dropped).
+    const { call } = await runClaim(40, good);
+    assert.equal(call!.request.model, "gpt-4o-mini");
+    assert.deepEqual(call!.request.params, { temperature: 0 });
+  });
+
   it("never lets model output write state: the agent's superstep changes no key, whatever the answer says", async () => {
     // The answer tries to set the decision and to overwrite the claim fact.
     const answer = { ...good, decision: { action: "pay", verdict: "accepted", reason: "model says so" }, claim: { id: "C-1", amount: 1 } };
@@ -198,6 +205,22 @@ describe("agent step: token budget", () => {
   });
 });
 
+describe("agent step: no provider", () => {
+  it("fails the step as MODEL_CALL_FAILED, and keeps the attempt naming provider none", async () => {
+    // Kills agentStep.ts's `input.provider?.name ?? "none"` mutants and the missing-provider refusal's.
+    const store = new MemoryStore();
+    const result = await new Engine(claimWorkflow(), store, {}).run({ amount: 50 });
+    assert.equal(result.status, "failed");
+    assert.equal(result.error?.code, "MODEL_CALL_FAILED");
+    assert.match(result.error?.message ?? "", /agent step "propose" has no model provider configured$/);
+    assert.deepEqual(
+      store.listAgentCalls(result.runId).map((c) => [c.provider, c.mode]),
+      [["none", "live"]],
+      "the attempt is kept and says no provider answered",
+    );
+  });
+});
+
 describe("agent step: replay", () => {
   /** A finished run and the agent call it recorded. */
   async function recordedRun(amount = 50, answer: Record<string, Json> = good) {
@@ -222,6 +245,18 @@ describe("agent step: replay", () => {
     const again = store.listAgentCalls(branch.runId)[0]!;
     assert.deepEqual([again.mode, again.hash, again.raw, again.provider], ["recorded", call.hash, call.raw, "scripted"]);
     assert.equal(store.listVerdicts(branch.runId)[0]!.verdict, "accepted");
+  });
+
+  it("recorded: a recorded call without an answer is MODEL_RESPONSE_MISSING, naming the step", async () => {
+    const { store, call, before } = await recordedRun();
+    const { raw: _raw, ...unanswered } = call;
+    const branch = await new Engine(claimWorkflow(), store, {
+      provider: unreachable(),
+      replay: replayOf(unanswered as AgentCallRecord, "recorded"),
+    }).resume(before, { branch: true });
+    assert.equal(branch.status, "failed");
+    assert.equal(branch.error?.code, "MODEL_RESPONSE_MISSING");
+    assert.match(branch.error?.message ?? "", /no recorded response to replay for step "propose"$/);
   });
 
   it("recorded: a changed context is reported with both hashes and what differs", async () => {
@@ -347,6 +382,50 @@ describe("agent step: replay", () => {
     );
   });
 
+  it("applies only to the replayed step: another agent in the same superstep asks its model", async () => {
+    // Kills the mutant that gives the replay to every agent of the superstep (agentStep.ts, `replay`).
+    const twin = (name: string) =>
+      agent({ proposal: Proposal, model: { model: "gpt-4o-mini" }, context: () => [{ role: "user", content: `${name}: pay or refuse?` }] });
+    const fan = defineWorkflow({
+      name: "fan",
+      version: 1,
+      state: {},
+      start: "start",
+      executors: {
+        start: code({ run: () => "go" }),
+        left: twin("left"),
+        right: twin("right"),
+        decideLeft: commit({ rules: {}, apply: () => undefined }),
+        decideRight: commit({ rules: {}, apply: () => undefined }),
+      },
+      edges: [edge("start", "left"), edge("start", "right"), edge("left", "decideLeft"), edge("right", "decideRight")],
+    });
+    const both = (): ScriptedProvider => {
+      const file = path.join(dir, `fixture-${++fixtures}.json`);
+      writeFileSync(file, JSON.stringify({ responses: ["left", "right"].map((step) => ({ step, response: good })) }));
+      return new ScriptedProvider(file);
+    };
+    const store = new MemoryStore();
+    const first = await new Engine(fan, store, { provider: both() }).run();
+    assert.equal(first.status, "completed", first.error?.message);
+    const left = store.listAgentCalls(first.runId).find((c) => c.executor === "left")!;
+    const branch = await new Engine(fan, store, { provider: both(), replay: replayOf(left, "recorded") }).resume(
+      `${first.runId}:${left.superstep - 1}`,
+      { branch: true },
+    );
+    assert.equal(branch.status, "completed", branch.error?.message);
+    assert.deepEqual(
+      store
+        .listAgentCalls(branch.runId)
+        .map((c) => [c.executor, c.mode])
+        .sort(),
+      [
+        ["left", "recorded"],
+        ["right", "scripted"],
+      ],
+    );
+  });
+
   it("a branch continues its run's call count: a fixture keyed by call index answers it as it answered the run", async () => {
     // Three items; the fixture pays the first two and refuses the third, by call index.
     const pay = { action: "pay", reason: "The item is covered.", facts: [] };
@@ -392,6 +471,15 @@ describe("agent step: replay", () => {
       store.listAgentCalls(branch.runId).map((c) => (c.proposal as { action: string }).action),
       ["pay", "refuse"],
     );
+    // Forked at the checkpoint of the first call's own superstep: that call is in it, so counts
+    // (kills lineage.ts's `c.superstep <= upTo` as `<`).
+    const atFirstCall = await new Engine(loop, store, { provider: fixture }).resume(`${first.runId}:${calls[0]!.superstep}`, {
+      branch: true,
+    });
+    assert.deepEqual(
+      store.listAgentCalls(atFirstCall.runId).map((c) => (c.proposal as { action: string }).action),
+      ["pay", "refuse"],
+    );
     // And a branch of the branch, forked after its first call, goes on counting from there.
     const branchCalls = store.listAgentCalls(branch.runId);
     const twice = await new Engine(loop, store, { provider: fixture }).resume(`${branch.runId}:${branchCalls[0]!.superstep + 1}`, {
@@ -420,5 +508,20 @@ describe("agent step: only facts of record are citable", () => {
       { proposal: { ...good, facts: ["claim.amount"] } },
       "a fact's field is citable by its dotted name",
     );
+  });
+});
+
+// Kills describeContextChange's message mutants: a replay's hash mismatch says how the context differs.
+describe("agent step: how a context changed, for a replay's hash mismatch", () => {
+  const sys = { role: "system" as const, content: "Decide whether to pay." };
+  const user = (content: string) => ({ role: "user" as const, content });
+
+  it("names a changed message count, the first differing message and character, or that only the rest changed", () => {
+    assert.equal(describeContextChange([sys], [sys, user("x")]), "message count changed from 1 to 2");
+    assert.equal(
+      describeContextChange([sys, user("Claim 50 EUR")], [sys, user("Claim 500 EUR")]),
+      'message 1 (user) differs from character 8: was " EUR", now "0 EUR"',
+    );
+    assert.equal(describeContextChange([sys], [sys]), "messages are equal; model, parameters or response schema changed");
   });
 });

@@ -63,6 +63,14 @@ describe("createProvider", () => {
     assert.ok(b instanceof OpenAICompatibleProvider, "expected: b instanceof OpenAICompatibleProvider");
   });
 
+  it("refuses a provider kind it does not know, naming it (a config from a newer version, or a typo)", () => {
+    // Kills the mutant of createProvider's default branch message (providers/index.ts).
+    assert.throws(
+      () => createProvider({ kind: "anthropic" } as unknown as Parameters<typeof createProvider>[0], { workflowPath: "/w/f.ts", env: {} }),
+      (e: unknown) => isCasefileError(e) && e.code === "USAGE" && e.message === 'unknown provider kind "anthropic"',
+    );
+  });
+
   it("names the missing variable, not a value, when the key is absent", () => {
     const check = (e: unknown, variable: string): boolean => {
       assert.ok(isCasefileError(e), "expected: isCasefileError(e)");

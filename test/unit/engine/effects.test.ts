@@ -6,10 +6,11 @@ import { z } from "zod";
 import { startErp, type ErpServer, type ErpWrite } from "../../../examples/erp/server";
 import { MemoryStore } from "../../../src/casefile/memoryStore";
 import { SqlJsStore } from "../../../src/casefile/sqlJsStore";
-import { comparePrecondition } from "../../../src/engine/effectCompare";
+import { compareIntents, comparePrecondition, intentConflict, intentKey } from "../../../src/engine/effectCompare";
+import { intent } from "../casefile/builders";
 import { PreconditionFailedError } from "../../../src/engine/effectStep";
 import { Engine } from "../../../src/engine/engine";
-import { edge, effect, fact, loader, type LiveRecord } from "../../../src/engine/executors";
+import { code, edge, effect, fact, loader, type LiveRecord } from "../../../src/engine/executors";
 import { stableHash } from "../../../src/engine/hash";
 import type { EventRecord, IntentRecord, Json } from "../../../src/engine/records";
 import type { CaseStore } from "../../../src/engine/store";
@@ -34,6 +35,10 @@ interface Target {
   failAct?: boolean;
   /** Makes the idempotency-key lookup fail (the ERP's lookup route down). */
   failReconcile?: boolean;
+  /** Makes the act fail after its write reached the ERP (the answer lost on the way back). */
+  loseAnswer?: boolean;
+  /** Counts the calls of act, when set (a system without idempotency keys would take each as a new write). */
+  acts?: number;
 }
 
 async function http(
@@ -83,6 +88,7 @@ function workflow(target: Target) {
           return live;
         },
         async act(intent) {
+          if (target.acts !== undefined) target.acts++;
           if (target.failAct) {
             const r = await http("PATCH", `${target.url}/vendors/V-404`, intent.payload, { "idempotency-key": intent.key });
             throw new Error(`ERP answered ${r.status}: ${JSON.stringify(r.body)}`);
@@ -95,6 +101,7 @@ function workflow(target: Target) {
             const cur = (r.body as { current: { version: number; data: Json } }).current;
             throw new PreconditionFailedError("vendor V-1 changed after the check", { version: `"v${cur.version}"`, record: cur.data });
           }
+          if (target.loseAnswer) throw new Error("connection reset before the ERP's answer arrived");
           const rec = r.body as { id: string; version: number };
           return { id: rec.id, version: rec.version };
         },
@@ -338,6 +345,46 @@ describe("effects: open intents are reconciled on resume before anything else ru
   }
 
   // Kills the mutant "no reconciliation on resume" (engine.ts resume skipping resolveOpenIntents), with "unresolvable" below.
+  it("a failed act whose write did reach the ERP is looked up by its key when the step runs again, and not repeated", async () => {
+    // Kills the mutants of effectStep.ts's own-intent branch (`record.status === "open" || "failed"`,
+    // `found !== null`): without the look-up the resumed step would write to the ERP a second time.
+    const store = new MemoryStore();
+    const target: Target = { url: erp.url, loseAnswer: true, acts: 0 };
+    const failed = await new Engine(workflow(target), store).run();
+    assert.equal(failed.status, "failed", failed.error?.message);
+    assert.equal(onlyIntent(store).status, "failed");
+    assert.equal(workflowWrites(erp).length, 1, "the write reached the ERP; only its answer was lost");
+    target.loseAnswer = false;
+    const resumed = await new Engine(workflow(target), store).resume(failed.checkpointId);
+    assert.equal(resumed.status, "completed", resumed.error?.message);
+    assert.equal(workflowWrites(erp).length, 1, "not written again");
+    assert.equal(
+      target.acts,
+      1,
+      "act was not called again (the ERP's own idempotency would hide a second call; another system's might not)",
+    );
+    const intent = onlyIntent(store);
+    assert.equal(intent.status, "done");
+    assert.deepEqual(intent.reference, { id: "V-1", version: 2 }, "the reference the look-up found");
+    assert.deepEqual(store.readValues(store.latestCheckpoint(resumed.runId)!.keys).terms, { id: "V-1", version: 2 });
+  });
+
+  // With the test above, kills the mutants of effectStep.ts's own-intent look-up (`found !== null` as true).
+  it("a failed act that never reached the ERP is acted on when the step runs again, once", async () => {
+    const store = new MemoryStore();
+    const target: Target = { url: erp.url, failAct: true, acts: 0 };
+    const failed = await new Engine(workflow(target), store).run();
+    assert.equal(failed.status, "failed", failed.error?.message);
+    assert.equal(workflowWrites(erp).length, 0, "nothing reached the vendor");
+    target.failAct = false;
+    const resumed = await new Engine(workflow(target), store).resume(failed.checkpointId);
+    assert.equal(resumed.status, "completed", resumed.error?.message);
+    assert.equal(target.acts, 2, "the failed act, then one more after the look-up found nothing");
+    assert.equal(workflowWrites(erp).length, 1, "written once");
+    assert.equal(onlyIntent(store).status, "done");
+    assert.deepEqual(store.readValues(store.latestCheckpoint(resumed.runId)!.keys).terms, { id: "V-1", version: 2 });
+  });
+
   it("found: a crash after the action is resolved by the key, recorded done, and not acted on again", async () => {
     const target: Target = { url: erp.url };
     const crashed = await crashCopyAt("AFTER", target);
@@ -468,5 +515,104 @@ describe("effects: comparePrecondition", () => {
       ["address"],
     );
     assert.equal(comparePrecondition({ reliesOn: { "address.city": "Hamburg" }, basis }, moved).outcome, "unrelated_change");
+  });
+
+  it("takes a field the live record lacks as null: relied on being empty, it is unchanged; relied on a value, it changed", () => {
+    // Kills the mutant that compares every relied-on value as a fingerprint (effectCompare.ts, `same`).
+    const live: LiveRecord = { version: "v1", record: { name: "A" } };
+    assert.deepEqual(comparePrecondition({ reliesOn: { vatId: null } }, live), { outcome: "unchanged", changed: [], reliedOnChanged: [] });
+    // A version that moved with no field changed (a touch) still counts as a change.
+    assert.deepEqual(comparePrecondition({ reliesOn: { name: "A" }, basis: live }, { ...live, version: "v2" }), {
+      outcome: "unrelated_change",
+      changed: [],
+      reliedOnChanged: [],
+    });
+    assert.deepEqual(comparePrecondition({ reliesOn: { vatId: "DE9" } }, live).reliedOnChanged, [
+      { path: "vatId", expected: "DE9", actual: null },
+    ]);
+  });
+});
+
+describe("effects: idempotency keys and key conflicts", () => {
+  it("keys an effect by case, executor and superstep, and a second effect of the same step by its index", () => {
+    // Kills intentKey's `#${index}` as "" (two effects of one step would share a key).
+    assert.equal(intentKey("INV-7", "pay", 3), "INV-7:pay:3");
+    assert.equal(intentKey("INV-7", "pay", 3, 0), "INV-7:pay:3", "index 0 keeps the key intents recorded before had");
+    assert.equal(intentKey("INV-7", "pay", 3, 2), "INV-7:pay:3#2");
+  });
+
+  it("names each differing field in the conflict message, a long value cut at 60 characters", () => {
+    // Kills intentConflict's `show` truncation mutants (no test had a long value).
+    const long = "x".repeat(80);
+    const holder = intent("int-a", "run-a", { key: "INV-7:pay:3", status: "done", reference: "pay-1" });
+    const proposed = intent("int-b", "run-b", { key: "INV-7:pay:3", payload: { amount: 100, memo: long } });
+    const differs = compareIntents(holder, proposed);
+    const { message } = intentConflict(holder, proposed, differs, "this run", "2026-12-01T00:00:00.000Z");
+    assert.equal(
+      message,
+      'effect "pay" (intent int-b, post_payment on invoice-7): idempotency key INV-7:pay:3 is held by run run-a\'s done intent int-a ' +
+        `with a different intent: payload.memo: null (run run-a) vs "${"x".repeat(56)}... (this run); not acting and not reusing its reference`,
+    );
+  });
+});
+
+describe("effects: without a done hook", () => {
+  it("sends the reference on as { reference } to the next step", async () => {
+    // Kills effectStep.ts's `finish` default (`{ reference }` as `{}`).
+    const wf = defineWorkflow({
+      name: "post",
+      version: 1,
+      state: { got: z.unknown() },
+      start: "post",
+      executors: {
+        post: effect({
+          intent: () => ({ action: "post payment", target: "bank:acct-1", payload: { amount: 10 }, reliesOn: {} }),
+          act: async () => ({ paymentId: "P-1" }),
+        }),
+        after: code({ owns: ["got"], run: (ctx) => ctx.write("got", ctx.message) }),
+      },
+      edges: [edge("post", "after")],
+    });
+    const store = new MemoryStore();
+    const result = await new Engine(wf, store).run();
+    assert.equal(result.status, "completed", result.error?.message);
+    assert.deepEqual(store.readValues(store.latestCheckpoint(result.runId)!.keys).got, { reference: { paymentId: "P-1" } });
+  });
+});
+
+describe("effects: an open intent of a step that is no longer an effect", () => {
+  it("is left open on resume, with a warning naming the intent and the executor", async () => {
+    // Kills the warning's message mutant in resolveOpenIntents (effectStep.ts).
+    let broken = true;
+    const wf = defineWorkflow({
+      name: "changed",
+      version: 1,
+      state: {},
+      start: "pay",
+      executors: {
+        pay: code({
+          run: () => {
+            if (broken) throw new Error("down");
+            return "paid";
+          },
+        }),
+      },
+      edges: [],
+    });
+    const store = new MemoryStore();
+    const failed = await new Engine(wf, store).run();
+    assert.equal(failed.status, "failed");
+    // An intent the step opened when it was an effect (an earlier version of the workflow).
+    store.commit({ intents: [intent("int-old", failed.runId, { key: `${failed.runId}:pay:1`, executor: "pay" })] });
+    broken = false;
+    const logs: string[] = [];
+    const resumed = await new Engine(wf, store, { log: (m) => logs.push(m) }).resume(failed.checkpointId);
+    assert.equal(resumed.status, "completed", resumed.error?.message);
+    assert.equal(resumed.runId, failed.runId, "the failed run continues");
+    assert.ok(
+      logs.includes('warning: open intent int-old names executor "pay", which is no longer an effect step; left open'),
+      `the warning: ${logs.join(" | ")}`,
+    );
+    assert.equal(store.listIntents()[0]!.status, "open", "left for a person");
   });
 });

@@ -3,6 +3,8 @@ import { z } from "zod";
 import { MemoryStore } from "../../../src/casefile/memoryStore";
 import { RunControl } from "../../../src/engine/control";
 import { Engine } from "../../../src/engine/engine";
+import { isCasefileError } from "../../../src/engine/errors";
+import { checkpoint } from "../casefile/builders";
 import { code, edge, fact, loader, request } from "../../../src/engine/executors";
 import type { EventRecord, Json } from "../../../src/engine/records";
 import { defineWorkflow, type WorkflowSpec } from "../../../src/engine/workflow";
@@ -224,8 +226,40 @@ describe("engine: resume and fork", () => {
     assert.equal(branch.status, "completed");
     assert.deepEqual(store.readValues(store.latestCheckpoint(branch.runId)!.keys), { n: 4 });
     assert.equal(JSON.stringify([store.getRun(parent.runId), store.listCheckpoints(parent.runId)]), before);
+    assert.deepEqual(branch.warnings, [], "the same workflow: no graph-change warning");
     // the branch reuses the parent's stored values for keys it did not change
     assert.deepEqual(store.getCheckpoint(`${branch.runId}:2`)!.keys.n, { version: 2, run: parent.runId });
+  });
+
+  it("refuses a checkpoint the case file does not have, or one another workflow made, naming it", async () => {
+    // Kills resumePlan's refusals (they had no test in this layer).
+    const store = new MemoryStore();
+    const wf = defineWorkflow(counterSpec());
+    const parent = await new Engine(wf, store).run({ limit: 2 });
+    await assert.rejects(
+      new Engine(wf, store).resume("run-nope:1"),
+      (e: unknown) => isCasefileError(e) && e.code === "UNKNOWN_CHECKPOINT" && e.message === 'no checkpoint "run-nope:1" in this case file',
+    );
+    const other = defineWorkflow(counterSpec({ name: "other-counter" }));
+    await assert.rejects(
+      new Engine(other, store).resume(`${parent.runId}:1`),
+      (e: unknown) =>
+        isCasefileError(e) &&
+        e.code === "WORKFLOW_MISMATCH" &&
+        e.message === `checkpoint "${parent.runId}:1" was made by workflow "counter", not "other-counter"`,
+    );
+    assert.equal(store.listRuns().length, 1, "nothing was started");
+    // A checkpoint whose run the case file lacks (a damaged or hand-edited file).
+    store.commit({
+      checkpoints: [checkpoint("run-gone:1", "run-gone", 1, { workflow: store.getCheckpoint(`${parent.runId}:1`)!.workflow })],
+    });
+    await assert.rejects(
+      new Engine(wf, store).resume("run-gone:1"),
+      (e: unknown) =>
+        isCasefileError(e) &&
+        e.code === "UNKNOWN_RUN" &&
+        e.message === 'checkpoint "run-gone:1" names run "run-gone", which is not in this case file',
+    );
   });
 
   it("edit-then-fork validates the patch against the schemas, naming key and path", async () => {
@@ -411,12 +445,21 @@ describe("engine: requests, pause and step", () => {
     // a new engine, as after a restart days later
     const later = new Engine(wf, store);
     await assert.rejects(later.respond(waiting[0]!.id, { decision: "maybe" }), /answer to request .* is invalid at "decision"/);
-    await assert.rejects(later.respond("nope", { decision: "approve" }), /no run is waiting on request "nope"; waiting: /);
+    await assert.rejects(
+      later.respond("nope", { decision: "approve" }),
+      (e: unknown) => isCasefileError(e) && e.message === `no run is waiting on request "nope"; waiting: ${waiting[0]!.id}`,
+    );
     const done = await later.respond(waiting[0]!.id, { decision: "approve", comment: "ok by me" });
     assert.equal(done.runId, r.runId);
     assert.equal(done.status, "completed");
     assert.deepEqual(store.readValues(store.latestCheckpoint(r.runId)!.keys), { decision: "approve: ok by me" });
     assert.equal(store.latestCheckpoint(r.runId)!.waiting.length, 0);
+    // Nothing waits any more: the refusal says so rather than listing nothing.
+    await assert.rejects(
+      later.respond("nope", { decision: "approve" }),
+      (e: unknown) =>
+        isCasefileError(e) && e.code === "UNKNOWN_REQUEST" && e.message === 'no run is waiting on request "nope"; no run is waiting',
+    );
   });
 
   it("in step mode pauses before each superstep and runs one per step", async () => {
@@ -448,5 +491,62 @@ describe("engine: requests, pause and step", () => {
     const r = await running;
     assert.equal(r.status, "completed");
     assert.equal(r.superstep, 3);
+  });
+
+  it("stop on a paused run wakes it and ends it stopped, and aborts the signal executors may listen to", async function () {
+    // Kills RunControl.stop's `this.abort.abort()` and `this.release()` removed; without the
+    // release the run never wakes, so this test fails at its own short timeout.
+    this.timeout(5_000);
+    const store = new MemoryStore();
+    const control = new RunControl(true);
+    let onPause: (() => void) | undefined;
+    const paused = new Promise<void>((resolve) => (onPause = resolve));
+    const running = new Engine(defineWorkflow(counterSpec()), store, {
+      control,
+      onEvent: (e) => {
+        if (e.type === "run_paused") onPause?.();
+      },
+    }).run({ limit: 3 });
+    await paused;
+    assert.equal(control.signal.aborted, false, "not aborted before stop");
+    control.stop();
+    assert.equal(control.signal.aborted, true, "stop aborts the signal");
+    const r = await running;
+    assert.equal(r.status, "stopped");
+    assert.equal(r.superstep, 0, "no superstep ran");
+  });
+
+  it("pause on a running run rests it before its next superstep until continued; pause during a step leaves the step to run", async () => {
+    // Kills the mutants of RunControl.pause (no pause; pause in any mode).
+    const store = new MemoryStore();
+    const control = new RunControl();
+    const events: EventRecord[] = [];
+    let onPause: (() => void) | undefined;
+    const nextPause = () => new Promise<void>((resolve) => (onPause = resolve));
+    let paused = nextPause();
+    const running = new Engine(defineWorkflow(counterSpec()), store, {
+      control,
+      onEvent: (e) => {
+        events.push(e);
+        // Asked while superstep 1 is made durable: the run rests before superstep 2.
+        if (e.type === "checkpoint" && e.superstep === 1) control.pause();
+        if (e.type === "run_paused") onPause?.();
+      },
+    }).run({ limit: 4 });
+    // Fails at once, not at mocha's timeout, if the run ends instead of resting.
+    const ended = running.then((r) => assert.fail(`the run ended (${r.status} at superstep ${r.superstep}) without pausing`));
+    await Promise.race([paused, ended]);
+    const runId = events[0]!.runId;
+    assert.equal(store.latestCheckpoint(runId)!.superstep, 1, "paused after superstep 1, before superstep 2");
+    // A step asked and a pause right behind it: the step still runs its one superstep.
+    paused = nextPause();
+    control.step();
+    control.pause();
+    await paused;
+    assert.equal(store.latestCheckpoint(runId)!.superstep, 2, "the step ran superstep 2 and rested again");
+    control.continue();
+    const r = await running;
+    assert.equal(r.status, "completed");
+    assert.equal(r.superstep, 4);
   });
 });

@@ -15,7 +15,8 @@ import {
   toPromptfooYaml,
 } from "../../../src/engine/evalCase";
 import type { EvalCase, EvalCaseSource } from "../../../src/engine/evalCase";
-import type { AgentCallRecord, VerdictRecord } from "../../../src/engine/records";
+import { toOpenAIEvalConfig, toOpenAIEvalItemsJsonl } from "../../../src/engine/openaiEvals";
+import type { AgentCallRecord, Json, VerdictRecord } from "../../../src/engine/records";
 
 const proposalSchema = z.object({
   action: z.enum(["approve", "hold", "escalate"]),
@@ -131,6 +132,12 @@ describe("eval cases", () => {
       assert.equal(accepted.rules[0]!.id, "tolerance");
     });
 
+    it("keeps the state the commit step read, when the export gives it, and has no commitState key otherwise", () => {
+      // Kills evalCaseFromRecords's `...(src.commitState ? { commitState } : {})` as `{}`.
+      assert.deepEqual(evalCaseFromRecords({ ...source, commitState: { variance: 0.017 } }).commitState, { variance: 0.017 });
+      assert.equal("commitState" in accepted, false, "absent, not undefined, so the JSON has no such key");
+    });
+
     it("expects escalation with no proposal when the answer was rejected before the commit step", () => {
       assert.deepEqual(rejectedEarly.expected, { action: null, verdict: "escalated", proposal: null });
       assert.equal(rejectedEarly.answer, "not json {");
@@ -139,7 +146,11 @@ describe("eval cases", () => {
     it("refuses a call with no answer, or with neither verdict nor rejection, naming the call and step", () => {
       assert.throws(
         () => evalCaseFromRecords({ ...source, call: { ...call, raw: undefined } }),
-        /agent call call-7 \(step "classify"\) has no recorded answer/,
+        (e: unknown) =>
+          isCasefileError(e) &&
+          e.code === "USAGE" &&
+          /agent call call-7 \(step "classify"\) has no recorded answer/.test(e.message) &&
+          e.details.agentCallId === "call-7",
       );
       assert.throws(
         () => evalCaseFromRecords({ ...source, verdict: undefined }),
@@ -182,33 +193,151 @@ describe("eval cases", () => {
   });
 
   describe("OpenAI evals JSONL", () => {
-    const jsonl = toOpenAIEvalsJsonl(allCases);
+    const graded = [accepted, corrected];
+    const jsonl = toOpenAIEvalsJsonl(graded);
 
-    it("writes one {input, ideal} line per case, ideal being the expected proposal as JSON text", () => {
+    it("writes one line per case whose ideal is the expected action, which a string grader can match, and the proposal less its reason", () => {
       const lines = jsonl.trimEnd().split("\n");
-      assert.equal(lines.length, 3);
-      for (const [i, line] of lines.entries()) {
-        const sample = JSON.parse(line) as { input: unknown; ideal: string };
-        assert.deepEqual(Object.keys(sample), ["input", "ideal"]);
-        assert.deepEqual(sample.input, allCases[i]!.request.messages);
-        assert.deepEqual(JSON.parse(sample.ideal), allCases[i]!.expected.proposal);
-      }
+      assert.equal(lines.length, 2, "one line per case");
+      const samples = lines.map((l) => JSON.parse(l) as { input: unknown; ideal: unknown; expected_proposal: unknown });
+      assert.deepEqual(
+        samples.map((s) => Object.keys(s)),
+        [
+          ["input", "ideal", "expected_proposal"],
+          ["input", "ideal", "expected_proposal"],
+        ],
+      );
+      assert.deepEqual(
+        samples.map((s) => s.ideal),
+        ["approve", "hold"],
+      );
+      assert.deepEqual(samples[0]!.input, accepted.request.messages);
+      // `reason` is free text (a bare string in the proposal schema): no exact grader could pass it.
+      assert.deepEqual(samples[0]!.expected_proposal, { action: "approve", facts: ["invoice.total", "po.total"] });
+      assert.deepEqual(samples[1]!.expected_proposal, { action: "hold", facts: ["po.total"] });
     });
 
-    it("parses back the messages and the expected proposal and action", () => {
-      const back = parseOpenAIEvalsJsonl(jsonl, "cases.jsonl");
-      assert.deepEqual(
-        back,
-        allCases.map((c) => ({
-          request: { messages: c.request.messages },
-          expected: { action: c.expected.action, proposal: c.expected.proposal },
-        })),
+    it("parses back the messages, the expected action and the checkable proposal", () => {
+      assert.deepEqual(parseOpenAIEvalsJsonl(jsonl, "cases.jsonl"), [
+        {
+          request: { messages: accepted.request.messages },
+          expected: { action: "approve", proposal: { action: "approve", facts: ["invoice.total", "po.total"] } },
+        },
+        {
+          request: { messages: corrected.request.messages },
+          expected: { action: "hold", proposal: { action: "hold", facts: ["po.total"] } },
+        },
+      ]);
+    });
+
+    it("refuses a case expecting no valid proposal, which has no action to grade, naming the case and the formats that hold it", () => {
+      assert.throws(
+        () => toOpenAIEvalsJsonl([rejectedEarly]),
+        (e: unknown) =>
+          isCasefileError(e) &&
+          e.code === "USAGE" &&
+          e.message ===
+            "eval case run-1-classify-3 expects no valid proposal (the answer is rejected), which a grader of the action cannot check: export it with --format json or promptfoo",
       );
     });
 
     it("names the line at fault", () => {
-      const text = jsonl + '{"input": "hello", "ideal": "{}"}\n';
-      assert.throws(() => parseOpenAIEvalsJsonl(text, "cases.jsonl"), /cases\.jsonl line 4 is not a valid eval case:\n {2}- input/);
+      const text = jsonl + '{"input": "hello", "ideal": "approve", "expected_proposal": {}}\n';
+      assert.throws(() => parseOpenAIEvalsJsonl(text, "cases.jsonl"), /cases\.jsonl line 3 is not a valid eval case:\n {2}- input/);
+    });
+  });
+
+  describe("OpenAI Evals API items and config", () => {
+    // The shapes against the openai package's types: test/unit/cli/openaiEvalsExport.test.ts.
+    it("writes one item line per case: its messages, the expected action and verdict, the proposal less its reason", () => {
+      const lines = toOpenAIEvalItemsJsonl([accepted, corrected]).trimEnd().split("\n");
+      assert.deepEqual(
+        lines.map((l) => JSON.parse(l) as unknown),
+        [
+          {
+            item: {
+              case_id: "run-1-classify-3",
+              input: accepted.request.messages,
+              expected_action: "approve",
+              expected_verdict: "accepted",
+              expected_proposal: { action: "approve", facts: ["invoice.total", "po.total"] },
+            },
+          },
+          {
+            item: {
+              case_id: "run-1-classify-3",
+              input: corrected.request.messages,
+              expected_action: "hold",
+              expected_verdict: "accepted",
+              expected_proposal: { action: "hold", facts: ["po.total"] },
+            },
+          },
+        ],
+      );
+      assert.throws(() => toOpenAIEvalItemsJsonl([rejectedEarly]), /expects no valid proposal/);
+    });
+
+    it("configures an eval over those items with a string_check on the action, and a run of the recorded model", () => {
+      const { eval: created, run } = toOpenAIEvalConfig([accepted]);
+      assert.equal(created.name, "invoice-review v2 / classify");
+      assert.deepEqual(created.metadata, { source: "casefile export-eval", workflow: "invoice-review", step: "classify" });
+      assert.deepEqual(created.data_source_config, {
+        type: "custom",
+        include_sample_schema: true,
+        item_schema: {
+          type: "object",
+          properties: {
+            case_id: { type: "string" },
+            input: {
+              type: "array",
+              items: {
+                type: "object",
+                properties: { role: { type: "string", enum: ["system", "user", "assistant"] }, content: { type: "string" } },
+                required: ["role", "content"],
+              },
+            },
+            expected_action: { type: "string", enum: ["approve", "hold", "escalate"] },
+            expected_verdict: { type: "string", enum: ["accepted", "rejected", "escalated"] },
+            expected_proposal: { type: "object" },
+          },
+          required: ["case_id", "input", "expected_action", "expected_verdict", "expected_proposal"],
+        },
+      });
+      assert.deepEqual(created.testing_criteria, [
+        {
+          type: "string_check",
+          name: "action",
+          input: "{{sample.output_json.action}}",
+          operation: "eq",
+          reference: "{{item.expected_action}}",
+        },
+      ]);
+      const { $schema: _draft, ...schema } = accepted.request.responseSchema as Record<string, Json>;
+      assert.deepEqual(run, {
+        name: "invoice-review v2 / classify: gpt-4o-mini",
+        data_source: {
+          type: "completions",
+          model: "gpt-4o-mini",
+          input_messages: { type: "item_reference", item_reference: "item.input" },
+          sampling_params: { temperature: 0, response_format: { type: "json_schema", json_schema: { name: "proposal", schema } } },
+          source: { type: "file_content", content: [JSON.parse(toOpenAIEvalItemsJsonl([accepted])) as object] },
+        },
+      });
+    });
+
+    it("takes the recorded sampling parameters the API has, max_tokens as max_completion_tokens, and an action that is no enum as a string", () => {
+      const params = { temperature: 0.2, top_p: 0.9, seed: 7, max_tokens: 300, frequency_penalty: 1 };
+      const loose = {
+        ...accepted,
+        request: { ...accepted.request, params, responseSchema: { type: "object", properties: { action: { type: "string" } } } },
+      };
+      const { eval: created, run } = toOpenAIEvalConfig([loose]);
+      const source = run.data_source as { sampling_params?: Record<string, unknown> };
+      const { response_format: _format, ...sampling } = source.sampling_params!;
+      assert.deepEqual(sampling, { temperature: 0.2, top_p: 0.9, seed: 7, max_completion_tokens: 300 });
+      const config = created.data_source_config as unknown as { item_schema: { properties: Record<string, unknown> } };
+      assert.deepEqual(config.item_schema.properties.expected_action, { type: "string" });
+      assert.throws(() => toOpenAIEvalConfig([]), /needs at least one case/);
     });
   });
 
@@ -223,6 +352,26 @@ describe("eval cases", () => {
 
     it("round-trips every case exactly", () => {
       assert.deepEqual(parsePromptfooYaml(text, "cases.yaml"), allCases);
+    });
+
+    it("writes no YAML aliases for values a case holds twice, and reads a file of one test that is not a list", () => {
+      // Kills `aliasDuplicateObjects: false` as true, and parsePromptfooYaml's `[raw]` for a single test.
+      const shared = { variance: 0.017 };
+      const twice = {
+        ...accepted,
+        commitState: shared,
+        provenance: { ...accepted.provenance },
+        rules: [{ id: "r", statement: "s", value: shared }],
+      };
+      const yaml = toPromptfooYaml([twice]);
+      assert.doesNotMatch(yaml, /[&*]a\d/, "no anchors or aliases (readers that do not follow them would see null)");
+      assert.deepEqual(parsePromptfooYaml(yaml, "one.yaml"), [twice]);
+      const single = stringifyYaml((parseYaml(text) as unknown[])[0]);
+      assert.deepEqual(parsePromptfooYaml(single, "single.yaml"), [accepted]);
+    });
+
+    it("names the root when a test is not an object at all", () => {
+      assert.throws(() => parsePromptfooYaml("42\n", "n.yaml"), /n\.yaml test 0 is not a valid eval case:\n {2}- \(root\): /);
     });
 
     it("is a list of promptfoo test cases with string vars, an is-json assert on the schema and an action check", () => {

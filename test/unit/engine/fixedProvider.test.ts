@@ -20,6 +20,8 @@ describe("FixedProvider", () => {
     const p = new FixedProvider("classify", '{"action":"ship"}');
     assert.equal((await p.complete(request("classify"))).text, '{"action":"ship"}');
     assert.equal((await p.complete({ ...request("classify"), callIndex: 3 })).text, '{"action":"ship"}');
+    assert.equal(p.name, "fixed", "the provider an agent call records (inspect shows it)");
+    assert.deepEqual((await p.complete(request("classify"))).meta, { fixed: "classify" }, "says which fixed step answered");
   });
 
   it("refuses another step with MODEL_RESPONSE_MISSING naming both steps", async () => {
@@ -29,7 +31,8 @@ describe("FixedProvider", () => {
         isCasefileError(e) &&
         e.code === "MODEL_RESPONSE_MISSING" &&
         /step "draft"/.test(e.message) &&
-        /answers step "classify" only/.test(e.message),
+        /answers step "classify" only/.test(e.message) &&
+        JSON.stringify(e.details) === JSON.stringify({ step: "draft", hash: "sha256:" + "a".repeat(64), callIndex: 0 }),
     );
   });
 
@@ -38,7 +41,11 @@ describe("FixedProvider", () => {
     ac.abort();
     await assert.rejects(
       new FixedProvider("classify", "{}").complete(request("classify"), ac.signal),
-      (e: unknown) => isCasefileError(e) && e.code === "MODEL_CALL_FAILED",
+      (e: unknown) =>
+        isCasefileError(e) &&
+        e.code === "MODEL_CALL_FAILED" &&
+        e.message === 'step "classify": the call was aborted' &&
+        e.details.step === "classify",
     );
   });
 });

@@ -51,6 +51,8 @@ describe("model choice", () => {
     );
     assert.throws(() => checkPinnedModels(workflow(), "gpt-4o"), /agent step "alsoPinned" pins "o3"/);
     checkPinnedModels(workflow(), undefined);
+    // An empty run model (a cleared setting) is no run model: nothing to conflict with.
+    assert.doesNotThrow(() => checkPinnedModels(workflow(), ""), "an empty run model");
   });
 
   it("withRunModel rewrites unpinned steps, keeps params and the graph hash, and leaves the loaded workflow as it was", () => {

@@ -19,6 +19,7 @@ interface Received {
   url: string;
   headers: IncomingHttpHeaders;
   body: Record<string, unknown>;
+  /** When it arrived (performance.now(): monotonic, for the waits between retries). */
   at: number;
 }
 interface Reply {
@@ -49,7 +50,7 @@ class ChatCompletionsServer {
           url: req.url ?? "",
           headers: req.headers,
           body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
-          at: Date.now(),
+          at: performance.now(),
         };
         this.received.push(received);
         const reply = this.replies.shift() ?? {};
@@ -186,29 +187,35 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     assert.equal("$schema" in format.json_schema.schema, false);
   });
 
-  it("retries a 429 and then succeeds", async () => {
+  /**
+   * The waits between attempts, as the server saw them. Each is at least the wait the client slept
+   * (the first arrival precedes the reply the client waits after), less 1 ms of timer rounding.
+   * Only lower bounds: how much longer a loaded machine takes is not the provider's doing.
+   */
+  const waits = (): number[] => server.received.slice(1).map((r, i) => r.at - server.received[i]!.at);
+
+  it("retries a 429 after the retry-after-ms the server asks for, and then succeeds", async () => {
+    // 1.2 s: longer than the package's own first wait (0.5 s at most), so only the header explains it.
     server.queue({
       status: 429,
       body: { error: { message: "Rate limit reached", type: "rate_limit" } },
-      headers: { "retry-after-ms": "20" },
+      headers: { "retry-after-ms": "1200" },
     });
     server.queue({ body: completion({ model: "gpt-4o-mini" }, answer) });
     const r = await provider().complete(request());
     assert.equal(r.text, answer);
     assert.equal(server.received.length, 2);
     assert.deepEqual(server.received[1]!.body, server.received[0]!.body);
+    assert.ok(waits()[0]! >= 1199, `waited ${waits()[0]} ms, asked for 1200 ms`);
   });
 
-  it("retries a 500 and then succeeds", async () => {
-    server.queue({
-      status: 500,
-      body: { error: { message: "upstream exploded" } },
-      headers: { "retry-after-ms": "20" },
-    });
+  it("retries a 500 after the retry-after seconds the server asks for, and then succeeds", async () => {
+    server.queue({ status: 500, body: { error: { message: "upstream exploded" } }, headers: { "retry-after": "1" } });
     server.queue({ body: completion({ model: "gpt-4o-mini" }, answer) });
     const r = await provider().complete(request());
     assert.equal(r.text, answer);
     assert.equal(server.received.length, 2);
+    assert.ok(waits()[0]! >= 999, `waited ${waits()[0]} ms, asked for 1 s`);
   });
 
   it("backs off exponentially when the server gives no retry-after", async () => {
@@ -216,11 +223,11 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     server.queue({ body: completion({ model: "gpt-4o-mini" }, answer) });
     await provider().complete(request());
     assert.equal(server.received.length, 3);
-    const [a, b, c] = server.received.map((x) => x.at) as [number, number, number];
-    // Package schedule: 0.5 s then 1 s, each with up to 25 % jitter off.
-    assert.ok(b - a >= 300, `first wait ${b - a} ms`);
-    assert.ok(c - b >= 650, `second wait ${c - b} ms`);
-    assert.ok(c - b > b - a, `waits ${b - a} ms then ${c - b} ms`);
+    // The package's schedule: 0.5 s then 1 s, each less up to 25 % jitter, so at least 375 and
+    // 750 ms; the second at least is longer than the first can ever be.
+    const [first, second] = waits() as [number, number];
+    assert.ok(first >= 374, `first wait ${first} ms, at least 375 ms expected`);
+    assert.ok(second >= 749, `second wait ${second} ms, at least 750 ms expected (doubled)`);
   });
 
   it("gives up after maxRetries with MODEL_CALL_FAILED naming the step and the status", async () => {
@@ -241,6 +248,25 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
       return true;
     });
     assert.equal(server.received.length, 2);
+  });
+
+  it("refuses a completion with no choices as MODEL_CALL_FAILED, naming the step and the server", async () => {
+    server.queue({ body: { ...(completion({ model: "gpt-4o-mini" }, answer) as object), choices: [] } });
+    await assert.rejects(provider().complete(request()), (e: unknown) => {
+      assert.ok(isCasefileError(e), "a typed error");
+      assert.equal(e.code, "MODEL_CALL_FAILED");
+      assert.match(e.message, /^step "classify invoice": http:\/\/127\.0\.0\.1:\d+\/v1 answered with no choices$/);
+      assert.deepEqual(e.details, { step: "classify invoice" });
+      return true;
+    });
+  });
+
+  it("refuses to be made without an API key, as USAGE", () => {
+    assert.throws(
+      () => new OpenAICompatibleProvider({ apiKey: "" }),
+      (e: unknown) =>
+        isCasefileError(e) && e.code === "USAGE" && e.message === "the OpenAI-compatible provider needs an API key; none was given",
+    );
   });
 
   it("does not retry a 400", async () => {

@@ -137,6 +137,9 @@ describe("ScriptedProvider", () => {
         { step: "classify", response: "ok" },
         { step: "classify", hash: "md5:abc", response: "x" },
         { step: "", call: -1, response: 3 },
+        // A hash with something before it (the regex is anchored at both ends).
+        { step: "classify", hash: "x" + hashA, response: "y" },
+        { step: "classify", hash: hashA + "0", response: "z" },
       ],
     });
     await assert.rejects(new ScriptedProvider(file).complete(request("classify", hashA)), (e: unknown) => {
@@ -147,6 +150,8 @@ describe("ScriptedProvider", () => {
       assert.match(e.message, /responses\[2\]\.step/);
       assert.match(e.message, /responses\[2\]\.call/);
       assert.match(e.message, /responses\[2\]\.response/);
+      assert.match(e.message, /responses\[3\]\.hash: expected sha256:/);
+      assert.match(e.message, /responses\[4\]\.hash: expected sha256:/);
       return true;
     });
   });

@@ -32,6 +32,8 @@ interface Hook {
   calls: { messages: readonly ChatMessage[]; info: SummariseInfo }[];
   /** What the hook keeps of the notes: the first sentence by default. */
   keep?: (notes: string) => string;
+  /** Instead of messages, what a broken hook returns. */
+  returns?: unknown;
 }
 
 function claimWorkflow(text: string, budget: AgentSpec["budget"], hook?: Hook): Workflow {
@@ -65,6 +67,7 @@ function claimWorkflow(text: string, budget: AgentSpec["budget"], hook?: Hook): 
           ? {
               summarise(messages: readonly ChatMessage[], info: SummariseInfo) {
                 hook.calls.push({ messages, info });
+                if ("returns" in hook) return hook.returns as ChatMessage[];
                 const keep = hook.keep ?? ((n: string) => n.slice(0, n.indexOf(".") + 1) + " (notes summarised)");
                 return messages.map((m) =>
                   m.role === "user" ? { role: m.role, content: m.content.replace(/Notes: .*$/s, `Notes: ${keep(text)}`) } : m,
@@ -197,6 +200,15 @@ describe("summarising the working context", () => {
     assert.equal(call, undefined, "no model call was made or recorded");
     const claim = store!.readValues(store!.latestCheckpoint(result.runId)!.keys).claim as unknown as Fact<z.infer<typeof Claim>>;
     assert.equal(claim.value.notes, notes(200), "the fact is whole");
+  });
+  it("a summarise hook that returns no array of messages fails the step as INVALID_WORKFLOW, naming it", async () => {
+    // Kills the mutants of agentStep.ts's `Array.isArray(shorter)` check (no test reached it).
+    const hook: Hook = { calls: [], returns: "shorter, I promise" };
+    const unreachable = new ScriptedProvider(path.join(dir, "no-such-fixture.json"));
+    const { result } = await run(claimWorkflow(notes(200), { soft: 300, hard: 600 }, hook), "case.casefile", unreachable);
+    assert.equal(result.status, "failed");
+    assert.equal(result.error?.code, "INVALID_WORKFLOW");
+    assert.equal(result.error?.message, 'executor "propose" failed: step "propose": summarise returned no array of messages');
   });
 });
 

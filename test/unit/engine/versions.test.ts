@@ -174,6 +174,12 @@ describe("versions: messages for removed executors", () => {
     const routed = await engine(without(2, { 2: { messages: { second: "third" } } }))((e) => e.resume(failed.checkpointId));
     assert.equal(routed.status, "completed");
     assert.match(routed.warnings.join("\n"), /routed a pending message for removed executor "second" \(from "first"\) to "third"/);
+    assert.ok(
+      routed.warnings.includes(
+        `graph of "pipeline" changed since checkpoint "${failed.checkpointId}"; executors added: third; executors removed: second`,
+      ),
+      `the graph change is named, executor by executor: ${routed.warnings.join(" | ")}`,
+    );
     const done = await onDisk((s) => s.readValues(s.latestCheckpoint(routed.runId)!.keys).done);
     assert.equal(done, 'third got "to second"');
 

@@ -3,9 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "nod
 import os from "node:os";
 import path from "node:path";
 import { openCaseFile } from "../../../src/casefile/index";
-import { caseIdOf, defaultCaseFile } from "../../../src/engine/caseName";
 import { isCasefileError } from "../../../src/engine/errors";
-import { z } from "../../../src/engine/index";
 import { runSession } from "../../../src/runner/session";
 
 /**
@@ -87,18 +85,5 @@ describe("case naming: one case file per case", () => {
     });
     assert.equal(result.caseFile, path.join(dir, "runs", "all", "INV-7.casefile"));
     assert.ok(existsSync(result.caseFile), `the case file ${result.caseFile} exists`);
-  });
-
-  it("makes an id safe for a file name and names the workflow when caseId gives nothing", () => {
-    const spec = { name: "w", input: z.object({ id: z.string() }), caseId: (i: { id: string }) => i.id };
-    assert.equal(caseIdOf(spec, { id: "a/b:c" }), "a_b_c");
-    assert.equal(caseIdOf(spec, { id: "../x" }), "__x");
-    assert.throws(
-      () => caseIdOf({ name: "w", caseId: () => "  " }, {}),
-      (e: unknown) => isCasefileError(e) && e.code === "INVALID_INPUT" && /caseId of workflow "w"/.test(e.message),
-    );
-    assert.equal(caseIdOf({ name: "w" }, {}), undefined);
-    assert.equal(defaultCaseFile("/p/flow.ts", undefined), "/p/flow.casefile");
-    assert.equal(defaultCaseFile("/p/flow.ts", "C-1"), "/p/cases/C-1.casefile");
   });
 });
