@@ -35,7 +35,8 @@ import type { ProviderConfig, RunCommand, RunnerToHost } from "../protocol/runne
 import { startRunner as forkRunner, type RunnerHandle } from "../runner/client";
 import { Breakpoints, samePath, type BoundBreakpoint } from "./breakpoints";
 import { messageFor, messagesOf, runOf, stepOfExecutor, stepOfSuperstep } from "./caseView";
-import { evaluate, text } from "./expression";
+import { evaluate } from "./expression";
+import { narrate, type RunEvent } from "./narration";
 import { scanExecutors, type ExecutorSource } from "./executorSources";
 
 /**
@@ -348,70 +349,17 @@ export class CasefileDebugSession extends LoggingDebugSession {
     }
   }
 
-  private onEvent(e: Extract<RunnerToHost, { type: "event" }>["event"], live: Live): void {
+  /** Every event the runner streams: the case file has changed; the narration goes to the Debug Console. */
+  private onEvent(e: RunEvent, live: Live): void {
     this.storeStale = true;
     if (live.runId !== e.runId) {
       live.runId = e.runId;
       this.threadOf(e.runId);
     }
-    const data = (e.data ?? {}) as Record<string, Json>;
-    const says = (filter: ExceptionFilter, description: string): void => {
-      live.exceptions.push({ filter, description });
-    };
-    switch (e.type) {
-      case "run_started": {
-        const branch = data.branchOf as { run?: string; checkpoint?: string } | null | undefined;
-        if (branch?.run) {
-          const patched = Array.isArray(data.patched) && data.patched.length ? ` with edited ${data.patched.join(", ")}` : "";
-          this.console(
-            `branch run ${e.runId} of ${branch.run}, from checkpoint ${branch.checkpoint}${patched}: the parent run is unchanged`,
-          );
-        } else this.console(`run ${e.runId} started`);
-        return;
-      }
-      case "run_resumed":
-        this.console(`run ${e.runId} goes on from checkpoint ${String(data.from)}`);
-        return;
-      case "superstep_started":
-        this.console(`#${e.superstep} ${(data.executors as string[] | undefined)?.join(", ") ?? ""}`);
-        return;
-      case "step_completed":
-        if (data.kind === "commit" || data.kind === "agent") live.judged = true;
-        return;
-      case "step_failed":
-        says("stepFailed", `step ${String(data.executor)} failed: ${describe(data.error)}`);
-        this.console(`#${e.superstep} ${String(data.executor)} failed: ${describe(data.error)}`, "stderr");
-        return;
-      case "request_waiting":
-        says("waitingForPerson", `${String(data.executor)} waits for a person: ${(data.prompt as { title?: string } | null)?.title ?? ""}`);
-        return;
-      case "intent":
-        // The effect's check found the live record changed: in a field it relies on (replanning) or not (it goes on, logged).
-        if (data.status === "needs_replanning" || /drift/.test(String(data.what)))
-          says("drift", `effect ${String(data.executor)}: the record changed under it (${String(data.what ?? data.status)})`);
-        return;
-      case "extract":
-        if (data.stale === true) says("drift", `extract "${String(data.key)}" went stale: ${String(data.reason)}`);
-        return;
-      case "warning":
-        this.console(`warning: ${String(data.message)}`, "stderr");
-        return;
-      case "output":
-        this.console(`output of ${String(data.executor)}: ${JSON.stringify(data.output)}`);
-        return;
-      case "run_failed":
-      case "run_needs_replanning":
-        if (e.type === "run_needs_replanning") says("drift", `run ${e.runId} needs replanning: ${describe(data.error)}`);
-        this.console(`run ${e.runId} ${e.type === "run_failed" ? "failed" : "needs replanning"}: ${describe(data.error)}`, "stderr");
-        return;
-      case "run_completed":
-      case "run_waiting":
-      case "run_stopped":
-        this.console(`run ${e.runId} ${e.type.slice(4)} at checkpoint ${String(data.checkpoint)}`);
-        return;
-      default:
-        return;
-    }
+    const said = narrate(e);
+    for (const line of said.lines) this.console(line.text, line.category);
+    live.exceptions.push(...said.exceptions);
+    if (said.judged) live.judged = true;
   }
 
   /** A boundary: stop here (and say why), or let the runner run the next superstep. */
@@ -1122,11 +1070,6 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
 function launchError(attribute: string, message: string): Error & { code: string } {
   return Object.assign(new Error(`launch attribute "${attribute}": ${message}`), { code: "INVALID_LAUNCH" });
-}
-
-function describe(error: Json | undefined): string {
-  const e = error as { code?: string; message?: string } | null | undefined;
-  return e?.code ? `${e.code}: ${e.message ?? ""}` : text(error);
 }
 
 /** A value as one line in the Variables view: scalars as JSON, objects and arrays abbreviated. */
