@@ -1,4 +1,3 @@
-import { fork, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import {
@@ -25,14 +24,12 @@ import {
   ExecutorDebuggerAttachedSchema,
   INSPECTOR_EVENT,
   LaunchArgumentsSchema,
-  PatchCheckResultSchema,
   type ExceptionFilter,
-  type InspectorEvent,
   type LaunchArguments,
-  type PatchCheckResult,
 } from "../protocol/debug";
 import type { ProviderConfig, RunCommand, RunnerToHost } from "../protocol/runner";
-import { startRunner as forkRunner, type RunnerHandle } from "../runner/client";
+import type { RunnerOutcome } from "../runner/client";
+import { PatchChecker, RunnerLink } from "./runnerLink";
 import { Breakpoints, samePath, type BoundBreakpoint } from "./breakpoints";
 import { messageFor, messagesOf, runOf, stepOfExecutor, stepOfSuperstep } from "./caseView";
 import { evaluate } from "./expression";
@@ -79,24 +76,6 @@ export interface CasefileDebugSessionOptions {
 /** What going forwards is for: it decides what the next boundary does. */
 type Intent = "continue" | "step" | "pause" | "entry" | "restart";
 
-interface Live {
-  handle: RunnerHandle;
-  runId?: string;
-  /** Set while the runner waits at a boundary. */
-  paused?: { checkpoint: string; superstep: number; executors: string[] };
-  boundaries: number;
-  /** The first boundary of a runner started from a stop is where the user already was: breakpoints there do not hit again. */
-  skipFirst: boolean;
-  /** Stopped on purpose to go on elsewhere (a branch, a restart): its end is not the session's. */
-  handedOff: boolean;
-  /** Exception filters that fired since the last boundary. */
-  exceptions: { filter: ExceptionFilter; description: string }[];
-  /** Commit or agent steps completed since the last boundary (for the proposal filter). */
-  judged: boolean;
-  /** Set when supersteps wait for a JavaScript debugger to attach (waitForExecutorDebugger): resolves once it has, or on timeout. */
-  executorDebugger?: { ready: Promise<void>; attached: () => void };
-}
-
 /** A variables container: the JSON it shows, and for state, the key and path an edit goes to. */
 interface Container {
   value: Json;
@@ -124,7 +103,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
   private configured!: () => void;
   private readonly configurationDone = new Promise<void>((r) => (this.configured = r));
 
-  private live?: Live;
+  private live?: RunnerLink;
   private intent: Intent = "continue";
   /** What the debugger shows: a checkpoint, live (the runner waits there) or from history. */
   private view?: { runId: string; checkpoint: string };
@@ -138,11 +117,12 @@ export class CasefileDebugSession extends LoggingDebugSession {
   private readonly threads = new Map<string, number>();
   private readonly containers = new Handles<Container>();
   private readonly frames = new Handles<FrameRef>();
-  private checker?: { child: ChildProcess; next: number; waiting: Map<number, (r: PatchCheckResult) => void> };
+  private readonly checker: PatchChecker;
   private ended = false;
 
   constructor(private readonly opts: CasefileDebugSessionOptions) {
     super();
+    this.checker = new PatchChecker({ runnerPath: opts.runnerPath, env: opts.env ?? process.env });
     this.setDebuggerLinesStartAt1(true);
     this.setDebuggerColumnsStartAt1(true);
   }
@@ -258,64 +238,40 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   // ---------------------------------------------------------------- the runner
 
-  /** Forks the runner for one command, in step mode: every boundary comes back to onPaused. */
+  /** Starts the runner for one command, in step mode: every boundary comes back to onPaused. */
   private startRunner(command: RunCommand, opts: { skipFirst: boolean }): void {
     const a = this.args!;
     const provider = a.provider ?? this.opts.defaults?.provider;
-    const budget = a.tokenBudget ?? this.opts.defaults?.tokenBudget;
+    const tokenBudget = a.tokenBudget ?? this.opts.defaults?.tokenBudget;
     this.storeStale = true;
-    const live = { boundaries: 0, skipFirst: opts.skipFirst, handedOff: false, exceptions: [], judged: false } as unknown as Live;
-    live.handle = forkRunner({
-      runnerPath: this.opts.runnerPath,
-      command,
-      stepMode: true,
-      ...(provider ? { provider } : {}),
-      ...(budget ? { defaultBudget: { hard: budget } } : {}),
-      env: this.opts.env ?? process.env,
-      cwd: path.dirname(this.workflowFile),
-      ...(a.debugExecutorCode ? { execArgv: ["--inspect=127.0.0.1:0"] } : {}),
-      onStderr: (t) => this.onStderr(t, live),
-      onMessage: (m) => this.onRunner(m, live),
-      onInvalid: (problem) => this.console(`runner: ${problem}`, "stderr"),
-    });
+    const live = new RunnerLink(
+      {
+        runnerPath: this.opts.runnerPath,
+        env: this.opts.env ?? process.env,
+        command,
+        workflowFile: this.workflowFile,
+        ...(provider ? { provider } : {}),
+        ...(tokenBudget ? { tokenBudget } : {}),
+        inspect: a.debugExecutorCode === true,
+        ...(this.opts.waitForExecutorDebugger ? { waitForDebuggerMs: this.opts.executorDebuggerTimeoutMs ?? 30_000 } : {}),
+        skipFirst: opts.skipFirst,
+      },
+      {
+        console: (line, category) => this.console(line, category),
+        inspector: (body) => this.sendEvent(new DapEvent(INSPECTOR_EVENT, body)),
+        message: (m, link) => this.onRunner(m, link),
+        ended: (link, outcome) => void this.onRunnerEnded(link, outcome),
+      },
+    );
     this.live = live;
-    if (a.debugExecutorCode && this.opts.waitForExecutorDebugger) {
-      let attached!: () => void;
-      const ready = new Promise<void>((r) => (attached = r));
-      const ms = this.opts.executorDebuggerTimeoutMs ?? 30_000;
-      const timer = setTimeout(() => {
-        this.console(
-          `executor code: no debugger attached to the runner within ${ms / 1000} s: breakpoints in executor code may not bind`,
-          "stderr",
-        );
-        attached();
-      }, ms);
-      void ready.then(() => clearTimeout(timer));
-      void live.handle.finished.then(() => attached());
-      live.executorDebugger = { ready, attached };
-    }
     if (live.handle.pid !== undefined) {
       this.sendEvent(
         new DapEvent("process", { name: this.workflowFile, systemProcessId: live.handle.pid, isLocalProcess: true, startMethod: "launch" }),
       );
     }
-    void live.handle.finished.then((outcome) => this.onRunnerEnded(live, outcome));
   }
 
-  private onStderr(textIn: string, live: Live): void {
-    for (const line of textIn.split("\n")) {
-      const m = /Debugger listening on (ws:\/\/([\d.]+):(\d+)\/\S+)/.exec(line);
-      if (m) {
-        const body: InspectorEvent = { url: m[1]!, host: m[2]!, port: Number(m[3]), ...(live.handle.pid ? { pid: live.handle.pid } : {}) };
-        this.sendEvent(new DapEvent(INSPECTOR_EVENT, body));
-        this.console(`executor code: the runner's inspector listens on ${m[2]}:${m[3]}`);
-      } else if (line.trim() && !/^(For help, see|Debugger attached|Waiting for the debugger)/.test(line.trim())) {
-        this.console(line, "stderr");
-      }
-    }
-  }
-
-  private onRunner(m: RunnerToHost, live: Live): void {
+  private onRunner(m: RunnerToHost, live: RunnerLink): void {
     switch (m.type) {
       case "ready":
         return;
@@ -350,7 +306,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
   }
 
   /** Every event the runner streams: the case file has changed; the narration goes to the Debug Console. */
-  private onEvent(e: RunEvent, live: Live): void {
+  private onEvent(e: RunEvent, live: RunnerLink): void {
     this.storeStale = true;
     if (live.runId !== e.runId) {
       live.runId = e.runId;
@@ -363,7 +319,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
   }
 
   /** A boundary: stop here (and say why), or let the runner run the next superstep. */
-  private async onBoundary(live: Live): Promise<void> {
+  private async onBoundary(live: RunnerLink): Promise<void> {
     if (this.live !== live || !live.paused) return;
     const at = live.paused;
     const first = live.boundaries++ === 0;
@@ -381,7 +337,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
       if (extra.hitBreakpointIds) ev.body.hitBreakpointIds = extra.hitBreakpointIds;
       this.sendEvent(ev);
     };
-    const go = (): void => this.release(live);
+    const go = (): void => live.release();
 
     if (this.intent === "pause") return stop("pause");
     if (first && this.intent === "entry") return stop("entry");
@@ -437,7 +393,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
   }
 
   /** The runner exited: the run ended (completed, waiting, failed, stopped) or was handed off. */
-  private async onRunnerEnded(live: Live, outcome: Awaited<RunnerHandle["finished"]>): Promise<void> {
+  private async onRunnerEnded(live: RunnerLink, outcome: RunnerOutcome): Promise<void> {
     this.storeStale = true;
     if (this.live === live) this.live = undefined;
     if (live.handedOff || this.ended) return;
@@ -471,7 +427,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     this.sendEvent(new TerminatedEvent());
   }
 
-  private async answerModel(m: Extract<RunnerToHost, { type: "modelRequest" }>, live: Live): Promise<void> {
+  private async answerModel(m: Extract<RunnerToHost, { type: "modelRequest" }>, live: RunnerLink): Promise<void> {
     const answer = this.opts.answerModelRequest
       ? await this.opts.answerModelRequest(m.request).catch((e: Error) => ({ ok: false as const, error: e.message }))
       : { ok: false as const, error: "the vscode-lm provider needs the editor: this debug adapter has no language model (set `provider`)" };
@@ -494,7 +450,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     this.containers.reset();
     if (live && atLive && !edited && !opts.branch) {
       live.paused = undefined;
-      this.release(live);
+      live.release();
       return undefined;
     }
     if (!from) return "there is no checkpoint to go on from";
@@ -528,14 +484,6 @@ export class CasefileDebugSession extends LoggingDebugSession {
     return undefined;
   }
 
-  /** Lets the runner run its next superstep: at once, or once a JavaScript debugger is attached to it (waitForExecutorDebugger). */
-  private release(live: Live): void {
-    if (!live.executorDebugger) return live.handle.control("step");
-    void live.executorDebugger.ready.then(() => {
-      if (this.live === live && !live.handedOff) live.handle.control("step");
-    });
-  }
-
   /** `casefile/executorDebuggerAttached`: the client's JavaScript debugger is attached to the runner with this pid. */
   protected override customRequest(command: string, response: DebugProtocol.Response, args: unknown): void {
     if (command !== EXECUTOR_DEBUGGER_ATTACHED) return super.customRequest(command, response, args);
@@ -543,20 +491,14 @@ export class CasefileDebugSession extends LoggingDebugSession {
     if (!parsed.success)
       return this.refuse(response, "INVALID_REQUEST", `${command} needs the runner's pid: ${parsed.error.issues[0]!.message}`);
     const live = this.live;
-    if (live?.handle.pid === parsed.data.pid && live.executorDebugger) {
+    if (live?.debuggerAttached(parsed.data.pid))
       this.console(`executor code: a debugger is attached to the runner (pid ${parsed.data.pid})`);
-      live.executorDebugger.attached();
-    }
     this.sendResponse(response);
   }
 
   /** Stops the live runner to go on elsewhere; the run it ran ends `stopped` at its checkpoint (resumable). */
-  private async handOff(live: Live): Promise<void> {
-    live.handedOff = true;
-    live.handle.control("stop");
-    const killer = setTimeout(() => live.handle.kill("SIGKILL"), 30_000);
-    await live.handle.finished;
-    clearTimeout(killer);
+  private async handOff(live: RunnerLink): Promise<void> {
+    await live.stop();
     if (this.live === live) this.live = undefined;
     this.storeStale = true;
   }
@@ -621,8 +563,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   protected override async disconnectRequest(response: DebugProtocol.DisconnectResponse): Promise<void> {
     await this.stopRunner();
-    this.checker?.child.kill();
-    this.checker = undefined;
+    this.checker.close();
     this.store?.close();
     this.store = undefined;
     this.ended = true;
@@ -633,11 +574,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
   private async stopRunner(): Promise<void> {
     const live = this.live;
     if (!live) return;
-    live.handedOff = true;
-    live.handle.control("stop");
-    const killer = setTimeout(() => live.handle.kill("SIGKILL"), 30_000);
-    const outcome = await live.handle.finished;
-    clearTimeout(killer);
+    const outcome = await live.stop();
     this.live = undefined;
     this.storeStale = true;
     if (outcome.done)
@@ -864,7 +801,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     const cp = store.getCheckpoint(view.checkpoint)!;
     const current = this.viewValues(store, cp);
     const next = at.length ? setAt(structuredClone(current[key] ?? null), at, value) : value;
-    const result = await this.checkPatch({ [key]: next });
+    const result = await this.checker.check(this.workflowFile, { [key]: next });
     if (result.error) return this.refuse(response, result.error.code, `cannot check the edit: ${result.error.message}`);
     const problem = result.problems[0];
     if (problem) {
@@ -1021,38 +958,6 @@ export class CasefileDebugSession extends LoggingDebugSession {
       this.sendEvent(new ThreadEvent("started", id));
     }
     return id;
-  }
-
-  /** Checks a patch with the keys' schemas, in the patch checker (dist/runner.js --check-patch), started once. */
-  private checkPatch(patch: Record<string, Json>): Promise<PatchCheckResult> {
-    if (!this.checker) {
-      const child = fork(this.opts.runnerPath, ["--check-patch"], {
-        execArgv: [],
-        env: this.opts.env ?? process.env,
-        cwd: path.dirname(this.workflowFile),
-        stdio: ["ignore", "ignore", "pipe", "ipc"],
-        serialization: "json",
-      });
-      const checker = { child, next: 1, waiting: new Map<number, (r: PatchCheckResult) => void>() };
-      child.on("message", (raw) => {
-        const parsed = PatchCheckResultSchema.safeParse(raw);
-        if (!parsed.success) return;
-        checker.waiting.get(parsed.data.id)?.(parsed.data);
-        checker.waiting.delete(parsed.data.id);
-      });
-      child.on("exit", () => {
-        for (const [id, resolve] of checker.waiting)
-          resolve({ type: "checked", id, problems: [], error: { code: "RUNNER_CRASHED", message: "the patch checker exited" } });
-        if (this.checker === checker) this.checker = undefined;
-      });
-      this.checker = checker;
-    }
-    const checker = this.checker;
-    const id = checker.next++;
-    return new Promise((resolve) => {
-      checker.waiting.set(id, resolve);
-      checker.child.send({ type: "check", id, workflowPath: this.workflowFile, patch });
-    });
   }
 
   private console(line: string, category: "console" | "stderr" | "stdout" = "console"): void {
