@@ -16,7 +16,7 @@ import {
   Event as DapEvent,
 } from "@vscode/debugadapter";
 import type { DebugProtocol } from "@vscode/debugprotocol";
-import { openCaseFile, type SqlJsStore } from "../casefile/index";
+import type { SqlJsStore } from "../casefile/index";
 import type { Checkpoint, Json } from "../engine/records";
 import {
   EXCEPTION_FILTERS,
@@ -31,6 +31,7 @@ import type { ProviderConfig, RunCommand, RunnerToHost } from "../protocol/runne
 import type { RunnerOutcome } from "../runner/client";
 import { PatchChecker, RunnerLink } from "./runnerLink";
 import { Breakpoints, samePath, type BoundBreakpoint } from "./breakpoints";
+import { CaseReader } from "./caseReader";
 import { messageFor, messagesOf, runOf, stepOfExecutor, stepOfSuperstep } from "./caseView";
 import { evaluate } from "./expression";
 import { narrate, type RunEvent } from "./narration";
@@ -111,9 +112,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
   private patch: Record<string, Json> = {};
   private lastException?: { filter: ExceptionFilter; description: string };
 
-  private store?: SqlJsStore;
-  private storeStale = true;
-  private readonly valuesCache = new Map<string, Record<string, Json>>();
+  private readonly reader = new CaseReader(() => this.caseFile);
   private readonly threads = new Map<string, number>();
   private readonly containers = new Handles<Container>();
   private readonly frames = new Handles<FrameRef>();
@@ -204,7 +203,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     let recorded: string | undefined;
     if (args.resumeFrom) {
       if (!existsSync(this.caseFile)) throw launchError("resumeFrom.caseFile", `no case file at ${this.caseFile}`);
-      const store = await this.snapshot();
+      const store = await this.reader.snapshot();
       const cp = store.getCheckpoint(args.resumeFrom.checkpoint);
       if (!cp) {
         const runs = store.listRuns().map((r) => r.id);
@@ -243,7 +242,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     const a = this.args!;
     const provider = a.provider ?? this.opts.defaults?.provider;
     const tokenBudget = a.tokenBudget ?? this.opts.defaults?.tokenBudget;
-    this.storeStale = true;
+    this.reader.stale();
     const live = new RunnerLink(
       {
         runnerPath: this.opts.runnerPath,
@@ -307,7 +306,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   /** Every event the runner streams: the case file has changed; the narration goes to the Debug Console. */
   private onEvent(e: RunEvent, live: RunnerLink): void {
-    this.storeStale = true;
+    this.reader.stale();
     if (live.runId !== e.runId) {
       live.runId = e.runId;
       this.threadOf(e.runId);
@@ -348,7 +347,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
     const fired = exceptions.filter((x) => this.filters.has(x.filter));
     if (this.filters.has("proposalRejected") && judged) {
-      const rejected = await this.rejectedAt(live.runId!, at.superstep);
+      const rejected = await this.reader.rejectedAt(live.runId!, at.superstep);
       if (rejected) fired.unshift({ filter: "proposalRejected", description: rejected });
     }
     if (this.filters.has("beforeEffect")) {
@@ -373,28 +372,19 @@ export class CasefileDebugSession extends LoggingDebugSession {
   private async checkBreakpoints(checkpoint: string, executors: readonly string[], count: boolean) {
     let scope: ((executor: string) => { state: unknown; message: unknown }) | undefined;
     if (this.breakpoints.needsScope(executors)) {
-      const store = await this.snapshot();
+      const store = await this.reader.snapshot();
       const cp = store.getCheckpoint(checkpoint);
       if (cp) {
-        const state = this.valuesAt(store, cp);
+        const state = this.reader.valuesAt(store, cp);
         scope = (executor) => ({ state, message: messageFor(cp, executor) ?? null });
       }
     }
     return this.breakpoints.check({ executors, ...(scope ? { scope } : {}) }, { count });
   }
 
-  /** The verdict or rejection a proposal got in this superstep, said in a line; undefined when accepted. */
-  private async rejectedAt(runId: string, superstep: number): Promise<string | undefined> {
-    const store = await this.snapshot();
-    const verdict = store.listVerdicts(runId).find((v) => v.superstep === superstep && v.verdict !== "accepted");
-    if (verdict) return `${verdict.executor}: proposal ${verdict.verdict}: ${verdict.reason}`;
-    const call = store.listAgentCalls(runId).find((c) => c.superstep === superstep && c.rejection);
-    return call ? `${call.executor}: proposal rejected: ${call.rejection!.code}: ${call.rejection!.message}` : undefined;
-  }
-
   /** The runner exited: the run ended (completed, waiting, failed, stopped) or was handed off. */
   private async onRunnerEnded(live: RunnerLink, outcome: RunnerOutcome): Promise<void> {
-    this.storeStale = true;
+    this.reader.stale();
     if (this.live === live) this.live = undefined;
     if (live.handedOff || this.ended) return;
     const done = outcome.done;
@@ -405,7 +395,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     // A run that ends failed, waiting or needing replanning stops (when its filter is on) at its last checkpoint.
     const exceptions = live.exceptions.filter((x) => this.filters.has(x.filter));
     if (done && exceptions.length && live.runId) {
-      const store = await this.snapshot();
+      const store = await this.reader.snapshot();
       const latest = store.latestCheckpoint(live.runId);
       if (latest) {
         this.showCheckpoint(live.runId, latest.id);
@@ -454,7 +444,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
       return undefined;
     }
     if (!from) return "there is no checkpoint to go on from";
-    const store = await this.snapshot();
+    const store = await this.reader.snapshot();
     const cp = store.getCheckpoint(from);
     if (!cp) return `checkpoint ${from} is not in the case file`;
     if (cp.pending.length === 0 && !edited && !opts.branch) {
@@ -500,7 +490,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
   private async handOff(live: RunnerLink): Promise<void> {
     await live.stop();
     if (this.live === live) this.live = undefined;
-    this.storeStale = true;
+    this.reader.stale();
   }
 
   protected override async continueRequest(response: DebugProtocol.ContinueResponse): Promise<void> {
@@ -564,8 +554,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
   protected override async disconnectRequest(response: DebugProtocol.DisconnectResponse): Promise<void> {
     await this.stopRunner();
     this.checker.close();
-    this.store?.close();
-    this.store = undefined;
+    this.reader.close();
     this.ended = true;
     this.sendResponse(response);
   }
@@ -576,7 +565,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     if (!live) return;
     const outcome = await live.stop();
     this.live = undefined;
-    this.storeStale = true;
+    this.reader.stale();
     if (outcome.done)
       this.console(`run ${outcome.done.runId} ${outcome.done.status}: resumable from its last checkpoint in ${outcome.done.caseFile}`);
   }
@@ -584,8 +573,8 @@ export class CasefileDebugSession extends LoggingDebugSession {
   // ---------------------------------------------------------------- going back
 
   protected override async stepBackRequest(response: DebugProtocol.StepBackResponse): Promise<void> {
-    const store = await this.snapshot();
-    const prev = this.view && this.previous(store, this.view.checkpoint);
+    const store = await this.reader.snapshot();
+    const prev = this.view && this.reader.previous(store, this.view.checkpoint);
     this.sendResponse(response);
     if (!prev) return this.stoppedAtView("step", "already at the run's first checkpoint");
     this.showCheckpoint(prev.runId, prev.id);
@@ -593,9 +582,9 @@ export class CasefileDebugSession extends LoggingDebugSession {
   }
 
   protected override async reverseContinueRequest(response: DebugProtocol.ReverseContinueResponse): Promise<void> {
-    const store = await this.snapshot();
+    const store = await this.reader.snapshot();
     this.sendResponse(response);
-    let at = this.view && this.previous(store, this.view.checkpoint);
+    let at = this.view && this.reader.previous(store, this.view.checkpoint);
     let first = at;
     while (at) {
       const hit = await this.checkBreakpoints(at.id, [...new Set(at.pending.map((m) => m.to))], false);
@@ -604,18 +593,10 @@ export class CasefileDebugSession extends LoggingDebugSession {
         return this.stoppedAtView("breakpoint", undefined, hit.stop);
       }
       first = at;
-      at = this.previous(store, at.id);
+      at = this.reader.previous(store, at.id);
     }
     if (first) this.showCheckpoint(first.runId, first.id);
     this.stoppedAtView("entry", "no breakpoint before: the run's first checkpoint");
-  }
-
-  /** The checkpoint before this one in its run, or for a branch's first, the one it was forked from. */
-  private previous(store: SqlJsStore, id: string): Checkpoint | undefined {
-    const cp = store.getCheckpoint(id);
-    if (!cp) return undefined;
-    if (cp.parentId) return store.getCheckpoint(cp.parentId);
-    return undefined;
   }
 
   private stoppedAtView(reason: string, description?: string, hit?: BoundBreakpoint[]): void {
@@ -659,7 +640,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
       response.body = { stackFrames: [], totalFrames: 0 };
       return this.sendResponse(response);
     }
-    const store = await this.snapshot();
+    const store = await this.reader.snapshot();
     const cp = store.getCheckpoint(view.checkpoint);
     if (!cp) return this.refuse(response, "UNKNOWN_CHECKPOINT", `checkpoint ${view.checkpoint} is not in the case file`);
     const source = new Source(path.basename(this.workflowFile), this.convertDebuggerPathToClient(this.workflowFile));
@@ -707,7 +688,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
   protected override async scopesRequest(response: DebugProtocol.ScopesResponse, args: DebugProtocol.ScopesArguments): Promise<void> {
     const frame = this.frames.get(args.frameId);
     if (!frame) return this.refuse(response, "UNKNOWN_FRAME", `no frame ${args.frameId}`);
-    const store = await this.snapshot();
+    const store = await this.reader.snapshot();
     const cp = store.getCheckpoint(frame.checkpoint);
     if (!cp) return this.refuse(response, "UNKNOWN_CHECKPOINT", `checkpoint ${frame.checkpoint} is not in the case file`);
     const state = this.viewValues(store, cp);
@@ -797,7 +778,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
         `state "${key}" at "${[key, ...at].join(".")}": ${JSON.stringify(args.value)} is not JSON (write strings in quotes)`,
       );
     }
-    const store = await this.snapshot();
+    const store = await this.reader.snapshot();
     const cp = store.getCheckpoint(view.checkpoint)!;
     const current = this.viewValues(store, cp);
     const next = at.length ? setAt(structuredClone(current[key] ?? null), at, value) : value;
@@ -823,7 +804,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     const view = this.view;
     if (!view) return this.refuse(response, "NOT_PAUSED", "evaluate needs a paused run");
     const frame = args.frameId !== undefined ? this.frames.get(args.frameId) : undefined;
-    const store = await this.snapshot();
+    const store = await this.reader.snapshot();
     const cp = store.getCheckpoint(frame?.checkpoint ?? view.checkpoint);
     if (!cp) return this.refuse(response, "UNKNOWN_CHECKPOINT", "the checkpoint is not in the case file");
     const state = this.viewValues(store, cp);
@@ -915,29 +896,9 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   // ---------------------------------------------------------------- helpers
 
-  /** A read-only view of the case file, opened again when the runner has written since. */
-  private async snapshot(): Promise<SqlJsStore> {
-    if (this.store && !this.storeStale) return this.store;
-    this.store?.close();
-    this.store = undefined;
-    this.valuesCache.clear();
-    this.store = await openCaseFile(this.caseFile, { readOnly: true });
-    this.storeStale = false;
-    return this.store;
-  }
-
-  private valuesAt(store: SqlJsStore, cp: Checkpoint): Record<string, Json> {
-    let values = this.valuesCache.get(cp.id);
-    if (!values) {
-      values = store.readValues(cp.keys);
-      this.valuesCache.set(cp.id, values);
-    }
-    return values;
-  }
-
   /** The state shown at a checkpoint: stored, with this session's edits when it is the one edited. */
   private viewValues(store: SqlJsStore, cp: Checkpoint): Record<string, Json> {
-    const stored = this.valuesAt(store, cp);
+    const stored = this.reader.valuesAt(store, cp);
     const edited = this.view?.checkpoint === cp.id && Object.keys(this.patch).length > 0;
     return structuredClone(edited ? { ...stored, ...this.patch } : stored);
   }
