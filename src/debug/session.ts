@@ -6,7 +6,6 @@ import {
   InitializedEvent,
   LoggingDebugSession,
   OutputEvent,
-  Scope,
   Source,
   StackFrame,
   StoppedEvent,
@@ -34,6 +33,7 @@ import { Breakpoints, samePath, type BoundBreakpoint } from "./breakpoints";
 import { CaseReader } from "./caseReader";
 import { messageFor, messagesOf, runOf, stepOfExecutor, stepOfSuperstep } from "./caseView";
 import { evaluate } from "./expression";
+import { setAt, Variables } from "./variables";
 import { narrate, type RunEvent } from "./narration";
 import { scanExecutors, type ExecutorSource } from "./executorSources";
 
@@ -77,16 +77,6 @@ export interface CasefileDebugSessionOptions {
 /** What going forwards is for: it decides what the next boundary does. */
 type Intent = "continue" | "step" | "pause" | "entry" | "restart";
 
-/** A variables container: the JSON it shows, and for state, the key and path an edit goes to. */
-interface Container {
-  value: Json;
-  /** Set under the State scope: the key, and the path inside its value. */
-  edit?: { key: string; path: (string | number)[] };
-  evaluateName?: string;
-  /** The State scope itself: children are the keys. */
-  stateRoot?: boolean;
-}
-
 interface FrameRef {
   checkpoint: string;
   executor?: string;
@@ -114,7 +104,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   private readonly reader = new CaseReader(() => this.caseFile);
   private readonly threads = new Map<string, number>();
-  private readonly containers = new Handles<Container>();
+  private readonly variables = new Variables();
   private readonly frames = new Handles<FrameRef>();
   private readonly checker: PatchChecker;
   private ended = false;
@@ -437,7 +427,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     const edited = Object.keys(this.patch).length > 0;
     const atLive = live?.paused !== undefined && from === live.paused.checkpoint;
     this.intent = intent;
-    this.containers.reset();
+    this.variables.reset();
     if (live && atLive && !edited && !opts.branch) {
       live.paused = undefined;
       live.release();
@@ -618,7 +608,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     }
     this.view = { runId, checkpoint };
     this.threadOf(runId);
-    this.containers.reset();
+    this.variables.reset();
     this.frames.reset();
   }
 
@@ -693,66 +683,15 @@ export class CasefileDebugSession extends LoggingDebugSession {
     if (!cp) return this.refuse(response, "UNKNOWN_CHECKPOINT", `checkpoint ${frame.checkpoint} is not in the case file`);
     const state = this.viewValues(store, cp);
     const step = frame.executor ? stepOfExecutor(store, cp, frame.executor, this.kindOf(frame.executor)) : stepOfSuperstep(store, cp);
-    const scope = (name: string, c: Container, expensive = false): DebugProtocol.Scope => {
-      const s = new Scope(name, this.containers.create(c), expensive) as DebugProtocol.Scope;
-      if (c.value && typeof c.value === "object") s.namedVariables = Object.keys(c.value).length;
-      return s;
-    };
     response.body = {
-      scopes: [
-        scope("State", { value: state, stateRoot: true, evaluateName: "state" }),
-        scope("Messages", { value: messagesOf(cp) }),
-        scope("Step", { value: step }),
-        scope("Run", { value: runOf(store, cp, Object.keys(this.patch)) }),
-      ],
+      scopes: this.variables.scopes({ state, messages: messagesOf(cp), step, run: runOf(store, cp, Object.keys(this.patch)) }),
     };
     this.sendResponse(response);
   }
 
   protected override variablesRequest(response: DebugProtocol.VariablesResponse, args: DebugProtocol.VariablesArguments): void {
-    const c = this.containers.get(args.variablesReference);
-    if (!c) {
-      response.body = { variables: [] };
-      return this.sendResponse(response);
-    }
-    const v = c.value;
-    const entries: [string, Json][] = Array.isArray(v)
-      ? v.map((x, i) => [String(i), x])
-      : v && typeof v === "object"
-        ? Object.entries(v)
-        : [];
-    const start = args.start ?? 0;
-    const slice = args.count ? entries.slice(start, start + args.count) : entries;
-    response.body = {
-      variables: slice.map(([name, value]) => {
-        const edit = c.stateRoot
-          ? { key: name, path: [] }
-          : c.edit
-            ? { key: c.edit.key, path: [...c.edit.path, Array.isArray(v) ? Number(name) : name] }
-            : undefined;
-        const evaluateName = c.evaluateName
-          ? `${c.evaluateName}${Array.isArray(v) ? `[${name}]` : /^[A-Za-z_$][\w$]*$/.test(name) ? `.${name}` : `[${JSON.stringify(name)}]`}`
-          : undefined;
-        return this.variable(name, value, { ...(edit ? { edit } : {}), ...(evaluateName ? { evaluateName } : {}) });
-      }),
-    };
+    response.body = { variables: this.variables.children(args.variablesReference, args.start, args.count) };
     this.sendResponse(response);
-  }
-
-  private variable(name: string, value: Json, c: Omit<Container, "value">): DebugProtocol.Variable {
-    const container = value !== null && typeof value === "object";
-    const ref = container && Object.keys(value).length > 0 ? this.containers.create({ value, ...c }) : 0;
-    const out: DebugProtocol.Variable = {
-      name,
-      value: preview(value),
-      type: value === null ? "null" : Array.isArray(value) ? "array" : typeof value,
-      variablesReference: ref,
-    };
-    if (c.evaluateName) out.evaluateName = c.evaluateName;
-    if (Array.isArray(value)) out.indexedVariables = value.length;
-    else if (container) out.namedVariables = Object.keys(value).length;
-    if (!c.edit) out.presentationHint = { attributes: ["readOnly"] };
-    return out;
   }
 
   // ---------------------------------------------------------------- edit-then-fork, evaluate
@@ -762,12 +701,11 @@ export class CasefileDebugSession extends LoggingDebugSession {
     response: DebugProtocol.SetVariableResponse,
     args: DebugProtocol.SetVariableArguments,
   ): Promise<void> {
-    const c = this.containers.get(args.variablesReference);
+    const c = this.variables.get(args.variablesReference);
     const view = this.view;
     if (!c || !view || (!c.stateRoot && !c.edit))
       return this.refuse(response, "READ_ONLY", `"${args.name}" is not a state value: only State can be edited`);
-    const key = c.stateRoot ? args.name : c.edit!.key;
-    const at = c.stateRoot ? [] : [...c.edit!.path, Array.isArray(c.value) ? Number(args.name) : args.name];
+    const { key, path: at } = this.variables.editOf(c, args.name)!;
     let value: Json;
     try {
       value = JSON.parse(args.value) as Json;
@@ -795,7 +733,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     this.console(
       `edited ${[key, ...at].join(".")} at ${cp.id}: Continue or Next runs a branch from it with the edit (the run itself is unchanged)`,
     );
-    const shown = this.variable(args.name, value, {});
+    const shown = this.variables.variable(args.name, value, {});
     response.body = { value: shown.value, variablesReference: shown.variablesReference, ...(shown.type ? { type: shown.type } : {}) };
     this.sendResponse(response);
   }
@@ -819,7 +757,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
       return this.refuse(response, "EVALUATE_FAILED", (e as Error).message);
     }
     const json = (value === undefined ? null : value) as Json;
-    const shown = this.variable("", json, { evaluateName: args.expression });
+    const shown = this.variables.variable("", json, { evaluateName: args.expression });
     response.body = {
       result: value === undefined ? "undefined" : shown.value,
       type: value === undefined ? "undefined" : shown.type!,
@@ -936,25 +874,4 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
 function launchError(attribute: string, message: string): Error & { code: string } {
   return Object.assign(new Error(`launch attribute "${attribute}": ${message}`), { code: "INVALID_LAUNCH" });
-}
-
-/** A value as one line in the Variables view: scalars as JSON, objects and arrays abbreviated. */
-export function preview(v: Json): string {
-  if (v === null || typeof v !== "object") return JSON.stringify(v);
-  const s = JSON.stringify(v);
-  if (s.length <= 80) return s;
-  return Array.isArray(v) ? `Array(${v.length})` : `{${Object.keys(v).slice(0, 6).join(", ")}${Object.keys(v).length > 6 ? ", …" : ""}}`;
-}
-
-/** `value` with `replacement` at `at` (a path of keys and indexes), for an edit inside a key's value. */
-function setAt(value: Json, at: (string | number)[], replacement: Json): Json {
-  if (at.length === 0) return replacement;
-  const [head, ...rest] = at;
-  if (Array.isArray(value) && typeof head === "number") {
-    const copy = [...value];
-    copy[head] = setAt(copy[head] ?? null, rest, replacement);
-    return copy;
-  }
-  const obj = value && typeof value === "object" && !Array.isArray(value) ? value : {};
-  return { ...obj, [String(head)]: setAt(obj[String(head)] ?? null, rest, replacement) };
 }
