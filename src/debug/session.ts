@@ -2,21 +2,16 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import {
   Breakpoint,
-  Handles,
   InitializedEvent,
   LoggingDebugSession,
   OutputEvent,
   Source,
-  StackFrame,
   StoppedEvent,
   TerminatedEvent,
-  Thread,
-  ThreadEvent,
   Event as DapEvent,
 } from "@vscode/debugadapter";
 import type { DebugProtocol } from "@vscode/debugprotocol";
-import type { SqlJsStore } from "../casefile/index";
-import type { Checkpoint, Json } from "../engine/records";
+import type { Json } from "../engine/records";
 import {
   EXCEPTION_FILTERS,
   EXECUTOR_DEBUGGER_ATTACHED,
@@ -31,9 +26,8 @@ import type { RunnerOutcome } from "../runner/client";
 import { PatchChecker, RunnerLink } from "./runnerLink";
 import { Breakpoints, samePath, type BoundBreakpoint } from "./breakpoints";
 import { CaseReader } from "./caseReader";
-import { messageFor, messagesOf, runOf, stepOfExecutor, stepOfSuperstep } from "./caseView";
-import { evaluate } from "./expression";
-import { setAt, Variables } from "./variables";
+import { messageFor } from "./caseView";
+import { PausedView, Refusal } from "./pausedView";
 import { narrate, type RunEvent } from "./narration";
 import { scanExecutors, type ExecutorSource } from "./executorSources";
 
@@ -77,13 +71,6 @@ export interface CasefileDebugSessionOptions {
 /** What going forwards is for: it decides what the next boundary does. */
 type Intent = "continue" | "step" | "pause" | "entry" | "restart";
 
-interface FrameRef {
-  checkpoint: string;
-  executor?: string;
-}
-
-const THREAD_NAME_MAX = 60;
-
 export class CasefileDebugSession extends LoggingDebugSession {
   private args?: LaunchArguments;
   private caseFile = "";
@@ -96,16 +83,20 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   private live?: RunnerLink;
   private intent: Intent = "continue";
-  /** What the debugger shows: a checkpoint, live (the runner waits there) or from history. */
-  private view?: { runId: string; checkpoint: string };
-  /** State edits made at the viewed checkpoint: Continue or Next runs a branch with them. */
-  private patch: Record<string, Json> = {};
   private lastException?: { filter: ExceptionFilter; description: string };
 
   private readonly reader = new CaseReader(() => this.caseFile);
-  private readonly threads = new Map<string, number>();
-  private readonly variables = new Variables();
-  private readonly frames = new Handles<FrameRef>();
+  /** What the debugger shows: a checkpoint, live (the runner waits there) or from history. */
+  private readonly paused = new PausedView(this.reader, {
+    console: (line) => this.console(line),
+    sendEvent: (e) => this.sendEvent(e),
+    workflow: () => ({ file: this.workflowFile, sources: this.sources }),
+    toClient: {
+      path: (p) => this.convertDebuggerPathToClient(p),
+      line: (l) => this.convertDebuggerLineToClient(l),
+      column: (c) => this.convertDebuggerColumnToClient(c),
+    },
+  });
   private readonly checker: PatchChecker;
   private ended = false;
 
@@ -299,7 +290,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     this.reader.stale();
     if (live.runId !== e.runId) {
       live.runId = e.runId;
-      this.threadOf(e.runId);
+      this.paused.threadOf(e.runId);
     }
     const said = narrate(e);
     for (const line of said.lines) this.console(line.text, line.category);
@@ -317,9 +308,9 @@ export class CasefileDebugSession extends LoggingDebugSession {
     live.judged = false;
     const stop = (reason: string, extra: { description?: string; hitBreakpointIds?: number[]; exception?: ExceptionFilter } = {}): void => {
       this.intent = "continue";
-      this.showCheckpoint(live.runId!, at.checkpoint);
+      this.paused.show(live.runId!, at.checkpoint);
       this.lastException = extra.exception ? { filter: extra.exception, description: extra.description ?? "" } : undefined;
-      const ev = new StoppedEvent(reason, this.threadOf(live.runId!)) as DebugProtocol.StoppedEvent;
+      const ev = new StoppedEvent(reason, this.paused.threadOf(live.runId!)) as DebugProtocol.StoppedEvent;
       ev.body.description = extra.description ?? this.label(at);
       ev.body.text = extra.description;
       ev.body.allThreadsStopped = true;
@@ -388,9 +379,9 @@ export class CasefileDebugSession extends LoggingDebugSession {
       const store = await this.reader.snapshot();
       const latest = store.latestCheckpoint(live.runId);
       if (latest) {
-        this.showCheckpoint(live.runId, latest.id);
+        this.paused.show(live.runId, latest.id);
         this.lastException = { filter: exceptions[0]!.filter, description: exceptions.map((x) => x.description).join("; ") };
-        const ev = new StoppedEvent("exception", this.threadOf(live.runId)) as DebugProtocol.StoppedEvent;
+        const ev = new StoppedEvent("exception", this.paused.threadOf(live.runId)) as DebugProtocol.StoppedEvent;
         ev.body.description = `run ${live.runId} ${done.status}: ${this.lastException.description}`;
         ev.body.text = this.lastException.description;
         ev.body.allThreadsStopped = true;
@@ -422,12 +413,12 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   /** Next, Continue, restartFrame: from the live boundary, or from a checkpoint in history (a branch). */
   private async forward(intent: Intent, opts: { branch?: boolean; from?: string } = {}): Promise<string | undefined> {
-    const from = opts.from ?? this.view?.checkpoint;
+    const from = opts.from ?? this.paused.shown?.checkpoint;
     const live = this.live;
-    const edited = Object.keys(this.patch).length > 0;
+    const edited = this.paused.edited;
     const atLive = live?.paused !== undefined && from === live.paused.checkpoint;
     this.intent = intent;
-    this.variables.reset();
+    this.paused.forget();
     if (live && atLive && !edited && !opts.branch) {
       live.paused = undefined;
       live.release();
@@ -443,8 +434,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
       return undefined;
     }
     if (live) await this.handOff(live);
-    const patch = edited ? { ...this.patch } : undefined;
-    this.patch = {};
+    const patch = this.paused.takePatch();
     const latest = store.latestCheckpoint(cp.runId);
     if (patch) this.console(`going on from ${cp.id} with edited ${Object.keys(patch).join(", ")}: a branch run`);
     else if (opts.branch) this.console(`re-running superstep ${cp.superstep + 1} from ${cp.id}: a branch run`);
@@ -518,8 +508,12 @@ export class CasefileDebugSession extends LoggingDebugSession {
     response: DebugProtocol.RestartFrameResponse,
     args: DebugProtocol.RestartFrameArguments,
   ): Promise<void> {
-    const frame = this.frames.get(args.frameId);
-    if (!frame) return this.refuse(response, "UNKNOWN_FRAME", `no frame ${args.frameId}`);
+    let frame;
+    try {
+      frame = this.paused.frame(args.frameId);
+    } catch (e) {
+      return this.refuse(response, (e as Refusal).code, (e as Refusal).message);
+    }
     const problem = await this.forward("restart", { branch: true, from: frame.checkpoint });
     if (problem) return this.refuse(response, "CANNOT_RESTART", problem);
     this.sendResponse(response);
@@ -527,7 +521,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   protected override async restartRequest(response: DebugProtocol.RestartResponse): Promise<void> {
     if (this.live) await this.handOff(this.live);
-    this.patch = {};
+    this.paused.patch = {};
     this.breakpoints.resetHits();
     this.intent = this.args?.stopOnEntry ? "entry" : "continue";
     this.console("restart: a new run with the same configuration");
@@ -564,35 +558,35 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   protected override async stepBackRequest(response: DebugProtocol.StepBackResponse): Promise<void> {
     const store = await this.reader.snapshot();
-    const prev = this.view && this.reader.previous(store, this.view.checkpoint);
+    const prev = this.paused.shown && this.reader.previous(store, this.paused.shown.checkpoint);
     this.sendResponse(response);
     if (!prev) return this.stoppedAtView("step", "already at the run's first checkpoint");
-    this.showCheckpoint(prev.runId, prev.id);
+    this.paused.show(prev.runId, prev.id);
     this.stoppedAtView("step");
   }
 
   protected override async reverseContinueRequest(response: DebugProtocol.ReverseContinueResponse): Promise<void> {
     const store = await this.reader.snapshot();
     this.sendResponse(response);
-    let at = this.view && this.reader.previous(store, this.view.checkpoint);
+    let at = this.paused.shown && this.reader.previous(store, this.paused.shown.checkpoint);
     let first = at;
     while (at) {
       const hit = await this.checkBreakpoints(at.id, [...new Set(at.pending.map((m) => m.to))], false);
       if (hit.stop.length) {
-        this.showCheckpoint(at.runId, at.id);
+        this.paused.show(at.runId, at.id);
         return this.stoppedAtView("breakpoint", undefined, hit.stop);
       }
       first = at;
       at = this.reader.previous(store, at.id);
     }
-    if (first) this.showCheckpoint(first.runId, first.id);
+    if (first) this.paused.show(first.runId, first.id);
     this.stoppedAtView("entry", "no breakpoint before: the run's first checkpoint");
   }
 
   private stoppedAtView(reason: string, description?: string, hit?: BoundBreakpoint[]): void {
-    const view = this.view;
+    const view = this.paused.shown;
     if (!view) return;
-    const ev = new StoppedEvent(reason, this.threadOf(view.runId)) as DebugProtocol.StoppedEvent;
+    const ev = new StoppedEvent(reason, this.paused.threadOf(view.runId)) as DebugProtocol.StoppedEvent;
     const live = this.live?.paused?.checkpoint === view.checkpoint;
     ev.body.description = description ?? `${view.checkpoint}${live ? "" : " (history: going on from here makes a branch)"}`;
     ev.body.allThreadsStopped = true;
@@ -600,170 +594,35 @@ export class CasefileDebugSession extends LoggingDebugSession {
     this.sendEvent(ev);
   }
 
-  /** Makes a checkpoint the one shown; edits made at another one are dropped, saying so. */
-  private showCheckpoint(runId: string, checkpoint: string): void {
-    if (this.view?.checkpoint !== checkpoint && Object.keys(this.patch).length) {
-      this.console(`edits at ${this.view?.checkpoint} dropped: ${Object.keys(this.patch).join(", ")} (nothing was run with them)`);
-      this.patch = {};
-    }
-    this.view = { runId, checkpoint };
-    this.threadOf(runId);
-    this.variables.reset();
-    this.frames.reset();
-  }
-
-  // ---------------------------------------------------------------- what it shows
+  // ---------------------------------------------------------------- what it shows (pausedView.ts)
 
   protected override threadsRequest(response: DebugProtocol.ThreadsResponse): void {
-    response.body = {
-      threads: [...this.threads].map(([runId, id]) => new Thread(id, `run ${runId}`.slice(0, THREAD_NAME_MAX))),
-    };
+    response.body = { threads: this.paused.threadList() };
     this.sendResponse(response);
   }
 
-  protected override async stackTraceRequest(
-    response: DebugProtocol.StackTraceResponse,
-    args: DebugProtocol.StackTraceArguments,
-  ): Promise<void> {
-    const view = this.view;
-    if (!view || this.threads.get(view.runId) !== args.threadId) {
-      response.body = { stackFrames: [], totalFrames: 0 };
-      return this.sendResponse(response);
-    }
-    const store = await this.reader.snapshot();
-    const cp = store.getCheckpoint(view.checkpoint);
-    if (!cp) return this.refuse(response, "UNKNOWN_CHECKPOINT", `checkpoint ${view.checkpoint} is not in the case file`);
-    const source = new Source(path.basename(this.workflowFile), this.convertDebuggerPathToClient(this.workflowFile));
-    const frames: StackFrame[] = [];
-    for (const executor of [...new Set(cp.pending.map((m) => m.to))]) {
-      const where = this.sources.find((s) => s.name === executor);
-      const kind = where?.kind ? ` (${where.kind})` : "";
-      const frame = new StackFrame(
-        this.frames.create({ checkpoint: cp.id, executor }),
-        `${executor}${kind}`,
-        where ? source : undefined,
-        this.convertDebuggerLineToClient(where?.line ?? 0),
-        this.convertDebuggerColumnToClient(where?.column ?? 1),
-      );
-      frames.push(frame);
-    }
-    const run = store.getRun(cp.runId);
-    const next = cp.pending.length ? `before superstep ${cp.superstep + 1}` : `run ${run?.status ?? "ended"}`;
-    const bottom = new StackFrame(
-      this.frames.create({ checkpoint: cp.id }),
-      `superstep ${cp.superstep + 1} · checkpoint ${cp.id} (${next})`,
-      source,
-      this.convertDebuggerLineToClient(this.workflowLine()),
-      1,
-    ) as DebugProtocol.StackFrame;
-    bottom.canRestart = cp.pending.length > 0;
-    frames.push(bottom);
-    const start = args.startFrame ?? 0;
-    const count = args.levels && args.levels > 0 ? args.levels : frames.length;
-    response.body = { stackFrames: frames.slice(start, start + count), totalFrames: frames.length };
-    this.sendResponse(response);
+  protected override stackTraceRequest(response: DebugProtocol.StackTraceResponse, args: DebugProtocol.StackTraceArguments): Promise<void> {
+    return this.answer(response, () => this.paused.stackTrace(args));
   }
 
-  /** The line of `defineWorkflow(` in the workflow file: where the superstep frame points. */
-  private workflowLine(): number {
-    try {
-      const lines = readFileSync(this.workflowFile, "utf8").split("\n");
-      const i = lines.findIndex((l) => /\bdefineWorkflow\s*\(/.test(l) && !/^\s*import\b/.test(l));
-      return i >= 0 ? i + 1 : 1;
-    } catch {
-      return 1;
-    }
+  protected override scopesRequest(response: DebugProtocol.ScopesResponse, args: DebugProtocol.ScopesArguments): Promise<void> {
+    return this.answer(response, () => this.paused.scopes(args.frameId));
   }
 
-  protected override async scopesRequest(response: DebugProtocol.ScopesResponse, args: DebugProtocol.ScopesArguments): Promise<void> {
-    const frame = this.frames.get(args.frameId);
-    if (!frame) return this.refuse(response, "UNKNOWN_FRAME", `no frame ${args.frameId}`);
-    const store = await this.reader.snapshot();
-    const cp = store.getCheckpoint(frame.checkpoint);
-    if (!cp) return this.refuse(response, "UNKNOWN_CHECKPOINT", `checkpoint ${frame.checkpoint} is not in the case file`);
-    const state = this.viewValues(store, cp);
-    const step = frame.executor ? stepOfExecutor(store, cp, frame.executor, this.kindOf(frame.executor)) : stepOfSuperstep(store, cp);
-    response.body = {
-      scopes: this.variables.scopes({ state, messages: messagesOf(cp), step, run: runOf(store, cp, Object.keys(this.patch)) }),
-    };
-    this.sendResponse(response);
+  protected override variablesRequest(response: DebugProtocol.VariablesResponse, args: DebugProtocol.VariablesArguments): Promise<void> {
+    return this.answer(response, async () => this.paused.children(args));
   }
 
-  protected override variablesRequest(response: DebugProtocol.VariablesResponse, args: DebugProtocol.VariablesArguments): void {
-    response.body = { variables: this.variables.children(args.variablesReference, args.start, args.count) };
-    this.sendResponse(response);
-  }
-
-  // ---------------------------------------------------------------- edit-then-fork, evaluate
-
-  /** Edit-then-fork: the value is parsed with the key's schema; a valid edit is kept for the branch Continue starts. */
-  protected override async setVariableRequest(
+  /** Edit-then-fork: checked with the key's schema by the patch checker; Continue runs a branch with it. */
+  protected override setVariableRequest(
     response: DebugProtocol.SetVariableResponse,
     args: DebugProtocol.SetVariableArguments,
   ): Promise<void> {
-    const c = this.variables.get(args.variablesReference);
-    const view = this.view;
-    if (!c || !view || (!c.stateRoot && !c.edit))
-      return this.refuse(response, "READ_ONLY", `"${args.name}" is not a state value: only State can be edited`);
-    const { key, path: at } = this.variables.editOf(c, args.name)!;
-    let value: Json;
-    try {
-      value = JSON.parse(args.value) as Json;
-    } catch {
-      return this.refuse(
-        response,
-        "INVALID_PATCH",
-        `state "${key}" at "${[key, ...at].join(".")}": ${JSON.stringify(args.value)} is not JSON (write strings in quotes)`,
-      );
-    }
-    const store = await this.reader.snapshot();
-    const cp = store.getCheckpoint(view.checkpoint)!;
-    const current = this.viewValues(store, cp);
-    const next = at.length ? setAt(structuredClone(current[key] ?? null), at, value) : value;
-    const result = await this.checker.check(this.workflowFile, { [key]: next });
-    if (result.error) return this.refuse(response, result.error.code, `cannot check the edit: ${result.error.message}`);
-    const problem = result.problems[0];
-    if (problem) {
-      const where = [problem.key, ...problem.path].join(".");
-      return this.refuse(response, problem.code, `state "${problem.key}" at "${where}": ${problem.message}`);
-    }
-    this.patch[key] = next;
-    // The containers hold the values shown: write the edit into the one the client sees.
-    if (c.value && typeof c.value === "object") (c.value as Record<string, Json>)[args.name] = value;
-    this.console(
-      `edited ${[key, ...at].join(".")} at ${cp.id}: Continue or Next runs a branch from it with the edit (the run itself is unchanged)`,
-    );
-    const shown = this.variables.variable(args.name, value, {});
-    response.body = { value: shown.value, variablesReference: shown.variablesReference, ...(shown.type ? { type: shown.type } : {}) };
-    this.sendResponse(response);
+    return this.answer(response, () => this.paused.setVariable(args, (patch) => this.checker.check(this.workflowFile, patch)));
   }
 
-  protected override async evaluateRequest(response: DebugProtocol.EvaluateResponse, args: DebugProtocol.EvaluateArguments): Promise<void> {
-    const view = this.view;
-    if (!view) return this.refuse(response, "NOT_PAUSED", "evaluate needs a paused run");
-    const frame = args.frameId !== undefined ? this.frames.get(args.frameId) : undefined;
-    const store = await this.reader.snapshot();
-    const cp = store.getCheckpoint(frame?.checkpoint ?? view.checkpoint);
-    if (!cp) return this.refuse(response, "UNKNOWN_CHECKPOINT", "the checkpoint is not in the case file");
-    const state = this.viewValues(store, cp);
-    const executor = frame?.executor ?? cp.pending[0]?.to;
-    const scope = { state, message: executor ? (messageFor(cp, executor) ?? null) : null, messages: messagesOf(cp) };
-    if (args.context === "hover" && !/^[\w$.[\]"']+$/.test(args.expression))
-      return this.refuse(response, "NOT_A_VALUE", "hover shows state values only");
-    let value: unknown;
-    try {
-      value = evaluate(args.expression, scope);
-    } catch (e) {
-      return this.refuse(response, "EVALUATE_FAILED", (e as Error).message);
-    }
-    const json = (value === undefined ? null : value) as Json;
-    const shown = this.variables.variable("", json, { evaluateName: args.expression });
-    response.body = {
-      result: value === undefined ? "undefined" : shown.value,
-      type: value === undefined ? "undefined" : shown.type!,
-      variablesReference: shown.variablesReference,
-    };
-    this.sendResponse(response);
+  protected override evaluateRequest(response: DebugProtocol.EvaluateResponse, args: DebugProtocol.EvaluateArguments): Promise<void> {
+    return this.answer(response, () => this.paused.evaluate(args));
   }
 
   protected override exceptionInfoRequest(response: DebugProtocol.ExceptionInfoResponse): void {
@@ -834,13 +693,6 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   // ---------------------------------------------------------------- helpers
 
-  /** The state shown at a checkpoint: stored, with this session's edits when it is the one edited. */
-  private viewValues(store: SqlJsStore, cp: Checkpoint): Record<string, Json> {
-    const stored = this.reader.valuesAt(store, cp);
-    const edited = this.view?.checkpoint === cp.id && Object.keys(this.patch).length > 0;
-    return structuredClone(edited ? { ...stored, ...this.patch } : stored);
-  }
-
   private kindOf(executor: string): string | undefined {
     return this.sources.find((s) => s.name === executor)?.kind;
   }
@@ -849,18 +701,19 @@ export class CasefileDebugSession extends LoggingDebugSession {
     return `paused before superstep ${at.superstep + 1} (checkpoint ${at.checkpoint})`;
   }
 
-  private threadOf(runId: string): number {
-    let id = this.threads.get(runId);
-    if (id === undefined) {
-      id = this.threads.size + 1;
-      this.threads.set(runId, id);
-      this.sendEvent(new ThreadEvent("started", id));
-    }
-    return id;
-  }
-
   private console(line: string, category: "console" | "stderr" | "stdout" = "console"): void {
     this.sendEvent(new OutputEvent(line + "\n", category));
+  }
+
+  /** Sends the body `build` makes, or its Refusal as an error response. */
+  private async answer<R extends DebugProtocol.Response>(response: R, build: () => Promise<R["body"]>): Promise<void> {
+    try {
+      response.body = await build();
+    } catch (e) {
+      if (e instanceof Refusal) return this.refuse(response, e.code, e.message);
+      return this.refuse(response, "INTERNAL", (e as Error).stack ?? String(e));
+    }
+    this.sendResponse(response);
   }
 
   private refuse(response: DebugProtocol.Response, code: string, message: string): void {
