@@ -1,4 +1,3 @@
-import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import {
   Breakpoint,
@@ -11,15 +10,12 @@ import {
   Event as DapEvent,
 } from "@vscode/debugadapter";
 import type { DebugProtocol } from "@vscode/debugprotocol";
-import type { Json } from "../engine/records";
 import {
   EXCEPTION_FILTERS,
   EXECUTOR_DEBUGGER_ATTACHED,
   ExecutorDebuggerAttachedSchema,
   INSPECTOR_EVENT,
-  LaunchArgumentsSchema,
   type ExceptionFilter,
-  type LaunchArguments,
 } from "../protocol/debug";
 import type { ProviderConfig, RunCommand, RunnerToHost } from "../protocol/runner";
 import type { RunnerOutcome } from "../runner/client";
@@ -28,8 +24,9 @@ import { Breakpoints, samePath, type BoundBreakpoint } from "./breakpoints";
 import { CaseReader } from "./caseReader";
 import { messageFor } from "./caseView";
 import { PausedView, Refusal } from "./pausedView";
+import { firstCommand, prepareLaunch, type Launch } from "./launch";
 import { narrate, type RunEvent } from "./narration";
-import { scanExecutors, type ExecutorSource } from "./executorSources";
+import type { ExecutorSource } from "./executorSources";
 
 /**
  * The Casefile debug adapter: a DAP session over a workflow run. It drives the runner child
@@ -72,7 +69,7 @@ export interface CasefileDebugSessionOptions {
 type Intent = "continue" | "step" | "pause" | "entry" | "restart";
 
 export class CasefileDebugSession extends LoggingDebugSession {
-  private args?: LaunchArguments;
+  private launch?: Launch;
   private caseFile = "";
   private workflowFile = "";
   private sources: ExecutorSource[] = [];
@@ -136,91 +133,33 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   /** Called by the client once, with the configuration: parses it, then starts the runner when configuration is done. */
   protected override async launchRequest(response: DebugProtocol.LaunchResponse, raw: DebugProtocol.LaunchRequestArguments): Promise<void> {
-    const parsed = LaunchArgumentsSchema.safeParse(raw);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      const at = issue.path.join(".") || "(configuration)";
-      return this.refuse(response, "INVALID_LAUNCH", `launch attribute "${at}" is invalid: ${issue.message}`);
-    }
-    const args = parsed.data;
+    let launch: Launch;
     try {
-      await this.prepare(args);
+      launch = await prepareLaunch(raw, this.reader, (file) => (this.caseFile = file));
     } catch (e) {
       return this.refuse(response, (e as { code?: string }).code ?? "INVALID_LAUNCH", (e as Error).message);
     }
-    this.args = args;
+    this.launch = launch;
+    this.workflowFile = launch.workflowFile;
+    this.sources = launch.sources;
+    this.breakpoints.setWorkflow(this.workflowFile, this.sources);
     // Breakpoints come after this: they bind to the workflow file the launch names.
     this.sendEvent(new InitializedEvent());
     await this.configurationDone;
-    this.intent = args.stopOnEntry ? "entry" : "continue";
+    this.intent = launch.args.stopOnEntry ? "entry" : "continue";
     try {
-      this.startRunner(this.firstCommand(), { skipFirst: false });
+      this.startRunner(firstCommand(launch), { skipFirst: false });
     } catch (e) {
       return this.refuse(response, "RUNNER_FAILED", (e as Error).message);
     }
     this.sendResponse(response);
   }
 
-  /** Resolves files, reads the input file, checks a resumed checkpoint exists, finds the executors' definitions. */
-  private async prepare(args: LaunchArguments): Promise<void> {
-    const base = process.cwd();
-    const workflow = args.workflow ? path.resolve(base, args.workflow) : undefined;
-    if (workflow && !existsSync(workflow)) throw launchError("workflow", `no workflow file at ${workflow}`);
-    this.caseFile = path.resolve(base, args.resumeFrom?.caseFile ?? args.caseFile ?? workflow!.replace(/\.[cm]?[tj]s$/, "") + ".casefile");
-    if (args.inputFile) {
-      const file = path.resolve(base, args.inputFile);
-      let textIn: string;
-      try {
-        textIn = readFileSync(file, "utf8");
-      } catch (e) {
-        throw launchError("inputFile", `cannot read ${file}: ${(e as Error).message}`);
-      }
-      try {
-        args.input = JSON.parse(textIn) as Json;
-      } catch (e) {
-        throw launchError("inputFile", `${file} is not JSON: ${(e as Error).message}`);
-      }
-    }
-    let recorded: string | undefined;
-    if (args.resumeFrom) {
-      if (!existsSync(this.caseFile)) throw launchError("resumeFrom.caseFile", `no case file at ${this.caseFile}`);
-      const store = await this.reader.snapshot();
-      const cp = store.getCheckpoint(args.resumeFrom.checkpoint);
-      if (!cp) {
-        const runs = store.listRuns().map((r) => r.id);
-        throw launchError(
-          "resumeFrom.checkpoint",
-          `no checkpoint "${args.resumeFrom.checkpoint}" in ${this.caseFile}${runs.length ? ` (runs: ${runs.slice(0, 5).join(", ")})` : ""}`,
-        );
-      }
-      recorded = store.getRun(cp.runId)?.workflow.path;
-    }
-    const file = workflow ?? recorded;
-    if (!file) throw launchError("workflow", "the resumed run did not record its workflow file: set `workflow`");
-    this.workflowFile = path.resolve(file);
-    this.sources = existsSync(this.workflowFile) ? scanExecutors(readFileSync(this.workflowFile, "utf8")) : [];
-    this.breakpoints.setWorkflow(this.workflowFile, this.sources);
-  }
-
-  private firstCommand(): RunCommand {
-    const a = this.args!;
-    if (a.resumeFrom) {
-      return {
-        kind: "resume",
-        caseFile: this.caseFile,
-        checkpointId: a.resumeFrom.checkpoint,
-        workflowPath: this.workflowFile,
-        ...(a.patch ? { patch: a.patch } : {}),
-      };
-    }
-    return { kind: "run", workflowPath: this.workflowFile, caseFile: this.caseFile, ...(a.input !== undefined ? { input: a.input } : {}) };
-  }
-
   // ---------------------------------------------------------------- the runner
 
   /** Starts the runner for one command, in step mode: every boundary comes back to onPaused. */
   private startRunner(command: RunCommand, opts: { skipFirst: boolean }): void {
-    const a = this.args!;
+    const a = this.launch!.args;
     const provider = a.provider ?? this.opts.defaults?.provider;
     const tokenBudget = a.tokenBudget ?? this.opts.defaults?.tokenBudget;
     this.reader.stale();
@@ -523,9 +462,9 @@ export class CasefileDebugSession extends LoggingDebugSession {
     if (this.live) await this.handOff(this.live);
     this.paused.patch = {};
     this.breakpoints.resetHits();
-    this.intent = this.args?.stopOnEntry ? "entry" : "continue";
+    this.intent = this.launch?.args.stopOnEntry ? "entry" : "continue";
     this.console("restart: a new run with the same configuration");
-    this.startRunner(this.firstCommand(), { skipFirst: false });
+    this.startRunner(firstCommand(this.launch!), { skipFirst: false });
     this.sendResponse(response);
   }
 
@@ -723,8 +662,4 @@ export class CasefileDebugSession extends LoggingDebugSession {
       showUser: true,
     });
   }
-}
-
-function launchError(attribute: string, message: string): Error & { code: string } {
-  return Object.assign(new Error(`launch attribute "${attribute}": ${message}`), { code: "INVALID_LAUNCH" });
 }
