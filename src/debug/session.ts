@@ -22,7 +22,7 @@ import type { RunnerOutcome } from "../runner/client";
 import { PatchChecker, RunnerLink } from "./runnerLink";
 import { Breakpoints, samePath, type BoundBreakpoint } from "./breakpoints";
 import { CaseReader } from "./caseReader";
-import { messageFor } from "./caseView";
+import { breakpointsAt, decideBoundary, pausedLabel, type BoundaryContext, type Intent } from "./boundary";
 import { PausedView, Refusal } from "./pausedView";
 import { firstCommand, prepareLaunch, type Launch } from "./launch";
 import { narrate, type RunEvent } from "./narration";
@@ -64,9 +64,6 @@ export interface CasefileDebugSessionOptions {
   waitForExecutorDebugger?: boolean;
   executorDebuggerTimeoutMs?: number;
 }
-
-/** What going forwards is for: it decides what the next boundary does. */
-type Intent = "continue" | "step" | "pause" | "entry" | "restart";
 
 export class CasefileDebugSession extends LoggingDebugSession {
   private launch?: Launch;
@@ -241,65 +238,33 @@ export class CasefileDebugSession extends LoggingDebugSession {
   private async onBoundary(live: RunnerLink): Promise<void> {
     if (this.live !== live || !live.paused) return;
     const at = live.paused;
-    const first = live.boundaries++ === 0;
-    const exceptions = live.exceptions.splice(0);
-    const judged = live.judged;
-    live.judged = false;
-    const stop = (reason: string, extra: { description?: string; hitBreakpointIds?: number[]; exception?: ExceptionFilter } = {}): void => {
-      this.intent = "continue";
-      this.paused.show(live.runId!, at.checkpoint);
-      this.lastException = extra.exception ? { filter: extra.exception, description: extra.description ?? "" } : undefined;
-      const ev = new StoppedEvent(reason, this.paused.threadOf(live.runId!)) as DebugProtocol.StoppedEvent;
-      ev.body.description = extra.description ?? this.label(at);
-      ev.body.text = extra.description;
-      ev.body.allThreadsStopped = true;
-      if (extra.hitBreakpointIds) ev.body.hitBreakpointIds = extra.hitBreakpointIds;
-      this.sendEvent(ev);
+    const facts = {
+      intent: this.intent,
+      first: live.boundaries++ === 0,
+      skipFirst: live.skipFirst,
+      runId: live.runId!,
+      at,
+      exceptions: live.exceptions.splice(0),
+      judged: live.judged,
     };
-    const go = (): void => live.release();
-
-    if (this.intent === "pause") return stop("pause");
-    if (first && this.intent === "entry") return stop("entry");
-    if (first && this.intent === "restart")
-      return stop("restart", { description: `re-running superstep ${at.superstep + 1} from ${at.checkpoint} as branch run ${live.runId}` });
-    if (first && live.skipFirst) return go();
-    if (this.intent === "step") return stop("step");
-
-    const fired = exceptions.filter((x) => this.filters.has(x.filter));
-    if (this.filters.has("proposalRejected") && judged) {
-      const rejected = await this.reader.rejectedAt(live.runId!, at.superstep);
-      if (rejected) fired.unshift({ filter: "proposalRejected", description: rejected });
-    }
-    if (this.filters.has("beforeEffect")) {
-      const effect = at.executors.find((x) => this.kindOf(x) === "effect");
-      if (effect) fired.push({ filter: "beforeEffect", description: `effect ${effect} is about to act` });
-    }
-    if (fired.length) return stop("exception", { description: fired.map((f) => f.description).join("; "), exception: fired[0]!.filter });
-
-    const hit = await this.checkBreakpoints(at.checkpoint, at.executors, true);
-    for (const line of hit.logs) this.console(line);
-    for (const p of hit.problems) this.console(p, "stderr");
-    if (hit.stop.length) {
-      const fn = hit.stop.every((b) => b.kind === "function");
-      return stop(fn ? "function breakpoint" : "breakpoint", {
-        hitBreakpointIds: hit.stop.map((b) => b.id),
-        description: `before ${[...new Set(hit.stop.map((b) => b.executor))].join(", ")} (${this.label(at)})`,
-      });
-    }
-    go();
+    live.judged = false;
+    const { stop, logs, problems } = await decideBoundary(facts, this.boundaryContext());
+    for (const line of logs) this.console(line);
+    for (const p of problems) this.console(p, "stderr");
+    if (!stop) return live.release();
+    this.intent = "continue";
+    this.paused.show(live.runId!, at.checkpoint);
+    this.lastException = stop.exception ? { filter: stop.exception, description: stop.description ?? "" } : undefined;
+    const ev = new StoppedEvent(stop.reason, this.paused.threadOf(live.runId!)) as DebugProtocol.StoppedEvent;
+    ev.body.description = stop.description ?? pausedLabel(at);
+    ev.body.text = stop.description;
+    ev.body.allThreadsStopped = true;
+    if (stop.hitBreakpointIds) ev.body.hitBreakpointIds = stop.hitBreakpointIds;
+    this.sendEvent(ev);
   }
 
-  private async checkBreakpoints(checkpoint: string, executors: readonly string[], count: boolean) {
-    let scope: ((executor: string) => { state: unknown; message: unknown }) | undefined;
-    if (this.breakpoints.needsScope(executors)) {
-      const store = await this.reader.snapshot();
-      const cp = store.getCheckpoint(checkpoint);
-      if (cp) {
-        const state = this.reader.valuesAt(store, cp);
-        scope = (executor) => ({ state, message: messageFor(cp, executor) ?? null });
-      }
-    }
-    return this.breakpoints.check({ executors, ...(scope ? { scope } : {}) }, { count });
+  private boundaryContext(): BoundaryContext {
+    return { filters: this.filters, breakpoints: this.breakpoints, reader: this.reader, kindOf: (x) => this.kindOf(x) };
   }
 
   /** The runner exited: the run ended (completed, waiting, failed, stopped) or was handed off. */
@@ -510,7 +475,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     let at = this.paused.shown && this.reader.previous(store, this.paused.shown.checkpoint);
     let first = at;
     while (at) {
-      const hit = await this.checkBreakpoints(at.id, [...new Set(at.pending.map((m) => m.to))], false);
+      const hit = await breakpointsAt(this.boundaryContext(), at.id, [...new Set(at.pending.map((m) => m.to))], false);
       if (hit.stop.length) {
         this.paused.show(at.runId, at.id);
         return this.stoppedAtView("breakpoint", undefined, hit.stop);
@@ -634,10 +599,6 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   private kindOf(executor: string): string | undefined {
     return this.sources.find((s) => s.name === executor)?.kind;
-  }
-
-  private label(at: { checkpoint: string; superstep: number }): string {
-    return `paused before superstep ${at.superstep + 1} (checkpoint ${at.checkpoint})`;
   }
 
   private console(line: string, category: "console" | "stderr" | "stdout" = "console"): void {
