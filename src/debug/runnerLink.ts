@@ -4,6 +4,7 @@ import type { Json } from "../engine/records";
 import { PatchCheckResultSchema, type ExceptionFilter, type InspectorEvent, type PatchCheckResult } from "../protocol/debug";
 import type { ControlAction, ProviderConfig, RunCommand, RunnerToHost } from "../protocol/runner";
 import { startRunner, type RunnerHandle, type RunnerOutcome } from "../runner/client";
+import { narrate } from "./narration";
 
 /**
  * The debug session's link to one runner child process (src/runner/client.ts, always in step
@@ -32,9 +33,16 @@ export interface RunnerLinkHost {
   console(line: string, category?: "console" | "stderr"): void;
   /** The runner's inspector listens (debugExecutorCode): the client may attach js-debug. */
   inspector(body: InspectorEvent): void;
-  message(m: RunnerToHost, link: RunnerLink): void;
+  /** An event of run `runId` was written to the case file (narrated already). */
+  event(link: RunnerLink, runId: string): void;
+  /** The runner waits at a superstep boundary (`paused` is set). */
+  boundary(link: RunnerLink): void;
+  /** A model request of a `vscode-lm` run: the answer goes back to the runner. */
+  answerModel(request: ModelRequestMessage["request"]): Promise<{ ok: true; text: string; model?: string } | { ok: false; error: string }>;
   ended(link: RunnerLink, outcome: RunnerOutcome): void;
 }
+
+type ModelRequestMessage = Extract<RunnerToHost, { type: "modelRequest" }>;
 
 export class RunnerLink {
   readonly handle: RunnerHandle;
@@ -67,7 +75,7 @@ export class RunnerLink {
       cwd: path.dirname(opts.workflowFile),
       ...(opts.inspect ? { execArgv: ["--inspect=127.0.0.1:0"] } : {}),
       onStderr: (t) => this.onStderr(t, host),
-      onMessage: (m) => host.message(m, this),
+      onMessage: (m) => this.onMessage(m, host),
       onInvalid: (problem) => host.console(`runner: ${problem}`, "stderr"),
     });
     const ms = opts.waitForDebuggerMs;
@@ -110,6 +118,50 @@ export class RunnerLink {
     const outcome = await this.handle.finished;
     clearTimeout(killer);
     return outcome;
+  }
+
+  private onMessage(m: RunnerToHost, host: RunnerLinkHost): void {
+    switch (m.type) {
+      case "ready":
+      case "done":
+        return;
+      case "log":
+        return host.console(m.message, m.level === "info" ? "console" : "stderr");
+      case "error":
+        return host.console(`${m.error.code}: ${m.error.message}`, "stderr");
+      case "modelRequest":
+        void host
+          .answerModel(m.request)
+          .catch((e: Error) => ({ ok: false as const, error: e.message }))
+          .then((a) =>
+            this.handle.send(
+              a.ok
+                ? { type: "modelResult", id: m.id, ok: true, text: a.text, ...(a.model ? { model: a.model } : {}) }
+                : { type: "modelResult", id: m.id, ok: false, error: a.error },
+            ),
+          );
+        return;
+      case "event": {
+        this.runId = m.event.runId;
+        const said = narrate(m.event);
+        for (const line of said.lines) host.console(line.text, line.category);
+        this.exceptions.push(...said.exceptions);
+        if (said.judged) this.judged = true;
+        return host.event(this, m.event.runId);
+      }
+      case "paused":
+        this.paused = {
+          checkpoint: m.checkpoint?.id ?? `${m.runId}:${m.superstep - 1}`,
+          superstep: m.checkpoint?.superstep ?? m.superstep - 1,
+          executors: m.executors ?? [],
+        };
+        this.runId = m.runId;
+        return host.boundary(this);
+      default: {
+        const never: never = m;
+        host.console(`runner: unhandled message ${JSON.stringify(never)}`, "stderr");
+      }
+    }
   }
 
   private onStderr(textIn: string, host: RunnerLinkHost): void {

@@ -17,7 +17,7 @@ import {
   INSPECTOR_EVENT,
   type ExceptionFilter,
 } from "../protocol/debug";
-import type { ProviderConfig, RunCommand, RunnerToHost } from "../protocol/runner";
+import type { ProviderConfig, RunCommand } from "../protocol/runner";
 import type { RunnerOutcome } from "../runner/client";
 import { PatchChecker, RunnerLink } from "./runnerLink";
 import { Breakpoints, samePath, type BoundBreakpoint } from "./breakpoints";
@@ -25,7 +25,6 @@ import { CaseReader } from "./caseReader";
 import { breakpointsAt, decideBoundary, pausedLabel, type BoundaryContext, type Intent } from "./boundary";
 import { PausedView, Refusal } from "./pausedView";
 import { firstCommand, prepareLaunch, type Launch } from "./launch";
-import { narrate, type RunEvent } from "./narration";
 import type { ExecutorSource } from "./executorSources";
 
 /**
@@ -175,7 +174,17 @@ export class CasefileDebugSession extends LoggingDebugSession {
       {
         console: (line, category) => this.console(line, category),
         inspector: (body) => this.sendEvent(new DapEvent(INSPECTOR_EVENT, body)),
-        message: (m, link) => this.onRunner(m, link),
+        event: (_link, runId) => {
+          this.reader.stale();
+          this.paused.threadOf(runId);
+        },
+        boundary: (link) => void this.onBoundary(link).catch((e: Error) => this.console(`debugger: ${e.message}`, "stderr")),
+        answerModel: (request) =>
+          this.opts.answerModelRequest?.(request) ??
+          Promise.resolve({
+            ok: false as const,
+            error: "the vscode-lm provider needs the editor: this debug adapter has no language model (set `provider`)",
+          }),
         ended: (link, outcome) => void this.onRunnerEnded(link, outcome),
       },
     );
@@ -185,53 +194,6 @@ export class CasefileDebugSession extends LoggingDebugSession {
         new DapEvent("process", { name: this.workflowFile, systemProcessId: live.handle.pid, isLocalProcess: true, startMethod: "launch" }),
       );
     }
-  }
-
-  private onRunner(m: RunnerToHost, live: RunnerLink): void {
-    switch (m.type) {
-      case "ready":
-        return;
-      case "log":
-        this.console(m.message, m.level === "info" ? "console" : "stderr");
-        return;
-      case "error":
-        this.console(`${m.error.code}: ${m.error.message}`, "stderr");
-        return;
-      case "done":
-        return;
-      case "modelRequest":
-        void this.answerModel(m, live);
-        return;
-      case "event":
-        this.onEvent(m.event, live);
-        return;
-      case "paused":
-        live.paused = {
-          checkpoint: m.checkpoint?.id ?? `${m.runId}:${m.superstep - 1}`,
-          superstep: m.checkpoint?.superstep ?? m.superstep - 1,
-          executors: m.executors ?? [],
-        };
-        live.runId = m.runId;
-        void this.onBoundary(live).catch((e: Error) => this.console(`debugger: ${e.message}`, "stderr"));
-        return;
-      default: {
-        const never: never = m;
-        this.console(`runner: unhandled message ${JSON.stringify(never)}`, "stderr");
-      }
-    }
-  }
-
-  /** Every event the runner streams: the case file has changed; the narration goes to the Debug Console. */
-  private onEvent(e: RunEvent, live: RunnerLink): void {
-    this.reader.stale();
-    if (live.runId !== e.runId) {
-      live.runId = e.runId;
-      this.paused.threadOf(e.runId);
-    }
-    const said = narrate(e);
-    for (const line of said.lines) this.console(line.text, line.category);
-    live.exceptions.push(...said.exceptions);
-    if (said.judged) live.judged = true;
   }
 
   /** A boundary: stop here (and say why), or let the runner run the next superstep. */
@@ -300,17 +262,6 @@ export class CasefileDebugSession extends LoggingDebugSession {
     if (this.ended) return;
     this.ended = true;
     this.sendEvent(new TerminatedEvent());
-  }
-
-  private async answerModel(m: Extract<RunnerToHost, { type: "modelRequest" }>, live: RunnerLink): Promise<void> {
-    const answer = this.opts.answerModelRequest
-      ? await this.opts.answerModelRequest(m.request).catch((e: Error) => ({ ok: false as const, error: e.message }))
-      : { ok: false as const, error: "the vscode-lm provider needs the editor: this debug adapter has no language model (set `provider`)" };
-    live.handle.send(
-      answer.ok
-        ? { type: "modelResult", id: m.id, ok: true, text: answer.text, ...(answer.model ? { model: answer.model } : {}) }
-        : { type: "modelResult", id: m.id, ok: false, error: answer.error },
-    );
   }
 
   // ---------------------------------------------------------------- going forwards
