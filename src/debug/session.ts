@@ -217,11 +217,19 @@ export class CasefileDebugSession extends LoggingDebugSession {
     this.intent = "continue";
     this.paused.show(live.runId!, at.checkpoint);
     this.lastException = stop.exception ? { filter: stop.exception, description: stop.description ?? "" } : undefined;
-    const ev = new StoppedEvent(stop.reason, this.paused.threadOf(live.runId!)) as DebugProtocol.StoppedEvent;
-    ev.body.description = stop.description ?? pausedLabel(at);
-    ev.body.text = stop.description;
+    this.stopped(stop.reason, live.runId!, stop.description ?? pausedLabel(at), {
+      ...(stop.description ? { text: stop.description } : {}),
+      ...(stop.hitBreakpointIds ? { hitBreakpointIds: stop.hitBreakpointIds } : {}),
+    });
+  }
+
+  /** Tells the client the run stopped (all threads): the Call Stack and Variables are asked for again. */
+  private stopped(reason: string, runId: string, description: string, more: { text?: string; hitBreakpointIds?: number[] } = {}): void {
+    const ev = new StoppedEvent(reason, this.paused.threadOf(runId)) as DebugProtocol.StoppedEvent;
+    ev.body.description = description;
+    ev.body.text = more.text;
     ev.body.allThreadsStopped = true;
-    if (stop.hitBreakpointIds) ev.body.hitBreakpointIds = stop.hitBreakpointIds;
+    if (more.hitBreakpointIds) ev.body.hitBreakpointIds = more.hitBreakpointIds;
     this.sendEvent(ev);
   }
 
@@ -247,12 +255,8 @@ export class CasefileDebugSession extends LoggingDebugSession {
       if (latest) {
         this.paused.show(live.runId, latest.id);
         this.lastException = { filter: exceptions[0]!.filter, description: exceptions.map((x) => x.description).join("; ") };
-        const ev = new StoppedEvent("exception", this.paused.threadOf(live.runId)) as DebugProtocol.StoppedEvent;
-        ev.body.description = `run ${live.runId} ${done.status}: ${this.lastException.description}`;
-        ev.body.text = this.lastException.description;
-        ev.body.allThreadsStopped = true;
-        this.sendEvent(ev);
-        return;
+        const why = this.lastException.description;
+        return this.stopped("exception", live.runId, `run ${live.runId} ${done.status}: ${why}`, { text: why });
       }
     }
     this.finish();
@@ -322,35 +326,41 @@ export class CasefileDebugSession extends LoggingDebugSession {
   }
 
   /** Stops the live runner to go on elsewhere; the run it ran ends `stopped` at its checkpoint (resumable). */
-  private async handOff(live: RunnerLink): Promise<void> {
-    await live.stop();
+  private async handOff(live: RunnerLink): Promise<RunnerOutcome> {
+    const outcome = await live.stop();
     if (this.live === live) this.live = undefined;
     this.reader.stale();
+    return outcome;
   }
 
-  protected override async continueRequest(response: DebugProtocol.ContinueResponse): Promise<void> {
-    const problem = await this.forward("continue");
-    if (problem) return this.refuse(response, "CANNOT_CONTINUE", problem);
-    response.body = { allThreadsContinued: true };
-    this.sendResponse(response);
+  protected override continueRequest(response: DebugProtocol.ContinueResponse): Promise<void> {
+    return this.goOn(response, "continue", "CANNOT_CONTINUE", { allThreadsContinued: true });
   }
 
-  protected override async nextRequest(response: DebugProtocol.NextResponse): Promise<void> {
-    const problem = await this.forward("step");
-    if (problem) return this.refuse(response, "CANNOT_STEP", problem);
-    this.sendResponse(response);
+  protected override nextRequest(response: DebugProtocol.NextResponse): Promise<void> {
+    return this.goOn(response, "step", "CANNOT_STEP");
   }
 
   /** Step In at a boundary is Next: the executor code's own stepping is js-debug's (debugExecutorCode). */
-  protected override async stepInRequest(response: DebugProtocol.StepInResponse): Promise<void> {
-    const problem = await this.forward("step");
-    if (problem) return this.refuse(response, "CANNOT_STEP", problem);
-    this.sendResponse(response);
+  protected override stepInRequest(response: DebugProtocol.StepInResponse): Promise<void> {
+    return this.goOn(response, "step", "CANNOT_STEP");
   }
 
-  protected override async stepOutRequest(response: DebugProtocol.StepOutResponse): Promise<void> {
-    const problem = await this.forward("step");
-    if (problem) return this.refuse(response, "CANNOT_STEP", problem);
+  protected override stepOutRequest(response: DebugProtocol.StepOutResponse): Promise<void> {
+    return this.goOn(response, "step", "CANNOT_STEP");
+  }
+
+  /** Continue, Next, Step In/Out, Restart Frame: go forwards, or refuse saying why not. */
+  private async goOn<R extends DebugProtocol.Response>(
+    response: R,
+    intent: Intent,
+    code: string,
+    body?: R["body"],
+    opts: { branch?: boolean; from?: string } = {},
+  ): Promise<void> {
+    const problem = await this.forward(intent, opts);
+    if (problem) return this.refuse(response, code, problem);
+    if (body) response.body = body;
     this.sendResponse(response);
   }
 
@@ -369,9 +379,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     } catch (e) {
       return this.refuse(response, (e as Refusal).code, (e as Refusal).message);
     }
-    const problem = await this.forward("restart", { branch: true, from: frame.checkpoint });
-    if (problem) return this.refuse(response, "CANNOT_RESTART", problem);
-    this.sendResponse(response);
+    return this.goOn(response, "restart", "CANNOT_RESTART", undefined, { branch: true, from: frame.checkpoint });
   }
 
   protected override async restartRequest(response: DebugProtocol.RestartResponse): Promise<void> {
@@ -400,11 +408,8 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   /** Terminate: the runner finishes the superstep it is in, commits, marks the run stopped and closes the case file. */
   private async stopRunner(): Promise<void> {
-    const live = this.live;
-    if (!live) return;
-    const outcome = await live.stop();
-    this.live = undefined;
-    this.reader.stale();
+    if (!this.live) return;
+    const outcome = await this.handOff(this.live);
     if (outcome.done)
       this.console(`run ${outcome.done.runId} ${outcome.done.status}: resumable from its last checkpoint in ${outcome.done.caseFile}`);
   }
@@ -441,12 +446,9 @@ export class CasefileDebugSession extends LoggingDebugSession {
   private stoppedAtView(reason: string, description?: string, hit?: BoundBreakpoint[]): void {
     const view = this.paused.shown;
     if (!view) return;
-    const ev = new StoppedEvent(reason, this.paused.threadOf(view.runId)) as DebugProtocol.StoppedEvent;
     const live = this.live?.paused?.checkpoint === view.checkpoint;
-    ev.body.description = description ?? `${view.checkpoint}${live ? "" : " (history: going on from here makes a branch)"}`;
-    ev.body.allThreadsStopped = true;
-    if (hit) ev.body.hitBreakpointIds = hit.map((b) => b.id);
-    this.sendEvent(ev);
+    const said = description ?? `${view.checkpoint}${live ? "" : " (history: going on from here makes a branch)"}`;
+    this.stopped(reason, view.runId, said, hit ? { hitBreakpointIds: hit.map((b) => b.id) } : {});
   }
 
   // ---------------------------------------------------------------- what it shows (pausedView.ts)
