@@ -1,31 +1,17 @@
 import path from "node:path";
-import {
-  Breakpoint,
-  InitializedEvent,
-  LoggingDebugSession,
-  OutputEvent,
-  Source,
-  StoppedEvent,
-  TerminatedEvent,
-  Event as DapEvent,
-} from "@vscode/debugadapter";
+import { Breakpoint, InitializedEvent, LoggingDebugSession, OutputEvent, Source, TerminatedEvent } from "@vscode/debugadapter";
 import type { DebugProtocol } from "@vscode/debugprotocol";
-import {
-  EXCEPTION_FILTERS,
-  EXECUTOR_DEBUGGER_ATTACHED,
-  ExecutorDebuggerAttachedSchema,
-  INSPECTOR_EVENT,
-  type ExceptionFilter,
-} from "../protocol/debug";
-import type { ProviderConfig, RunCommand } from "../protocol/runner";
-import type { RunnerOutcome } from "../runner/client";
-import { PatchChecker, RunnerLink } from "./runnerLink";
+import { EXCEPTION_FILTERS, EXECUTOR_DEBUGGER_ATTACHED, ExecutorDebuggerAttachedSchema, type ExceptionFilter } from "../protocol/debug";
+import { PatchChecker } from "./runnerLink";
 import { Breakpoints, samePath, type BoundBreakpoint } from "./breakpoints";
 import { CaseReader } from "./caseReader";
-import { breakpointsAt, decideBoundary, pausedLabel, type BoundaryContext, type Intent } from "./boundary";
+import type { Intent } from "./boundary";
 import { PausedView, Refusal } from "./pausedView";
 import { firstCommand, prepareLaunch, type Launch } from "./launch";
 import type { ExecutorSource } from "./executorSources";
+import { Stepping, type CasefileDebugSessionOptions } from "./stepping";
+
+export type { CasefileDebugSessionOptions } from "./stepping";
 
 /**
  * The Casefile debug adapter: a DAP session over a workflow run. It drives the runner child
@@ -38,32 +24,6 @@ import type { ExecutorSource } from "./executorSources";
  * `casefile dap` serves it on stdio (debugAdapter.ts).
  */
 
-export interface CasefileDebugSessionOptions {
-  /** The bundled runner: dist/runner.js of the extension or of the CLI. */
-  runnerPath: string;
-  /** The runner's environment (the editor's with API keys from SecretStorage; the CLI's own). Default process.env. */
-  env?: NodeJS.ProcessEnv;
-  /** Launch attributes a configuration leaves out: the editor's casefile.* settings. */
-  defaults?: { provider?: ProviderConfig; tokenBudget?: number };
-  /**
-   * Answers a model request of a run whose provider is `vscode-lm` (the extension asks vscode.lm).
-   * Without it such a request fails with a clear error.
-   */
-  answerModelRequest?: (request: {
-    step: string;
-    messages: { role: string; content: string }[];
-    model: string;
-  }) => Promise<{ ok: true; text: string; model?: string } | { ok: false; error: string }>;
-  /**
-   * With `debugExecutorCode`, no superstep of a runner starts until the client says a JavaScript
-   * debugger is attached to it (custom request `casefile/executorDebuggerAttached`), or
-   * `executorDebuggerTimeoutMs` (default 30 s) has passed. The extension sets it: it attaches
-   * js-debug itself. A plain DAP client (`casefile dap`) does not wait.
-   */
-  waitForExecutorDebugger?: boolean;
-  executorDebuggerTimeoutMs?: number;
-}
-
 export class CasefileDebugSession extends LoggingDebugSession {
   private launch?: Launch;
   private caseFile = "";
@@ -73,10 +33,6 @@ export class CasefileDebugSession extends LoggingDebugSession {
   private readonly filters = new Set<ExceptionFilter>(EXCEPTION_FILTERS.filter((f) => f.default).map((f) => f.filter));
   private configured!: () => void;
   private readonly configurationDone = new Promise<void>((r) => (this.configured = r));
-
-  private live?: RunnerLink;
-  private intent: Intent = "continue";
-  private lastException?: { filter: ExceptionFilter; description: string };
 
   private readonly reader = new CaseReader(() => this.caseFile);
   /** What the debugger shows: a checkpoint, live (the runner waits there) or from history. */
@@ -90,12 +46,28 @@ export class CasefileDebugSession extends LoggingDebugSession {
       column: (c) => this.convertDebuggerColumnToClient(c),
     },
   });
+  private readonly stepping: Stepping;
   private readonly checker: PatchChecker;
   private ended = false;
 
   constructor(private readonly opts: CasefileDebugSessionOptions) {
     super();
     this.checker = new PatchChecker({ runnerPath: opts.runnerPath, env: opts.env ?? process.env });
+    this.stepping = new Stepping(
+      {
+        options: this.opts,
+        launch: () => this.launch,
+        kindOf: (x) => this.kindOf(x),
+        console: (line, category) => this.console(line, category),
+        sendEvent: (e) => this.sendEvent(e),
+        finish: () => this.finish(),
+        ended: () => this.ended,
+      },
+      this.reader,
+      this.paused,
+      this.breakpoints,
+      this.filters,
+    );
     this.setDebuggerLinesStartAt1(true);
     this.setDebuggerColumnsStartAt1(true);
   }
@@ -142,124 +114,13 @@ export class CasefileDebugSession extends LoggingDebugSession {
     // Breakpoints come after this: they bind to the workflow file the launch names.
     this.sendEvent(new InitializedEvent());
     await this.configurationDone;
-    this.intent = launch.args.stopOnEntry ? "entry" : "continue";
+    this.stepping.intent = launch.args.stopOnEntry ? "entry" : "continue";
     try {
-      this.startRunner(firstCommand(launch), { skipFirst: false });
+      this.stepping.start(firstCommand(launch), { skipFirst: false });
     } catch (e) {
       return this.refuse(response, "RUNNER_FAILED", (e as Error).message);
     }
     this.sendResponse(response);
-  }
-
-  // ---------------------------------------------------------------- the runner
-
-  /** Starts the runner for one command, in step mode: every boundary comes back to onPaused. */
-  private startRunner(command: RunCommand, opts: { skipFirst: boolean }): void {
-    const a = this.launch!.args;
-    const provider = a.provider ?? this.opts.defaults?.provider;
-    const tokenBudget = a.tokenBudget ?? this.opts.defaults?.tokenBudget;
-    this.reader.stale();
-    const live = new RunnerLink(
-      {
-        runnerPath: this.opts.runnerPath,
-        env: this.opts.env ?? process.env,
-        command,
-        workflowFile: this.workflowFile,
-        ...(provider ? { provider } : {}),
-        ...(tokenBudget ? { tokenBudget } : {}),
-        inspect: a.debugExecutorCode === true,
-        ...(this.opts.waitForExecutorDebugger ? { waitForDebuggerMs: this.opts.executorDebuggerTimeoutMs ?? 30_000 } : {}),
-        skipFirst: opts.skipFirst,
-      },
-      {
-        console: (line, category) => this.console(line, category),
-        inspector: (body) => this.sendEvent(new DapEvent(INSPECTOR_EVENT, body)),
-        event: (_link, runId) => {
-          this.reader.stale();
-          this.paused.threadOf(runId);
-        },
-        boundary: (link) => void this.onBoundary(link).catch((e: Error) => this.console(`debugger: ${e.message}`, "stderr")),
-        answerModel: (request) =>
-          this.opts.answerModelRequest?.(request) ??
-          Promise.resolve({
-            ok: false as const,
-            error: "the vscode-lm provider needs the editor: this debug adapter has no language model (set `provider`)",
-          }),
-        ended: (link, outcome) => void this.onRunnerEnded(link, outcome),
-      },
-    );
-    this.live = live;
-    if (live.handle.pid !== undefined) {
-      this.sendEvent(
-        new DapEvent("process", { name: this.workflowFile, systemProcessId: live.handle.pid, isLocalProcess: true, startMethod: "launch" }),
-      );
-    }
-  }
-
-  /** A boundary: stop here (and say why), or let the runner run the next superstep. */
-  private async onBoundary(live: RunnerLink): Promise<void> {
-    if (this.live !== live || !live.paused) return;
-    const at = live.paused;
-    const facts = {
-      intent: this.intent,
-      first: live.boundaries++ === 0,
-      skipFirst: live.skipFirst,
-      runId: live.runId!,
-      at,
-      exceptions: live.exceptions.splice(0),
-      judged: live.judged,
-    };
-    live.judged = false;
-    const { stop, logs, problems } = await decideBoundary(facts, this.boundaryContext());
-    for (const line of logs) this.console(line);
-    for (const p of problems) this.console(p, "stderr");
-    if (!stop) return live.release();
-    this.intent = "continue";
-    this.paused.show(live.runId!, at.checkpoint);
-    this.lastException = stop.exception ? { filter: stop.exception, description: stop.description ?? "" } : undefined;
-    this.stopped(stop.reason, live.runId!, stop.description ?? pausedLabel(at), {
-      ...(stop.description ? { text: stop.description } : {}),
-      ...(stop.hitBreakpointIds ? { hitBreakpointIds: stop.hitBreakpointIds } : {}),
-    });
-  }
-
-  /** Tells the client the run stopped (all threads): the Call Stack and Variables are asked for again. */
-  private stopped(reason: string, runId: string, description: string, more: { text?: string; hitBreakpointIds?: number[] } = {}): void {
-    const ev = new StoppedEvent(reason, this.paused.threadOf(runId)) as DebugProtocol.StoppedEvent;
-    ev.body.description = description;
-    ev.body.text = more.text;
-    ev.body.allThreadsStopped = true;
-    if (more.hitBreakpointIds) ev.body.hitBreakpointIds = more.hitBreakpointIds;
-    this.sendEvent(ev);
-  }
-
-  private boundaryContext(): BoundaryContext {
-    return { filters: this.filters, breakpoints: this.breakpoints, reader: this.reader, kindOf: (x) => this.kindOf(x) };
-  }
-
-  /** The runner exited: the run ended (completed, waiting, failed, stopped) or was handed off. */
-  private async onRunnerEnded(live: RunnerLink, outcome: RunnerOutcome): Promise<void> {
-    this.reader.stale();
-    if (this.live === live) this.live = undefined;
-    if (live.handedOff || this.ended) return;
-    const done = outcome.done;
-    if (!done) {
-      const err = outcome.error ?? { code: "RUNNER_CRASHED", message: `runner exited with code ${outcome.exitCode}` };
-      this.console(`${err.code}: ${err.message}`, "stderr");
-    }
-    // A run that ends failed, waiting or needing replanning stops (when its filter is on) at its last checkpoint.
-    const exceptions = live.exceptions.filter((x) => this.filters.has(x.filter));
-    if (done && exceptions.length && live.runId) {
-      const store = await this.reader.snapshot();
-      const latest = store.latestCheckpoint(live.runId);
-      if (latest) {
-        this.paused.show(live.runId, latest.id);
-        this.lastException = { filter: exceptions[0]!.filter, description: exceptions.map((x) => x.description).join("; ") };
-        const why = this.lastException.description;
-        return this.stopped("exception", live.runId, `run ${live.runId} ${done.status}: ${why}`, { text: why });
-      }
-    }
-    this.finish();
   }
 
   private finish(): void {
@@ -270,67 +131,16 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   // ---------------------------------------------------------------- going forwards
 
-  /** Next, Continue, restartFrame: from the live boundary, or from a checkpoint in history (a branch). */
-  private async forward(intent: Intent, opts: { branch?: boolean; from?: string } = {}): Promise<string | undefined> {
-    const from = opts.from ?? this.paused.shown?.checkpoint;
-    const live = this.live;
-    const edited = this.paused.edited;
-    const atLive = live?.paused !== undefined && from === live.paused.checkpoint;
-    this.intent = intent;
-    this.paused.forget();
-    if (live && atLive && !edited && !opts.branch) {
-      live.paused = undefined;
-      live.release();
-      return undefined;
-    }
-    if (!from) return "there is no checkpoint to go on from";
-    const store = await this.reader.snapshot();
-    const cp = store.getCheckpoint(from);
-    if (!cp) return `checkpoint ${from} is not in the case file`;
-    if (cp.pending.length === 0 && !edited && !opts.branch) {
-      this.console(`run ${cp.runId} ended at ${cp.id}: nothing runs after it`);
-      this.finish();
-      return undefined;
-    }
-    if (live) await this.handOff(live);
-    const patch = this.paused.takePatch();
-    const latest = store.latestCheckpoint(cp.runId);
-    if (patch) this.console(`going on from ${cp.id} with edited ${Object.keys(patch).join(", ")}: a branch run`);
-    else if (opts.branch) this.console(`re-running superstep ${cp.superstep + 1} from ${cp.id}: a branch run`);
-    else if (latest && latest.id !== cp.id)
-      this.console(`going on from ${cp.id}, earlier than the run's latest (${latest.id}): a branch run`);
-    this.startRunner(
-      {
-        kind: "resume",
-        caseFile: this.caseFile,
-        checkpointId: cp.id,
-        workflowPath: this.workflowFile,
-        ...(patch ? { patch } : {}),
-        ...(opts.branch ? { branch: true } : {}),
-      },
-      { skipFirst: true },
-    );
-    return undefined;
-  }
-
   /** `casefile/executorDebuggerAttached`: the client's JavaScript debugger is attached to the runner with this pid. */
   protected override customRequest(command: string, response: DebugProtocol.Response, args: unknown): void {
     if (command !== EXECUTOR_DEBUGGER_ATTACHED) return super.customRequest(command, response, args);
     const parsed = ExecutorDebuggerAttachedSchema.safeParse(args);
     if (!parsed.success)
       return this.refuse(response, "INVALID_REQUEST", `${command} needs the runner's pid: ${parsed.error.issues[0]!.message}`);
-    const live = this.live;
+    const live = this.stepping.live;
     if (live?.debuggerAttached(parsed.data.pid))
       this.console(`executor code: a debugger is attached to the runner (pid ${parsed.data.pid})`);
     this.sendResponse(response);
-  }
-
-  /** Stops the live runner to go on elsewhere; the run it ran ends `stopped` at its checkpoint (resumable). */
-  private async handOff(live: RunnerLink): Promise<RunnerOutcome> {
-    const outcome = await live.stop();
-    if (this.live === live) this.live = undefined;
-    this.reader.stale();
-    return outcome;
   }
 
   protected override continueRequest(response: DebugProtocol.ContinueResponse): Promise<void> {
@@ -358,14 +168,14 @@ export class CasefileDebugSession extends LoggingDebugSession {
     body?: R["body"],
     opts: { branch?: boolean; from?: string } = {},
   ): Promise<void> {
-    const problem = await this.forward(intent, opts);
+    const problem = await this.stepping.forward(intent, opts);
     if (problem) return this.refuse(response, code, problem);
     if (body) response.body = body;
     this.sendResponse(response);
   }
 
   protected override pauseRequest(response: DebugProtocol.PauseResponse): void {
-    this.intent = "pause";
+    this.stepping.intent = "pause";
     this.sendResponse(response);
   }
 
@@ -383,72 +193,32 @@ export class CasefileDebugSession extends LoggingDebugSession {
   }
 
   protected override async restartRequest(response: DebugProtocol.RestartResponse): Promise<void> {
-    if (this.live) await this.handOff(this.live);
-    this.paused.patch = {};
-    this.breakpoints.resetHits();
-    this.intent = this.launch?.args.stopOnEntry ? "entry" : "continue";
-    this.console("restart: a new run with the same configuration");
-    this.startRunner(firstCommand(this.launch!), { skipFirst: false });
+    await this.stepping.restart();
     this.sendResponse(response);
   }
 
   protected override async terminateRequest(response: DebugProtocol.TerminateResponse): Promise<void> {
-    await this.stopRunner();
+    await this.stepping.stopRunner();
     this.sendResponse(response);
     this.finish();
   }
 
   protected override async disconnectRequest(response: DebugProtocol.DisconnectResponse): Promise<void> {
-    await this.stopRunner();
+    await this.stepping.stopRunner();
     this.checker.close();
     this.reader.close();
     this.ended = true;
     this.sendResponse(response);
   }
 
-  /** Terminate: the runner finishes the superstep it is in, commits, marks the run stopped and closes the case file. */
-  private async stopRunner(): Promise<void> {
-    if (!this.live) return;
-    const outcome = await this.handOff(this.live);
-    if (outcome.done)
-      this.console(`run ${outcome.done.runId} ${outcome.done.status}: resumable from its last checkpoint in ${outcome.done.caseFile}`);
+  // ---------------------------------------------------------------- going back (stepping.ts)
+
+  protected override stepBackRequest(response: DebugProtocol.StepBackResponse): Promise<void> {
+    return this.stepping.stepBack(() => this.sendResponse(response));
   }
 
-  // ---------------------------------------------------------------- going back
-
-  protected override async stepBackRequest(response: DebugProtocol.StepBackResponse): Promise<void> {
-    const store = await this.reader.snapshot();
-    const prev = this.paused.shown && this.reader.previous(store, this.paused.shown.checkpoint);
-    this.sendResponse(response);
-    if (!prev) return this.stoppedAtView("step", "already at the run's first checkpoint");
-    this.paused.show(prev.runId, prev.id);
-    this.stoppedAtView("step");
-  }
-
-  protected override async reverseContinueRequest(response: DebugProtocol.ReverseContinueResponse): Promise<void> {
-    const store = await this.reader.snapshot();
-    this.sendResponse(response);
-    let at = this.paused.shown && this.reader.previous(store, this.paused.shown.checkpoint);
-    let first = at;
-    while (at) {
-      const hit = await breakpointsAt(this.boundaryContext(), at.id, [...new Set(at.pending.map((m) => m.to))], false);
-      if (hit.stop.length) {
-        this.paused.show(at.runId, at.id);
-        return this.stoppedAtView("breakpoint", undefined, hit.stop);
-      }
-      first = at;
-      at = this.reader.previous(store, at.id);
-    }
-    if (first) this.paused.show(first.runId, first.id);
-    this.stoppedAtView("entry", "no breakpoint before: the run's first checkpoint");
-  }
-
-  private stoppedAtView(reason: string, description?: string, hit?: BoundBreakpoint[]): void {
-    const view = this.paused.shown;
-    if (!view) return;
-    const live = this.live?.paused?.checkpoint === view.checkpoint;
-    const said = description ?? `${view.checkpoint}${live ? "" : " (history: going on from here makes a branch)"}`;
-    this.stopped(reason, view.runId, said, hit ? { hitBreakpointIds: hit.map((b) => b.id) } : {});
+  protected override reverseContinueRequest(response: DebugProtocol.ReverseContinueResponse): Promise<void> {
+    return this.stepping.reverseContinue(() => this.sendResponse(response));
   }
 
   // ---------------------------------------------------------------- what it shows (pausedView.ts)
@@ -483,7 +253,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
   }
 
   protected override exceptionInfoRequest(response: DebugProtocol.ExceptionInfoResponse): void {
-    const x = this.lastException;
+    const x = this.stepping.lastException;
     response.body = {
       exceptionId: x?.filter ?? "none",
       description: x?.description ?? "no exception",
