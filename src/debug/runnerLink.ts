@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import type { Json } from "../engine/records";
 import { PatchCheckResultSchema, type ExceptionFilter, type InspectorEvent, type PatchCheckResult } from "../protocol/debug";
-import type { ControlAction, ProviderConfig, RunCommand, RunnerToHost } from "../protocol/runner";
+import type { ProviderConfig, RunCommand, RunnerToHost } from "../protocol/runner";
 import { startRunner, type RunnerHandle, type RunnerOutcome } from "../runner/client";
 import { narrate } from "./narration";
 
@@ -94,11 +94,15 @@ export class RunnerLink {
     void this.handle.finished.then((outcome) => host.ended(this, outcome));
   }
 
-  /** Lets the runner run its next superstep: at once, or once a JavaScript debugger is attached to it. */
-  release(action: Extract<ControlAction, "step"> = "step"): void {
-    if (!this.ready) return this.handle.control(action);
+  /**
+   * Lets the runner run its next superstep (at once, or once a JavaScript debugger is attached to
+   * it); `into`: Step Into, pausing on the first line of the executor code it calls.
+   */
+  release(into = false): void {
+    const go = (): void => (into ? this.handle.send({ type: "stepInto" }) : this.handle.control("step"));
+    if (!this.ready) return go();
     void this.ready.then(() => {
-      if (!this.handedOff) this.handle.control(action);
+      if (!this.handedOff) go();
     });
   }
 

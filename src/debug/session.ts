@@ -151,9 +151,12 @@ export class CasefileDebugSession extends LoggingDebugSession {
     return this.goOn(response, "step", "CANNOT_STEP");
   }
 
-  /** Step In at a boundary is Next: the executor code's own stepping is js-debug's (debugExecutorCode). */
+  /**
+   * Step Into at a boundary: with debugExecutorCode and js-debug attached, the runner pauses on the
+   * first line of the executor code the superstep calls (js-debug shows it); otherwise it is Next.
+   */
   protected override stepInRequest(response: DebugProtocol.StepInResponse): Promise<void> {
-    return this.goOn(response, "step", "CANNOT_STEP");
+    return this.goOn(response, "step", "CANNOT_STEP", undefined, { into: true });
   }
 
   protected override stepOutRequest(response: DebugProtocol.StepOutResponse): Promise<void> {
@@ -166,7 +169,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     intent: Intent,
     code: string,
     body?: R["body"],
-    opts: { branch?: boolean; from?: string } = {},
+    opts: { branch?: boolean; from?: string; into?: boolean } = {},
   ): Promise<void> {
     const problem = await this.stepping.forward(intent, opts);
     if (problem) return this.refuse(response, code, problem);

@@ -61,6 +61,7 @@ export class Stepping {
   intent: Intent = "continue";
   /** The exception filter the last stop was for (exceptionInfo). */
   lastException?: { filter: ExceptionFilter; description: string };
+  private saidStepIntoIsNext = false;
 
   constructor(
     private readonly host: SteppingHost,
@@ -185,16 +186,17 @@ export class Stepping {
   }
 
   /** Next, Continue, restartFrame: from the live boundary, or from a checkpoint in history (a branch). */
-  async forward(intent: Intent, opts: { branch?: boolean; from?: string } = {}): Promise<string | undefined> {
+  async forward(intent: Intent, opts: { branch?: boolean; from?: string; into?: boolean } = {}): Promise<string | undefined> {
     const from = opts.from ?? this.paused.shown?.checkpoint;
     const live = this.live;
     const edited = this.paused.edited;
     const atLive = live?.paused !== undefined && from === live.paused.checkpoint;
     this.intent = intent;
     this.paused.forget();
+    const into = opts.into === true && this.canStepInto(atLive && !edited);
     if (live && atLive && !edited && !opts.branch) {
       live.paused = undefined;
-      live.release();
+      live.release(into);
       return undefined;
     }
     if (!from) return "there is no checkpoint to go on from";
@@ -225,6 +227,26 @@ export class Stepping {
       { skipFirst: true },
     );
     return undefined;
+  }
+
+  /**
+   * Step Into goes into executor code when the runner has an inspector with a JavaScript debugger
+   * attached (debugExecutorCode, js-debug in VS Code) and the user is at its live boundary; else it
+   * is Next, said once per session.
+   */
+  private canStepInto(atLiveBoundary: boolean): boolean {
+    const why = !this.host.launch()?.args.debugExecutorCode
+      ? "debugExecutorCode is off"
+      : !this.live?.debuggerAttachedYet
+        ? "no JavaScript debugger (js-debug) is attached to the runner"
+        : !atLiveBoundary
+          ? "going on from history (or with edits) starts a new runner"
+          : undefined;
+    if (why && !this.saidStepIntoIsNext) {
+      this.saidStepIntoIsNext = true;
+      this.host.console(`Step Into acts as Next here (${why}): it runs the superstep and pauses at the next boundary`);
+    }
+    return why === undefined;
   }
 
   /** Restart: a new run with the same configuration, hit counts counted again. */

@@ -102,6 +102,12 @@ export const HostToRunnerSchema = z.discriminatedUnion("type", [
     defaultBudget: TokenBudgetSchema.optional(),
   }),
   z.object({ type: z.literal("control"), action: ControlActionSchema }),
+  /**
+   * Step Into (the debugger, debugExecutorCode): run one superstep like `step`, pausing on the
+   * first line of the first executor function it calls, for the JavaScript debugger attached to
+   * the runner's inspector. A runner without an inspector runs the superstep as `step`.
+   */
+  z.object({ type: z.literal("stepInto") }),
   z.object({
     type: z.literal("modelResult"),
     id: z.string(),

@@ -13,6 +13,7 @@ import type { ModelProvider, ModelRequest, ModelResponse } from "../engine/model
 import { HostToRunnerSchema, type HostToRunner, type RunnerToHost } from "../protocol/runner";
 import { patchCheckMain } from "./patchCheck";
 import { runSession } from "./session";
+import { StepInto } from "./stepInto";
 
 function post(message: RunnerToHost): void {
   process.send?.(message);
@@ -48,6 +49,8 @@ function main(): void {
   let control: RunControl | undefined;
   const host = new HostModelProvider();
   let started = false;
+  // With an inspector (--inspect: the debugger's executor-code mode), Step Into can pause in executor code.
+  const stepInto = StepInto.available() ? new StepInto() : undefined;
 
   process.on("message", (raw: unknown) => {
     const parsed = HostToRunnerSchema.safeParse(raw);
@@ -64,11 +67,18 @@ function main(): void {
         }
         started = true;
         control = new RunControl(message.stepMode);
-        void start(message, control, host);
+        void start(message, control, host, stepInto);
         return;
       case "control":
         if (!control) return;
         control[message.action]();
+        return;
+      case "stepInto":
+        if (!control) return;
+        if (stepInto) stepInto.arm();
+        else
+          post({ type: "log", level: "warn", message: "step into: the runner has no inspector (debugExecutorCode is off): stepping over" });
+        control.step();
         return;
       case "modelResult":
         host.settle(message);
@@ -88,16 +98,23 @@ function main(): void {
   loadSqlJs().catch(() => {});
 }
 
-async function start(message: Extract<HostToRunner, { type: "start" }>, control: RunControl, host: HostModelProvider): Promise<void> {
+async function start(
+  message: Extract<HostToRunner, { type: "start" }>,
+  control: RunControl,
+  host: HostModelProvider,
+  stepInto: StepInto | undefined,
+): Promise<void> {
   try {
     const result = await runSession(message.command, {
       control,
+      ...(stepInto ? { stepInto } : {}),
       provider: message.provider,
       defaultBudget: message.defaultBudget,
       providerInstance: message.provider?.kind === "vscode-lm" ? host : undefined,
       onEvent: (event) => {
         post({ type: "event", event });
         if (event.type === "run_paused") {
+          stepInto?.disarm();
           // The event is stamped with the checkpoint's superstep; the run waits before the next one.
           const data = event.data as { checkpoint?: string; next?: string[] };
           post({
