@@ -214,12 +214,17 @@ export class PausedView {
     const state = this.values(store, cp);
     const executor = frame?.executor ?? cp.pending[0]?.to;
     const scope = { state, message: executor ? (messageFor(cp, executor) ?? null) : null, messages: messagesOf(cp) };
-    if (args.context === "hover" && !/^[\w$.[\]"']+$/.test(args.expression))
-      throw new Refusal("NOT_A_VALUE", "hover shows state values only");
+    const hover = args.context === "hover";
+    if (hover && !/^[\w$.[\]"']+$/.test(args.expression)) throw new Refusal("NOT_A_VALUE", "hover shows state values only");
+    // A hover in the workflow file sends the word under the pointer with the member chain before
+    // it: `variance` (a key, in `owns` or `ctx.write("variance", …)`), `ctx.state.variance.pct`,
+    // `ctx.message.pct`. The executor's ctx.state and ctx.message are the paused state and message.
+    const expression = hover ? args.expression.replace(/^ctx\./, "") : args.expression;
     let value: unknown;
     try {
-      value = evaluate(args.expression, scope);
+      value = evaluate(expression, scope);
     } catch (e) {
+      if (hover) throw new Refusal("NOT_A_VALUE", `"${args.expression}" is not a state key or path at ${cp.id}`);
       throw new Refusal("EVALUATE_FAILED", (e as Error).message);
     }
     const json = (value === undefined ? null : value) as Json;
