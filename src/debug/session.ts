@@ -1,7 +1,8 @@
 import path from "node:path";
-import { Breakpoint, InitializedEvent, LoggingDebugSession, OutputEvent, Source, TerminatedEvent } from "@vscode/debugadapter";
+import { Breakpoint, InitializedEvent, LoggingDebugSession, OutputEvent, Response, Source, TerminatedEvent } from "@vscode/debugadapter";
 import type { DebugProtocol } from "@vscode/debugprotocol";
 import { EXCEPTION_FILTERS, EXECUTOR_DEBUGGER_ATTACHED, ExecutorDebuggerAttachedSchema, type ExceptionFilter } from "../protocol/debug";
+import { dapRequestProblem } from "../protocol/dapRequests";
 import { PatchChecker } from "./runnerLink";
 import { Breakpoints, samePath, type BoundBreakpoint } from "./breakpoints";
 import { CaseReader } from "./caseReader";
@@ -68,6 +69,16 @@ export class CasefileDebugSession extends LoggingDebugSession {
       this.breakpoints,
       this.filters,
     );
+    // DebugSession shuts the process down on any "error" event, and the protocol server emits one
+    // for a message it cannot parse: one malformed message would end `casefile dap` (exit 0, no
+    // word). A message that cannot be handled is dropped, said in the Debug Console; a broken
+    // stream still ends the session.
+    this.removeAllListeners("error");
+    this.on("error", (e: DebugProtocol.Event) => {
+      const problem = String(e.body);
+      if (problem.startsWith("Error handling data")) return this.console(`debug adapter: dropped a message: ${problem}`, "stderr");
+      this.shutdown();
+    });
     this.setDebuggerLinesStartAt1(true);
     this.setDebuggerColumnsStartAt1(true);
   }
@@ -131,9 +142,26 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   // ---------------------------------------------------------------- going forwards
 
+  /** The adapter starts the runs it debugs: there is nothing to attach to. */
+  protected override attachRequest(response: DebugProtocol.AttachResponse): void {
+    this.refuse(
+      response,
+      "UNSUPPORTED",
+      'the Casefile debugger launches runs: use request "launch" (with `resumeFrom` to go on from a checkpoint)',
+    );
+  }
+
+  /** Every request from the client: its arguments are parsed first (dapRequests.ts); a bad one is refused naming the argument. */
+  protected override dispatchRequest(request: DebugProtocol.Request): void {
+    const problem = dapRequestProblem(request);
+    if (problem) return this.refuse(new Response(request), "INVALID_REQUEST", problem);
+    super.dispatchRequest(request);
+  }
+
   /** `casefile/executorDebuggerAttached`: the client's JavaScript debugger is attached to the runner with this pid. */
   protected override customRequest(command: string, response: DebugProtocol.Response, args: unknown): void {
-    if (command !== EXECUTOR_DEBUGGER_ATTACHED) return super.customRequest(command, response, args);
+    if (command !== EXECUTOR_DEBUGGER_ATTACHED)
+      return this.refuse(response, "UNKNOWN_REQUEST", `the Casefile debug adapter has no request "${command}"`);
     const parsed = ExecutorDebuggerAttachedSchema.safeParse(args);
     if (!parsed.success)
       return this.refuse(response, "INVALID_REQUEST", `${command} needs the runner's pid: ${parsed.error.issues[0]!.message}`);
