@@ -106,6 +106,11 @@ export class RunnerLink {
     });
   }
 
+  /** Supersteps of this runner wait for a JavaScript debugger to attach (the editor attaches js-debug itself). */
+  get waitsForDebugger(): boolean {
+    return this.ready !== undefined;
+  }
+
   /** The client's JavaScript debugger is attached to the process with this pid: true when it is this runner. */
   debuggerAttached(pid: number): boolean {
     if (this.handle.pid !== pid) return false;

@@ -237,7 +237,7 @@ export class Stepping {
   private canStepInto(atLiveBoundary: boolean): boolean {
     const why = !this.host.launch()?.args.debugExecutorCode
       ? "debugExecutorCode is off"
-      : !this.live?.debuggerAttachedYet
+      : !this.live?.debuggerAttachedYet && !this.live?.waitsForDebugger
         ? "no JavaScript debugger (js-debug) is attached to the runner"
         : !atLiveBoundary
           ? "going on from history (or with edits) starts a new runner"
