@@ -286,24 +286,6 @@ describe("Debugging the invoice example with F5", function () {
     assert.ok(lines.some((l) => l.includes("state.variance.pct")) && lines.some((l) => /^9$/.test(l.trim())), lines.join(" | "));
   });
 
-  it("Step Into at a superstep boundary stops js-debug on the first line of load's run(); continuing it, the casefile session stops at the next boundary", async () => {
-    await stopAll();
-    vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
-    const firstLine = lineOf("const input = ctx.message as { invoiceId");
-    const entry = await debugAtEntry("INV-1002");
-    assert.equal(vscode.debug.activeDebugSession?.id, entry.session.id, `focused: ${vscode.debug.activeDebugSession?.type}`);
-    const seen = stops.length;
-    await vscode.commands.executeCommand("workbench.action.debug.stepInto");
-    const inCode = await nextStop("pwa-node", seen);
-    const [top] = await frames(inCode);
-    assert.equal(pathOf(top?.source?.path), workflow.fsPath, "paused in the user's file, through the source map");
-    assert.equal(top?.line, firstLine + 1, `paused at line ${top?.line}, not on the first line of load's run() (${firstLine + 1})`);
-    const after = stops.length;
-    await inCode.session.customRequest("continue", { threadId: inCode.threadId });
-    const boundary = await nextStop("casefile", after);
-    assert.equal(boundary.reason, "step", `the casefile session stopped for ${boundary.reason}`);
-  });
-
   it("a breakpoint inside variance's run() binds in js-debug, stops there, and the editor shows the paused line", async () => {
     await stopAll();
     vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
