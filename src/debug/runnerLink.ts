@@ -23,6 +23,8 @@ export interface RunnerLinkOptions {
   tokenBudget?: number;
   /** Start with --inspect on loopback (debugExecutorCode). */
   inspect: boolean;
+  /** With inspect: executor functions can be stepped into (Step Into). */
+  stepInto: boolean;
   /** Hold every superstep until `debuggerAttached`, or this many ms (undefined: do not wait). */
   waitForDebuggerMs?: number;
   /** The first boundary of a runner started from a stop is where the user already was. */
@@ -73,7 +75,7 @@ export class RunnerLink {
       ...(opts.tokenBudget ? { defaultBudget: { hard: opts.tokenBudget } } : {}),
       env: opts.env,
       cwd: path.dirname(opts.workflowFile),
-      ...(opts.inspect ? { execArgv: ["--inspect=127.0.0.1:0"] } : {}),
+      ...(opts.inspect ? { execArgv: ["--inspect=127.0.0.1:0"], stepInto: opts.stepInto } : {}),
       onStderr: (t) => this.onStderr(t, host),
       onMessage: (m) => this.onMessage(m, host),
       onInvalid: (problem) => host.console(`runner: ${problem}`, "stderr"),

@@ -43,6 +43,11 @@ export interface CasefileDebugSessionOptions {
    */
   waitForExecutorDebugger?: boolean;
   executorDebuggerTimeoutMs?: number;
+  /**
+   * Step Into at a boundary pauses in the executor code it calls (default true, with
+   * debugExecutorCode and a JavaScript debugger attached); false: it is Next.
+   */
+  stepIntoExecutorCode?: boolean;
 }
 
 export interface SteppingHost {
@@ -86,6 +91,7 @@ export class Stepping {
         ...(provider ? { provider } : {}),
         ...(tokenBudget ? { tokenBudget } : {}),
         inspect: a.debugExecutorCode === true,
+        stepInto: this.host.options.stepIntoExecutorCode !== false,
         ...(this.host.options.waitForExecutorDebugger ? { waitForDebuggerMs: this.host.options.executorDebuggerTimeoutMs ?? 30_000 } : {}),
         skipFirst: opts.skipFirst,
       },
@@ -237,11 +243,13 @@ export class Stepping {
   private canStepInto(atLiveBoundary: boolean): boolean {
     const why = !this.host.launch()?.args.debugExecutorCode
       ? "debugExecutorCode is off"
-      : !this.live?.debuggerAttachedYet && !this.live?.waitsForDebugger
-        ? "no JavaScript debugger (js-debug) is attached to the runner"
-        : !atLiveBoundary
-          ? "going on from history (or with edits) starts a new runner"
-          : undefined;
+      : this.host.options.stepIntoExecutorCode === false
+        ? "stepping into executor code is off in this editor; set a breakpoint in run() instead"
+        : !this.live?.debuggerAttachedYet && !this.live?.waitsForDebugger
+          ? "no JavaScript debugger (js-debug) is attached to the runner"
+          : !atLiveBoundary
+            ? "going on from history (or with edits) starts a new runner"
+            : undefined;
     if (why && !this.saidStepIntoIsNext) {
       this.saidStepIntoIsNext = true;
       this.host.console(`Step Into acts as Next here (${why}): it runs the superstep and pauses at the next boundary`);

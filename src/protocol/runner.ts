@@ -98,6 +98,11 @@ export const HostToRunnerSchema = z.discriminatedUnion("type", [
     command: RunCommandSchema,
     /** Pause before every superstep until told `step` or `continue`. */
     stepMode: z.boolean().default(false),
+    /**
+     * Make executor functions steppable into (the debugger's Step Into with debugExecutorCode,
+     * src/runner/stepInto.ts): each is called through a wrapper that can arm a one-shot breakpoint.
+     */
+    stepInto: z.boolean().optional(),
     provider: ProviderConfigSchema.optional(),
     defaultBudget: TokenBudgetSchema.optional(),
   }),

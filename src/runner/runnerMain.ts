@@ -49,8 +49,8 @@ function main(): void {
   let control: RunControl | undefined;
   const host = new HostModelProvider();
   let started = false;
-  // With an inspector (--inspect: the debugger's executor-code mode), Step Into can pause in executor code.
-  const stepInto = StepInto.available() ? new StepInto() : undefined;
+  // Asked for by the debugger, with an inspector (--inspect): Step Into can pause in executor code.
+  let stepInto: StepInto | undefined;
 
   process.on("message", (raw: unknown) => {
     const parsed = HostToRunnerSchema.safeParse(raw);
@@ -67,6 +67,7 @@ function main(): void {
         }
         started = true;
         control = new RunControl(message.stepMode);
+        if (message.stepInto && StepInto.available()) stepInto = new StepInto();
         void start(message, control, host, stepInto);
         return;
       case "control":
