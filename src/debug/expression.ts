@@ -4,7 +4,12 @@
  * `state.invoice.value.lines.length`. State is JSON data, so it is evaluated here, in the adapter,
  * by this interpreter rather than by running JavaScript: nothing the expression says can reach a
  * function, a prototype or the process (only own properties of plain data are read, `length` of
- * strings and arrays), and it needs no trusted workspace. Called by the session (session.ts).
+ * strings and arrays), and it needs no trusted workspace. Evaluated where the checkpoints are
+ * read, the same expression means the same at a live boundary and at a checkpoint in history
+ * (Reverse Continue: no runner holds that state), and it still answers while the runner is
+ * paused in js-debug (a runner-side evaluator would wait on the paused thread). JavaScript
+ * conditions belong on js-debug's breakpoints inside executor code. Called by the boundary
+ * decision and the paused view (boundary.ts, breakpoints.ts, pausedView.ts).
  */
 
 export class ExpressionError extends Error {}

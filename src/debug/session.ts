@@ -1,42 +1,18 @@
-import { fork, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import {
-  Breakpoint,
-  Handles,
-  InitializedEvent,
-  LoggingDebugSession,
-  OutputEvent,
-  Scope,
-  Source,
-  StackFrame,
-  StoppedEvent,
-  TerminatedEvent,
-  Thread,
-  ThreadEvent,
-  Event as DapEvent,
-} from "@vscode/debugadapter";
+import { Breakpoint, InitializedEvent, LoggingDebugSession, OutputEvent, Response, Source, TerminatedEvent } from "@vscode/debugadapter";
 import type { DebugProtocol } from "@vscode/debugprotocol";
-import { openCaseFile, type SqlJsStore } from "../casefile/index";
-import type { Checkpoint, Json } from "../engine/records";
-import {
-  EXCEPTION_FILTERS,
-  EXECUTOR_DEBUGGER_ATTACHED,
-  ExecutorDebuggerAttachedSchema,
-  INSPECTOR_EVENT,
-  LaunchArgumentsSchema,
-  PatchCheckResultSchema,
-  type ExceptionFilter,
-  type InspectorEvent,
-  type LaunchArguments,
-  type PatchCheckResult,
-} from "../protocol/debug";
-import type { ProviderConfig, RunCommand, RunnerToHost } from "../protocol/runner";
-import { startRunner as forkRunner, type RunnerHandle } from "../runner/client";
+import { EXCEPTION_FILTERS, EXECUTOR_DEBUGGER_ATTACHED, ExecutorDebuggerAttachedSchema, type ExceptionFilter } from "../protocol/debug";
+import { dapRequestProblem } from "../protocol/dapRequests";
+import { PatchChecker } from "./runnerLink";
 import { Breakpoints, samePath, type BoundBreakpoint } from "./breakpoints";
-import { messageFor, messagesOf, runOf, stepOfExecutor, stepOfSuperstep } from "./caseView";
-import { evaluate, text } from "./expression";
-import { scanExecutors, type ExecutorSource } from "./executorSources";
+import { CaseReader } from "./caseReader";
+import type { Intent } from "./boundary";
+import { PausedView, Refusal } from "./pausedView";
+import { firstCommand, prepareLaunch, type Launch } from "./launch";
+import type { ExecutorSource } from "./executorSources";
+import { Stepping, type CasefileDebugSessionOptions } from "./stepping";
+
+export type { CasefileDebugSessionOptions } from "./stepping";
 
 /**
  * The Casefile debug adapter: a DAP session over a workflow run. It drives the runner child
@@ -49,72 +25,8 @@ import { scanExecutors, type ExecutorSource } from "./executorSources";
  * `casefile dap` serves it on stdio (debugAdapter.ts).
  */
 
-export interface CasefileDebugSessionOptions {
-  /** The bundled runner: dist/runner.js of the extension or of the CLI. */
-  runnerPath: string;
-  /** The runner's environment (the editor's with API keys from SecretStorage; the CLI's own). Default process.env. */
-  env?: NodeJS.ProcessEnv;
-  /** Launch attributes a configuration leaves out: the editor's casefile.* settings. */
-  defaults?: { provider?: ProviderConfig; tokenBudget?: number };
-  /**
-   * Answers a model request of a run whose provider is `vscode-lm` (the extension asks vscode.lm).
-   * Without it such a request fails with a clear error.
-   */
-  answerModelRequest?: (request: {
-    step: string;
-    messages: { role: string; content: string }[];
-    model: string;
-  }) => Promise<{ ok: true; text: string; model?: string } | { ok: false; error: string }>;
-  /**
-   * With `debugExecutorCode`, no superstep of a runner starts until the client says a JavaScript
-   * debugger is attached to it (custom request `casefile/executorDebuggerAttached`), or
-   * `executorDebuggerTimeoutMs` (default 30 s) has passed. The extension sets it: it attaches
-   * js-debug itself. A plain DAP client (`casefile dap`) does not wait.
-   */
-  waitForExecutorDebugger?: boolean;
-  executorDebuggerTimeoutMs?: number;
-}
-
-/** What going forwards is for: it decides what the next boundary does. */
-type Intent = "continue" | "step" | "pause" | "entry" | "restart";
-
-interface Live {
-  handle: RunnerHandle;
-  runId?: string;
-  /** Set while the runner waits at a boundary. */
-  paused?: { checkpoint: string; superstep: number; executors: string[] };
-  boundaries: number;
-  /** The first boundary of a runner started from a stop is where the user already was: breakpoints there do not hit again. */
-  skipFirst: boolean;
-  /** Stopped on purpose to go on elsewhere (a branch, a restart): its end is not the session's. */
-  handedOff: boolean;
-  /** Exception filters that fired since the last boundary. */
-  exceptions: { filter: ExceptionFilter; description: string }[];
-  /** Commit or agent steps completed since the last boundary (for the proposal filter). */
-  judged: boolean;
-  /** Set when supersteps wait for a JavaScript debugger to attach (waitForExecutorDebugger): resolves once it has, or on timeout. */
-  executorDebugger?: { ready: Promise<void>; attached: () => void };
-}
-
-/** A variables container: the JSON it shows, and for state, the key and path an edit goes to. */
-interface Container {
-  value: Json;
-  /** Set under the State scope: the key, and the path inside its value. */
-  edit?: { key: string; path: (string | number)[] };
-  evaluateName?: string;
-  /** The State scope itself: children are the keys. */
-  stateRoot?: boolean;
-}
-
-interface FrameRef {
-  checkpoint: string;
-  executor?: string;
-}
-
-const THREAD_NAME_MAX = 60;
-
 export class CasefileDebugSession extends LoggingDebugSession {
-  private args?: LaunchArguments;
+  private launch?: Launch;
   private caseFile = "";
   private workflowFile = "";
   private sources: ExecutorSource[] = [];
@@ -123,25 +35,50 @@ export class CasefileDebugSession extends LoggingDebugSession {
   private configured!: () => void;
   private readonly configurationDone = new Promise<void>((r) => (this.configured = r));
 
-  private live?: Live;
-  private intent: Intent = "continue";
+  private readonly reader = new CaseReader(() => this.caseFile);
   /** What the debugger shows: a checkpoint, live (the runner waits there) or from history. */
-  private view?: { runId: string; checkpoint: string };
-  /** State edits made at the viewed checkpoint: Continue or Next runs a branch with them. */
-  private patch: Record<string, Json> = {};
-  private lastException?: { filter: ExceptionFilter; description: string };
-
-  private store?: SqlJsStore;
-  private storeStale = true;
-  private readonly valuesCache = new Map<string, Record<string, Json>>();
-  private readonly threads = new Map<string, number>();
-  private readonly containers = new Handles<Container>();
-  private readonly frames = new Handles<FrameRef>();
-  private checker?: { child: ChildProcess; next: number; waiting: Map<number, (r: PatchCheckResult) => void> };
+  private readonly paused = new PausedView(this.reader, {
+    console: (line) => this.console(line),
+    sendEvent: (e) => this.sendEvent(e),
+    workflow: () => ({ file: this.workflowFile, sources: this.sources }),
+    toClient: {
+      path: (p) => this.convertDebuggerPathToClient(p),
+      line: (l) => this.convertDebuggerLineToClient(l),
+      column: (c) => this.convertDebuggerColumnToClient(c),
+    },
+  });
+  private readonly stepping: Stepping;
+  private readonly checker: PatchChecker;
   private ended = false;
 
   constructor(private readonly opts: CasefileDebugSessionOptions) {
     super();
+    this.checker = new PatchChecker({ runnerPath: opts.runnerPath, env: opts.env ?? process.env });
+    this.stepping = new Stepping(
+      {
+        options: this.opts,
+        launch: () => this.launch,
+        kindOf: (x) => this.kindOf(x),
+        console: (line, category) => this.console(line, category),
+        sendEvent: (e) => this.sendEvent(e),
+        finish: () => this.finish(),
+        ended: () => this.ended,
+      },
+      this.reader,
+      this.paused,
+      this.breakpoints,
+      this.filters,
+    );
+    // DebugSession shuts the process down on any "error" event, and the protocol server emits one
+    // for a message it cannot parse: one malformed message would end `casefile dap` (exit 0, no
+    // word). A message that cannot be handled is dropped, said in the Debug Console; a broken
+    // stream still ends the session.
+    this.removeAllListeners("error");
+    this.on("error", (e: DebugProtocol.Event) => {
+      const problem = String(e.body);
+      if (problem.startsWith("Error handling data")) return this.console(`debug adapter: dropped a message: ${problem}`, "stderr");
+      this.shutdown();
+    });
     this.setDebuggerLinesStartAt1(true);
     this.setDebuggerColumnsStartAt1(true);
   }
@@ -175,347 +112,26 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   /** Called by the client once, with the configuration: parses it, then starts the runner when configuration is done. */
   protected override async launchRequest(response: DebugProtocol.LaunchResponse, raw: DebugProtocol.LaunchRequestArguments): Promise<void> {
-    const parsed = LaunchArgumentsSchema.safeParse(raw);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      const at = issue.path.join(".") || "(configuration)";
-      return this.refuse(response, "INVALID_LAUNCH", `launch attribute "${at}" is invalid: ${issue.message}`);
-    }
-    const args = parsed.data;
+    let launch: Launch;
     try {
-      await this.prepare(args);
+      launch = await prepareLaunch(raw, this.reader, (file) => (this.caseFile = file));
     } catch (e) {
       return this.refuse(response, (e as { code?: string }).code ?? "INVALID_LAUNCH", (e as Error).message);
     }
-    this.args = args;
+    this.launch = launch;
+    this.workflowFile = launch.workflowFile;
+    this.sources = launch.sources;
+    this.breakpoints.setWorkflow(this.workflowFile, this.sources);
     // Breakpoints come after this: they bind to the workflow file the launch names.
     this.sendEvent(new InitializedEvent());
     await this.configurationDone;
-    this.intent = args.stopOnEntry ? "entry" : "continue";
+    this.stepping.intent = launch.args.stopOnEntry ? "entry" : "continue";
     try {
-      this.startRunner(this.firstCommand(), { skipFirst: false });
+      this.stepping.start(firstCommand(launch), { skipFirst: false });
     } catch (e) {
       return this.refuse(response, "RUNNER_FAILED", (e as Error).message);
     }
     this.sendResponse(response);
-  }
-
-  /** Resolves files, reads the input file, checks a resumed checkpoint exists, finds the executors' definitions. */
-  private async prepare(args: LaunchArguments): Promise<void> {
-    const base = process.cwd();
-    const workflow = args.workflow ? path.resolve(base, args.workflow) : undefined;
-    if (workflow && !existsSync(workflow)) throw launchError("workflow", `no workflow file at ${workflow}`);
-    this.caseFile = path.resolve(base, args.resumeFrom?.caseFile ?? args.caseFile ?? workflow!.replace(/\.[cm]?[tj]s$/, "") + ".casefile");
-    if (args.inputFile) {
-      const file = path.resolve(base, args.inputFile);
-      let textIn: string;
-      try {
-        textIn = readFileSync(file, "utf8");
-      } catch (e) {
-        throw launchError("inputFile", `cannot read ${file}: ${(e as Error).message}`);
-      }
-      try {
-        args.input = JSON.parse(textIn) as Json;
-      } catch (e) {
-        throw launchError("inputFile", `${file} is not JSON: ${(e as Error).message}`);
-      }
-    }
-    let recorded: string | undefined;
-    if (args.resumeFrom) {
-      if (!existsSync(this.caseFile)) throw launchError("resumeFrom.caseFile", `no case file at ${this.caseFile}`);
-      const store = await this.snapshot();
-      const cp = store.getCheckpoint(args.resumeFrom.checkpoint);
-      if (!cp) {
-        const runs = store.listRuns().map((r) => r.id);
-        throw launchError(
-          "resumeFrom.checkpoint",
-          `no checkpoint "${args.resumeFrom.checkpoint}" in ${this.caseFile}${runs.length ? ` (runs: ${runs.slice(0, 5).join(", ")})` : ""}`,
-        );
-      }
-      recorded = store.getRun(cp.runId)?.workflow.path;
-    }
-    const file = workflow ?? recorded;
-    if (!file) throw launchError("workflow", "the resumed run did not record its workflow file: set `workflow`");
-    this.workflowFile = path.resolve(file);
-    this.sources = existsSync(this.workflowFile) ? scanExecutors(readFileSync(this.workflowFile, "utf8")) : [];
-    this.breakpoints.setWorkflow(this.workflowFile, this.sources);
-  }
-
-  private firstCommand(): RunCommand {
-    const a = this.args!;
-    if (a.resumeFrom) {
-      return {
-        kind: "resume",
-        caseFile: this.caseFile,
-        checkpointId: a.resumeFrom.checkpoint,
-        workflowPath: this.workflowFile,
-        ...(a.patch ? { patch: a.patch } : {}),
-      };
-    }
-    return { kind: "run", workflowPath: this.workflowFile, caseFile: this.caseFile, ...(a.input !== undefined ? { input: a.input } : {}) };
-  }
-
-  // ---------------------------------------------------------------- the runner
-
-  /** Forks the runner for one command, in step mode: every boundary comes back to onPaused. */
-  private startRunner(command: RunCommand, opts: { skipFirst: boolean }): void {
-    const a = this.args!;
-    const provider = a.provider ?? this.opts.defaults?.provider;
-    const budget = a.tokenBudget ?? this.opts.defaults?.tokenBudget;
-    this.storeStale = true;
-    const live = { boundaries: 0, skipFirst: opts.skipFirst, handedOff: false, exceptions: [], judged: false } as unknown as Live;
-    live.handle = forkRunner({
-      runnerPath: this.opts.runnerPath,
-      command,
-      stepMode: true,
-      ...(provider ? { provider } : {}),
-      ...(budget ? { defaultBudget: { hard: budget } } : {}),
-      ...(a.otel ? { otel: a.otel } : {}),
-      env: this.opts.env ?? process.env,
-      cwd: path.dirname(this.workflowFile),
-      ...(a.debugExecutorCode ? { execArgv: ["--inspect=127.0.0.1:0"] } : {}),
-      onStderr: (t) => this.onStderr(t, live),
-      onMessage: (m) => this.onRunner(m, live),
-      onInvalid: (problem) => this.console(`runner: ${problem}`, "stderr"),
-    });
-    this.live = live;
-    if (a.debugExecutorCode && this.opts.waitForExecutorDebugger) {
-      let attached!: () => void;
-      const ready = new Promise<void>((r) => (attached = r));
-      const ms = this.opts.executorDebuggerTimeoutMs ?? 30_000;
-      const timer = setTimeout(() => {
-        this.console(
-          `executor code: no debugger attached to the runner within ${ms / 1000} s: breakpoints in executor code may not bind`,
-          "stderr",
-        );
-        attached();
-      }, ms);
-      void ready.then(() => clearTimeout(timer));
-      void live.handle.finished.then(() => attached());
-      live.executorDebugger = { ready, attached };
-    }
-    if (live.handle.pid !== undefined) {
-      this.sendEvent(
-        new DapEvent("process", { name: this.workflowFile, systemProcessId: live.handle.pid, isLocalProcess: true, startMethod: "launch" }),
-      );
-    }
-    void live.handle.finished.then((outcome) => this.onRunnerEnded(live, outcome));
-  }
-
-  private onStderr(textIn: string, live: Live): void {
-    for (const line of textIn.split("\n")) {
-      const m = /Debugger listening on (ws:\/\/([\d.]+):(\d+)\/\S+)/.exec(line);
-      if (m) {
-        const body: InspectorEvent = { url: m[1]!, host: m[2]!, port: Number(m[3]), ...(live.handle.pid ? { pid: live.handle.pid } : {}) };
-        this.sendEvent(new DapEvent(INSPECTOR_EVENT, body));
-        this.console(`executor code: the runner's inspector listens on ${m[2]}:${m[3]}`);
-      } else if (line.trim() && !/^(For help, see|Debugger attached|Waiting for the debugger)/.test(line.trim())) {
-        this.console(line, "stderr");
-      }
-    }
-  }
-
-  private onRunner(m: RunnerToHost, live: Live): void {
-    switch (m.type) {
-      case "ready":
-        return;
-      case "log":
-        this.console(m.message, m.level === "info" ? "console" : "stderr");
-        return;
-      case "error":
-        this.console(`${m.error.code}: ${m.error.message}`, "stderr");
-        return;
-      case "done":
-        return;
-      case "modelRequest":
-        void this.answerModel(m, live);
-        return;
-      case "event":
-        this.onEvent(m.event, live);
-        return;
-      case "paused":
-        live.paused = {
-          checkpoint: m.checkpoint?.id ?? `${m.runId}:${m.superstep - 1}`,
-          superstep: m.checkpoint?.superstep ?? m.superstep - 1,
-          executors: m.executors ?? [],
-        };
-        live.runId = m.runId;
-        void this.onBoundary(live).catch((e: Error) => this.console(`debugger: ${e.message}`, "stderr"));
-        return;
-      default: {
-        const never: never = m;
-        this.console(`runner: unhandled message ${JSON.stringify(never)}`, "stderr");
-      }
-    }
-  }
-
-  private onEvent(e: Extract<RunnerToHost, { type: "event" }>["event"], live: Live): void {
-    this.storeStale = true;
-    if (live.runId !== e.runId) {
-      live.runId = e.runId;
-      this.threadOf(e.runId);
-    }
-    const data = (e.data ?? {}) as Record<string, Json>;
-    const says = (filter: ExceptionFilter, description: string): void => {
-      live.exceptions.push({ filter, description });
-    };
-    switch (e.type) {
-      case "run_started": {
-        const branch = data.branchOf as { run?: string; checkpoint?: string } | null | undefined;
-        if (branch?.run) {
-          const patched = Array.isArray(data.patched) && data.patched.length ? ` with edited ${data.patched.join(", ")}` : "";
-          this.console(
-            `branch run ${e.runId} of ${branch.run}, from checkpoint ${branch.checkpoint}${patched}: the parent run is unchanged`,
-          );
-        } else this.console(`run ${e.runId} started`);
-        return;
-      }
-      case "run_resumed":
-        this.console(`run ${e.runId} goes on from checkpoint ${String(data.from)}`);
-        return;
-      case "superstep_started":
-        this.console(`#${e.superstep} ${(data.executors as string[] | undefined)?.join(", ") ?? ""}`);
-        return;
-      case "step_completed":
-        if (data.kind === "commit" || data.kind === "agent") live.judged = true;
-        return;
-      case "step_failed":
-        says("stepFailed", `step ${String(data.executor)} failed: ${describe(data.error)}`);
-        this.console(`#${e.superstep} ${String(data.executor)} failed: ${describe(data.error)}`, "stderr");
-        return;
-      case "request_waiting":
-        says("waitingForPerson", `${String(data.executor)} waits for a person: ${(data.prompt as { title?: string } | null)?.title ?? ""}`);
-        return;
-      case "intent":
-        // The effect's check found the live record changed: in a field it relies on (replanning) or not (it goes on, logged).
-        if (data.status === "needs_replanning" || /drift/.test(String(data.what)))
-          says("drift", `effect ${String(data.executor)}: the record changed under it (${String(data.what ?? data.status)})`);
-        return;
-      case "extract":
-        if (data.stale === true) says("drift", `extract "${String(data.key)}" went stale: ${String(data.reason)}`);
-        return;
-      case "warning":
-        this.console(`warning: ${String(data.message)}`, "stderr");
-        return;
-      case "output":
-        this.console(`output of ${String(data.executor)}: ${JSON.stringify(data.output)}`);
-        return;
-      case "run_failed":
-      case "run_needs_replanning":
-        if (e.type === "run_needs_replanning") says("drift", `run ${e.runId} needs replanning: ${describe(data.error)}`);
-        this.console(`run ${e.runId} ${e.type === "run_failed" ? "failed" : "needs replanning"}: ${describe(data.error)}`, "stderr");
-        return;
-      case "run_completed":
-      case "run_waiting":
-      case "run_stopped":
-        this.console(`run ${e.runId} ${e.type.slice(4)} at checkpoint ${String(data.checkpoint)}`);
-        return;
-      default:
-        return;
-    }
-  }
-
-  /** A boundary: stop here (and say why), or let the runner run the next superstep. */
-  private async onBoundary(live: Live): Promise<void> {
-    if (this.live !== live || !live.paused) return;
-    const at = live.paused;
-    const first = live.boundaries++ === 0;
-    const exceptions = live.exceptions.splice(0);
-    const judged = live.judged;
-    live.judged = false;
-    const stop = (reason: string, extra: { description?: string; hitBreakpointIds?: number[]; exception?: ExceptionFilter } = {}): void => {
-      this.intent = "continue";
-      this.showCheckpoint(live.runId!, at.checkpoint);
-      this.lastException = extra.exception ? { filter: extra.exception, description: extra.description ?? "" } : undefined;
-      const ev = new StoppedEvent(reason, this.threadOf(live.runId!)) as DebugProtocol.StoppedEvent;
-      ev.body.description = extra.description ?? this.label(at);
-      ev.body.text = extra.description;
-      ev.body.allThreadsStopped = true;
-      if (extra.hitBreakpointIds) ev.body.hitBreakpointIds = extra.hitBreakpointIds;
-      this.sendEvent(ev);
-    };
-    const go = (): void => this.release(live);
-
-    if (this.intent === "pause") return stop("pause");
-    if (first && this.intent === "entry") return stop("entry");
-    if (first && this.intent === "restart")
-      return stop("restart", { description: `re-running superstep ${at.superstep + 1} from ${at.checkpoint} as branch run ${live.runId}` });
-    if (first && live.skipFirst) return go();
-    if (this.intent === "step") return stop("step");
-
-    const fired = exceptions.filter((x) => this.filters.has(x.filter));
-    if (this.filters.has("proposalRejected") && judged) {
-      const rejected = await this.rejectedAt(live.runId!, at.superstep);
-      if (rejected) fired.unshift({ filter: "proposalRejected", description: rejected });
-    }
-    if (this.filters.has("beforeEffect")) {
-      const effect = at.executors.find((x) => this.kindOf(x) === "effect");
-      if (effect) fired.push({ filter: "beforeEffect", description: `effect ${effect} is about to act` });
-    }
-    if (fired.length) return stop("exception", { description: fired.map((f) => f.description).join("; "), exception: fired[0]!.filter });
-
-    const hit = await this.checkBreakpoints(at.checkpoint, at.executors, true);
-    for (const line of hit.logs) this.console(line);
-    for (const p of hit.problems) this.console(p, "stderr");
-    if (hit.stop.length) {
-      const fn = hit.stop.every((b) => b.kind === "function");
-      return stop(fn ? "function breakpoint" : "breakpoint", {
-        hitBreakpointIds: hit.stop.map((b) => b.id),
-        description: `before ${[...new Set(hit.stop.map((b) => b.executor))].join(", ")} (${this.label(at)})`,
-      });
-    }
-    go();
-  }
-
-  private async checkBreakpoints(checkpoint: string, executors: readonly string[], count: boolean) {
-    let scope: ((executor: string) => { state: unknown; message: unknown }) | undefined;
-    if (this.breakpoints.needsScope(executors)) {
-      const store = await this.snapshot();
-      const cp = store.getCheckpoint(checkpoint);
-      if (cp) {
-        const state = this.valuesAt(store, cp);
-        scope = (executor) => ({ state, message: messageFor(cp, executor) ?? null });
-      }
-    }
-    return this.breakpoints.check({ executors, ...(scope ? { scope } : {}) }, { count });
-  }
-
-  /** The verdict or rejection a proposal got in this superstep, said in a line; undefined when accepted. */
-  private async rejectedAt(runId: string, superstep: number): Promise<string | undefined> {
-    const store = await this.snapshot();
-    const verdict = store.listVerdicts(runId).find((v) => v.superstep === superstep && v.verdict !== "accepted");
-    if (verdict) return `${verdict.executor}: proposal ${verdict.verdict}: ${verdict.reason}`;
-    const call = store.listAgentCalls(runId).find((c) => c.superstep === superstep && c.rejection);
-    return call ? `${call.executor}: proposal rejected: ${call.rejection!.code}: ${call.rejection!.message}` : undefined;
-  }
-
-  /** The runner exited: the run ended (completed, waiting, failed, stopped) or was handed off. */
-  private async onRunnerEnded(live: Live, outcome: Awaited<RunnerHandle["finished"]>): Promise<void> {
-    this.storeStale = true;
-    if (this.live === live) this.live = undefined;
-    if (live.handedOff || this.ended) return;
-    const done = outcome.done;
-    if (!done) {
-      const err = outcome.error ?? { code: "RUNNER_CRASHED", message: `runner exited with code ${outcome.exitCode}` };
-      this.console(`${err.code}: ${err.message}`, "stderr");
-    }
-    // A run that ends failed, waiting or needing replanning stops (when its filter is on) at its last checkpoint.
-    const exceptions = live.exceptions.filter((x) => this.filters.has(x.filter));
-    if (done && exceptions.length && live.runId) {
-      const store = await this.snapshot();
-      const latest = store.latestCheckpoint(live.runId);
-      if (latest) {
-        this.showCheckpoint(live.runId, latest.id);
-        this.lastException = { filter: exceptions[0]!.filter, description: exceptions.map((x) => x.description).join("; ") };
-        const ev = new StoppedEvent("exception", this.threadOf(live.runId)) as DebugProtocol.StoppedEvent;
-        ev.body.description = `run ${live.runId} ${done.status}: ${this.lastException.description}`;
-        ev.body.text = this.lastException.description;
-        ev.body.allThreadsStopped = true;
-        this.sendEvent(ev);
-        return;
-      }
-    }
-    this.finish();
   }
 
   private finish(): void {
@@ -524,124 +140,73 @@ export class CasefileDebugSession extends LoggingDebugSession {
     this.sendEvent(new TerminatedEvent());
   }
 
-  private async answerModel(m: Extract<RunnerToHost, { type: "modelRequest" }>, live: Live): Promise<void> {
-    const answer = this.opts.answerModelRequest
-      ? await this.opts.answerModelRequest(m.request).catch((e: Error) => ({ ok: false as const, error: e.message }))
-      : { ok: false as const, error: "the vscode-lm provider needs the editor: this debug adapter has no language model (set `provider`)" };
-    live.handle.send(
-      answer.ok
-        ? { type: "modelResult", id: m.id, ok: true, text: answer.text, ...(answer.model ? { model: answer.model } : {}) }
-        : { type: "modelResult", id: m.id, ok: false, error: answer.error },
-    );
-  }
-
   // ---------------------------------------------------------------- going forwards
 
-  /** Next, Continue, restartFrame: from the live boundary, or from a checkpoint in history (a branch). */
-  private async forward(intent: Intent, opts: { branch?: boolean; from?: string } = {}): Promise<string | undefined> {
-    const from = opts.from ?? this.view?.checkpoint;
-    const live = this.live;
-    const edited = Object.keys(this.patch).length > 0;
-    const atLive = live?.paused !== undefined && from === live.paused.checkpoint;
-    this.intent = intent;
-    this.containers.reset();
-    if (live && atLive && !edited && !opts.branch) {
-      live.paused = undefined;
-      this.release(live);
-      return undefined;
-    }
-    if (!from) return "there is no checkpoint to go on from";
-    const store = await this.snapshot();
-    const cp = store.getCheckpoint(from);
-    if (!cp) return `checkpoint ${from} is not in the case file`;
-    if (cp.pending.length === 0 && !edited && !opts.branch) {
-      this.console(`run ${cp.runId} ended at ${cp.id}: nothing runs after it`);
-      this.finish();
-      return undefined;
-    }
-    if (live) await this.handOff(live);
-    const patch = edited ? { ...this.patch } : undefined;
-    this.patch = {};
-    const latest = store.latestCheckpoint(cp.runId);
-    if (patch) this.console(`going on from ${cp.id} with edited ${Object.keys(patch).join(", ")}: a branch run`);
-    else if (opts.branch) this.console(`re-running superstep ${cp.superstep + 1} from ${cp.id}: a branch run`);
-    else if (latest && latest.id !== cp.id)
-      this.console(`going on from ${cp.id}, earlier than the run's latest (${latest.id}): a branch run`);
-    this.startRunner(
-      {
-        kind: "resume",
-        caseFile: this.caseFile,
-        checkpointId: cp.id,
-        workflowPath: this.workflowFile,
-        ...(patch ? { patch } : {}),
-        ...(opts.branch ? { branch: true } : {}),
-      },
-      { skipFirst: true },
+  /** The adapter starts the runs it debugs: there is nothing to attach to. */
+  protected override attachRequest(response: DebugProtocol.AttachResponse): void {
+    this.refuse(
+      response,
+      "UNSUPPORTED",
+      'the Casefile debugger launches runs: use request "launch" (with `resumeFrom` to go on from a checkpoint)',
     );
-    return undefined;
   }
 
-  /** Lets the runner run its next superstep: at once, or once a JavaScript debugger is attached to it (waitForExecutorDebugger). */
-  private release(live: Live): void {
-    if (!live.executorDebugger) return live.handle.control("step");
-    void live.executorDebugger.ready.then(() => {
-      if (this.live === live && !live.handedOff) live.handle.control("step");
-    });
+  /** Every request from the client: its arguments are parsed first (dapRequests.ts); a bad one is refused naming the argument. */
+  protected override dispatchRequest(request: DebugProtocol.Request): void {
+    const problem = dapRequestProblem(request);
+    if (problem) return this.refuse(new Response(request), "INVALID_REQUEST", problem);
+    super.dispatchRequest(request);
   }
 
   /** `casefile/executorDebuggerAttached`: the client's JavaScript debugger is attached to the runner with this pid. */
   protected override customRequest(command: string, response: DebugProtocol.Response, args: unknown): void {
-    if (command !== EXECUTOR_DEBUGGER_ATTACHED) return super.customRequest(command, response, args);
+    if (command !== EXECUTOR_DEBUGGER_ATTACHED)
+      return this.refuse(response, "UNKNOWN_REQUEST", `the Casefile debug adapter has no request "${command}"`);
     const parsed = ExecutorDebuggerAttachedSchema.safeParse(args);
     if (!parsed.success)
       return this.refuse(response, "INVALID_REQUEST", `${command} needs the runner's pid: ${parsed.error.issues[0]!.message}`);
-    const live = this.live;
-    if (live?.handle.pid === parsed.data.pid && live.executorDebugger) {
+    const live = this.stepping.live;
+    if (live?.debuggerAttached(parsed.data.pid))
       this.console(`executor code: a debugger is attached to the runner (pid ${parsed.data.pid})`);
-      live.executorDebugger.attached();
-    }
     this.sendResponse(response);
   }
 
-  /** Stops the live runner to go on elsewhere; the run it ran ends `stopped` at its checkpoint (resumable). */
-  private async handOff(live: Live): Promise<void> {
-    live.handedOff = true;
-    live.handle.control("stop");
-    const killer = setTimeout(() => live.handle.kill("SIGKILL"), 30_000);
-    await live.handle.finished;
-    clearTimeout(killer);
-    if (this.live === live) this.live = undefined;
-    this.storeStale = true;
+  protected override continueRequest(response: DebugProtocol.ContinueResponse): Promise<void> {
+    return this.goOn(response, "continue", "CANNOT_CONTINUE", { allThreadsContinued: true });
   }
 
-  protected override async continueRequest(response: DebugProtocol.ContinueResponse): Promise<void> {
-    const problem = await this.forward("continue");
-    if (problem) return this.refuse(response, "CANNOT_CONTINUE", problem);
-    response.body = { allThreadsContinued: true };
-    this.sendResponse(response);
+  protected override nextRequest(response: DebugProtocol.NextResponse): Promise<void> {
+    return this.goOn(response, "step", "CANNOT_STEP");
   }
 
-  protected override async nextRequest(response: DebugProtocol.NextResponse): Promise<void> {
-    const problem = await this.forward("step");
-    if (problem) return this.refuse(response, "CANNOT_STEP", problem);
-    this.sendResponse(response);
+  /**
+   * Step Into at a boundary: with debugExecutorCode and js-debug attached, the runner pauses on the
+   * first line of the executor code the superstep calls (js-debug shows it); otherwise it is Next.
+   */
+  protected override stepInRequest(response: DebugProtocol.StepInResponse): Promise<void> {
+    return this.goOn(response, "step", "CANNOT_STEP", undefined, { into: true });
   }
 
-  /** Step In at a boundary is Next: the executor code's own stepping is js-debug's (debugExecutorCode). */
-  protected override async stepInRequest(response: DebugProtocol.StepInResponse): Promise<void> {
-    const problem = await this.forward("step");
-    if (problem) return this.refuse(response, "CANNOT_STEP", problem);
-    this.sendResponse(response);
+  protected override stepOutRequest(response: DebugProtocol.StepOutResponse): Promise<void> {
+    return this.goOn(response, "step", "CANNOT_STEP");
   }
 
-  protected override async stepOutRequest(response: DebugProtocol.StepOutResponse): Promise<void> {
-    const problem = await this.forward("step");
-    if (problem) return this.refuse(response, "CANNOT_STEP", problem);
+  /** Continue, Next, Step In/Out, Restart Frame: go forwards, or refuse saying why not. */
+  private async goOn<R extends DebugProtocol.Response>(
+    response: R,
+    intent: Intent,
+    code: string,
+    body?: R["body"],
+    opts: { branch?: boolean; from?: string; into?: boolean } = {},
+  ): Promise<void> {
+    const problem = await this.stepping.forward(intent, opts);
+    if (problem) return this.refuse(response, code, problem);
+    if (body) response.body = body;
     this.sendResponse(response);
   }
 
   protected override pauseRequest(response: DebugProtocol.PauseResponse): void {
-    this.intent = "pause";
+    this.stepping.intent = "pause";
     this.sendResponse(response);
   }
 
@@ -649,322 +214,77 @@ export class CasefileDebugSession extends LoggingDebugSession {
     response: DebugProtocol.RestartFrameResponse,
     args: DebugProtocol.RestartFrameArguments,
   ): Promise<void> {
-    const frame = this.frames.get(args.frameId);
-    if (!frame) return this.refuse(response, "UNKNOWN_FRAME", `no frame ${args.frameId}`);
-    const problem = await this.forward("restart", { branch: true, from: frame.checkpoint });
-    if (problem) return this.refuse(response, "CANNOT_RESTART", problem);
-    this.sendResponse(response);
+    let frame;
+    try {
+      frame = this.paused.frame(args.frameId);
+    } catch (e) {
+      return this.refuse(response, (e as Refusal).code, (e as Refusal).message);
+    }
+    return this.goOn(response, "restart", "CANNOT_RESTART", undefined, { branch: true, from: frame.checkpoint });
   }
 
   protected override async restartRequest(response: DebugProtocol.RestartResponse): Promise<void> {
-    if (this.live) await this.handOff(this.live);
-    this.patch = {};
-    this.breakpoints.resetHits();
-    this.intent = this.args?.stopOnEntry ? "entry" : "continue";
-    this.console("restart: a new run with the same configuration");
-    this.startRunner(this.firstCommand(), { skipFirst: false });
+    await this.stepping.restart();
     this.sendResponse(response);
   }
 
   protected override async terminateRequest(response: DebugProtocol.TerminateResponse): Promise<void> {
-    await this.stopRunner();
+    await this.stepping.stopRunner();
     this.sendResponse(response);
     this.finish();
   }
 
   protected override async disconnectRequest(response: DebugProtocol.DisconnectResponse): Promise<void> {
-    await this.stopRunner();
-    this.checker?.child.kill();
-    this.checker = undefined;
-    this.store?.close();
-    this.store = undefined;
+    await this.stepping.stopRunner();
+    this.checker.close();
+    this.reader.close();
     this.ended = true;
     this.sendResponse(response);
   }
 
-  /** Terminate: the runner finishes the superstep it is in, commits, marks the run stopped and closes the case file. */
-  private async stopRunner(): Promise<void> {
-    const live = this.live;
-    if (!live) return;
-    live.handedOff = true;
-    live.handle.control("stop");
-    const killer = setTimeout(() => live.handle.kill("SIGKILL"), 30_000);
-    const outcome = await live.handle.finished;
-    clearTimeout(killer);
-    this.live = undefined;
-    this.storeStale = true;
-    if (outcome.done)
-      this.console(`run ${outcome.done.runId} ${outcome.done.status}: resumable from its last checkpoint in ${outcome.done.caseFile}`);
+  // ---------------------------------------------------------------- going back (stepping.ts)
+
+  protected override stepBackRequest(response: DebugProtocol.StepBackResponse): Promise<void> {
+    return this.stepping.stepBack(() => this.sendResponse(response));
   }
 
-  // ---------------------------------------------------------------- going back
-
-  protected override async stepBackRequest(response: DebugProtocol.StepBackResponse): Promise<void> {
-    const store = await this.snapshot();
-    const prev = this.view && this.previous(store, this.view.checkpoint);
-    this.sendResponse(response);
-    if (!prev) return this.stoppedAtView("step", "already at the run's first checkpoint");
-    this.showCheckpoint(prev.runId, prev.id);
-    this.stoppedAtView("step");
+  protected override reverseContinueRequest(response: DebugProtocol.ReverseContinueResponse): Promise<void> {
+    return this.stepping.reverseContinue(() => this.sendResponse(response));
   }
 
-  protected override async reverseContinueRequest(response: DebugProtocol.ReverseContinueResponse): Promise<void> {
-    const store = await this.snapshot();
-    this.sendResponse(response);
-    let at = this.view && this.previous(store, this.view.checkpoint);
-    let first = at;
-    while (at) {
-      const hit = await this.checkBreakpoints(at.id, [...new Set(at.pending.map((m) => m.to))], false);
-      if (hit.stop.length) {
-        this.showCheckpoint(at.runId, at.id);
-        return this.stoppedAtView("breakpoint", undefined, hit.stop);
-      }
-      first = at;
-      at = this.previous(store, at.id);
-    }
-    if (first) this.showCheckpoint(first.runId, first.id);
-    this.stoppedAtView("entry", "no breakpoint before: the run's first checkpoint");
-  }
-
-  /** The checkpoint before this one in its run, or for a branch's first, the one it was forked from. */
-  private previous(store: SqlJsStore, id: string): Checkpoint | undefined {
-    const cp = store.getCheckpoint(id);
-    if (!cp) return undefined;
-    if (cp.parentId) return store.getCheckpoint(cp.parentId);
-    return undefined;
-  }
-
-  private stoppedAtView(reason: string, description?: string, hit?: BoundBreakpoint[]): void {
-    const view = this.view;
-    if (!view) return;
-    const ev = new StoppedEvent(reason, this.threadOf(view.runId)) as DebugProtocol.StoppedEvent;
-    const live = this.live?.paused?.checkpoint === view.checkpoint;
-    ev.body.description = description ?? `${view.checkpoint}${live ? "" : " (history: going on from here makes a branch)"}`;
-    ev.body.allThreadsStopped = true;
-    if (hit) ev.body.hitBreakpointIds = hit.map((b) => b.id);
-    this.sendEvent(ev);
-  }
-
-  /** Makes a checkpoint the one shown; edits made at another one are dropped, saying so. */
-  private showCheckpoint(runId: string, checkpoint: string): void {
-    if (this.view?.checkpoint !== checkpoint && Object.keys(this.patch).length) {
-      this.console(`edits at ${this.view?.checkpoint} dropped: ${Object.keys(this.patch).join(", ")} (nothing was run with them)`);
-      this.patch = {};
-    }
-    this.view = { runId, checkpoint };
-    this.threadOf(runId);
-    this.containers.reset();
-    this.frames.reset();
-  }
-
-  // ---------------------------------------------------------------- what it shows
+  // ---------------------------------------------------------------- what it shows (pausedView.ts)
 
   protected override threadsRequest(response: DebugProtocol.ThreadsResponse): void {
-    response.body = {
-      threads: [...this.threads].map(([runId, id]) => new Thread(id, `run ${runId}`.slice(0, THREAD_NAME_MAX))),
-    };
+    response.body = { threads: this.paused.threadList() };
     this.sendResponse(response);
   }
 
-  protected override async stackTraceRequest(
-    response: DebugProtocol.StackTraceResponse,
-    args: DebugProtocol.StackTraceArguments,
-  ): Promise<void> {
-    const view = this.view;
-    if (!view || this.threads.get(view.runId) !== args.threadId) {
-      response.body = { stackFrames: [], totalFrames: 0 };
-      return this.sendResponse(response);
-    }
-    const store = await this.snapshot();
-    const cp = store.getCheckpoint(view.checkpoint);
-    if (!cp) return this.refuse(response, "UNKNOWN_CHECKPOINT", `checkpoint ${view.checkpoint} is not in the case file`);
-    const source = new Source(path.basename(this.workflowFile), this.convertDebuggerPathToClient(this.workflowFile));
-    const frames: StackFrame[] = [];
-    for (const executor of [...new Set(cp.pending.map((m) => m.to))]) {
-      const where = this.sources.find((s) => s.name === executor);
-      const kind = where?.kind ? ` (${where.kind})` : "";
-      const frame = new StackFrame(
-        this.frames.create({ checkpoint: cp.id, executor }),
-        `${executor}${kind}`,
-        where ? source : undefined,
-        this.convertDebuggerLineToClient(where?.line ?? 0),
-        this.convertDebuggerColumnToClient(where?.column ?? 1),
-      );
-      frames.push(frame);
-    }
-    const run = store.getRun(cp.runId);
-    const next = cp.pending.length ? `before superstep ${cp.superstep + 1}` : `run ${run?.status ?? "ended"}`;
-    const bottom = new StackFrame(
-      this.frames.create({ checkpoint: cp.id }),
-      `superstep ${cp.superstep + 1} · checkpoint ${cp.id} (${next})`,
-      source,
-      this.convertDebuggerLineToClient(this.workflowLine()),
-      1,
-    ) as DebugProtocol.StackFrame;
-    bottom.canRestart = cp.pending.length > 0;
-    frames.push(bottom);
-    const start = args.startFrame ?? 0;
-    const count = args.levels && args.levels > 0 ? args.levels : frames.length;
-    response.body = { stackFrames: frames.slice(start, start + count), totalFrames: frames.length };
-    this.sendResponse(response);
+  protected override stackTraceRequest(response: DebugProtocol.StackTraceResponse, args: DebugProtocol.StackTraceArguments): Promise<void> {
+    return this.answer(response, () => this.paused.stackTrace(args));
   }
 
-  /** The line of `defineWorkflow(` in the workflow file: where the superstep frame points. */
-  private workflowLine(): number {
-    try {
-      const lines = readFileSync(this.workflowFile, "utf8").split("\n");
-      const i = lines.findIndex((l) => /\bdefineWorkflow\s*\(/.test(l) && !/^\s*import\b/.test(l));
-      return i >= 0 ? i + 1 : 1;
-    } catch {
-      return 1;
-    }
+  protected override scopesRequest(response: DebugProtocol.ScopesResponse, args: DebugProtocol.ScopesArguments): Promise<void> {
+    return this.answer(response, () => this.paused.scopes(args.frameId));
   }
 
-  protected override async scopesRequest(response: DebugProtocol.ScopesResponse, args: DebugProtocol.ScopesArguments): Promise<void> {
-    const frame = this.frames.get(args.frameId);
-    if (!frame) return this.refuse(response, "UNKNOWN_FRAME", `no frame ${args.frameId}`);
-    const store = await this.snapshot();
-    const cp = store.getCheckpoint(frame.checkpoint);
-    if (!cp) return this.refuse(response, "UNKNOWN_CHECKPOINT", `checkpoint ${frame.checkpoint} is not in the case file`);
-    const state = this.viewValues(store, cp);
-    const step = frame.executor ? stepOfExecutor(store, cp, frame.executor, this.kindOf(frame.executor)) : stepOfSuperstep(store, cp);
-    const scope = (name: string, c: Container, expensive = false): DebugProtocol.Scope => {
-      const s = new Scope(name, this.containers.create(c), expensive) as DebugProtocol.Scope;
-      if (c.value && typeof c.value === "object") s.namedVariables = Object.keys(c.value).length;
-      return s;
-    };
-    response.body = {
-      scopes: [
-        scope("State", { value: state, stateRoot: true, evaluateName: "state" }),
-        scope("Messages", { value: messagesOf(cp) }),
-        scope("Step", { value: step }),
-        scope("Run", { value: runOf(store, cp, Object.keys(this.patch)) }),
-      ],
-    };
-    this.sendResponse(response);
+  protected override variablesRequest(response: DebugProtocol.VariablesResponse, args: DebugProtocol.VariablesArguments): Promise<void> {
+    return this.answer(response, async () => this.paused.children(args));
   }
 
-  protected override variablesRequest(response: DebugProtocol.VariablesResponse, args: DebugProtocol.VariablesArguments): void {
-    const c = this.containers.get(args.variablesReference);
-    if (!c) {
-      response.body = { variables: [] };
-      return this.sendResponse(response);
-    }
-    const v = c.value;
-    const entries: [string, Json][] = Array.isArray(v)
-      ? v.map((x, i) => [String(i), x])
-      : v && typeof v === "object"
-        ? Object.entries(v)
-        : [];
-    const start = args.start ?? 0;
-    const slice = args.count ? entries.slice(start, start + args.count) : entries;
-    response.body = {
-      variables: slice.map(([name, value]) => {
-        const edit = c.stateRoot
-          ? { key: name, path: [] }
-          : c.edit
-            ? { key: c.edit.key, path: [...c.edit.path, Array.isArray(v) ? Number(name) : name] }
-            : undefined;
-        const evaluateName = c.evaluateName
-          ? `${c.evaluateName}${Array.isArray(v) ? `[${name}]` : /^[A-Za-z_$][\w$]*$/.test(name) ? `.${name}` : `[${JSON.stringify(name)}]`}`
-          : undefined;
-        return this.variable(name, value, { ...(edit ? { edit } : {}), ...(evaluateName ? { evaluateName } : {}) });
-      }),
-    };
-    this.sendResponse(response);
-  }
-
-  private variable(name: string, value: Json, c: Omit<Container, "value">): DebugProtocol.Variable {
-    const container = value !== null && typeof value === "object";
-    const ref = container && Object.keys(value).length > 0 ? this.containers.create({ value, ...c }) : 0;
-    const out: DebugProtocol.Variable = {
-      name,
-      value: preview(value),
-      type: value === null ? "null" : Array.isArray(value) ? "array" : typeof value,
-      variablesReference: ref,
-    };
-    if (c.evaluateName) out.evaluateName = c.evaluateName;
-    if (Array.isArray(value)) out.indexedVariables = value.length;
-    else if (container) out.namedVariables = Object.keys(value).length;
-    if (!c.edit) out.presentationHint = { attributes: ["readOnly"] };
-    return out;
-  }
-
-  // ---------------------------------------------------------------- edit-then-fork, evaluate
-
-  /** Edit-then-fork: the value is parsed with the key's schema; a valid edit is kept for the branch Continue starts. */
-  protected override async setVariableRequest(
+  /** Edit-then-fork: checked with the key's schema by the patch checker; Continue runs a branch with it. */
+  protected override setVariableRequest(
     response: DebugProtocol.SetVariableResponse,
     args: DebugProtocol.SetVariableArguments,
   ): Promise<void> {
-    const c = this.containers.get(args.variablesReference);
-    const view = this.view;
-    if (!c || !view || (!c.stateRoot && !c.edit))
-      return this.refuse(response, "READ_ONLY", `"${args.name}" is not a state value: only State can be edited`);
-    const key = c.stateRoot ? args.name : c.edit!.key;
-    const at = c.stateRoot ? [] : [...c.edit!.path, Array.isArray(c.value) ? Number(args.name) : args.name];
-    let value: Json;
-    try {
-      value = JSON.parse(args.value) as Json;
-    } catch {
-      return this.refuse(
-        response,
-        "INVALID_PATCH",
-        `state "${key}" at "${[key, ...at].join(".")}": ${JSON.stringify(args.value)} is not JSON (write strings in quotes)`,
-      );
-    }
-    const store = await this.snapshot();
-    const cp = store.getCheckpoint(view.checkpoint)!;
-    const current = this.viewValues(store, cp);
-    const next = at.length ? setAt(structuredClone(current[key] ?? null), at, value) : value;
-    const result = await this.checkPatch({ [key]: next });
-    if (result.error) return this.refuse(response, result.error.code, `cannot check the edit: ${result.error.message}`);
-    const problem = result.problems[0];
-    if (problem) {
-      const where = [problem.key, ...problem.path].join(".");
-      return this.refuse(response, problem.code, `state "${problem.key}" at "${where}": ${problem.message}`);
-    }
-    this.patch[key] = next;
-    // The containers hold the values shown: write the edit into the one the client sees.
-    if (c.value && typeof c.value === "object") (c.value as Record<string, Json>)[args.name] = value;
-    this.console(
-      `edited ${[key, ...at].join(".")} at ${cp.id}: Continue or Next runs a branch from it with the edit (the run itself is unchanged)`,
-    );
-    const shown = this.variable(args.name, value, {});
-    response.body = { value: shown.value, variablesReference: shown.variablesReference, ...(shown.type ? { type: shown.type } : {}) };
-    this.sendResponse(response);
+    return this.answer(response, () => this.paused.setVariable(args, (patch) => this.checker.check(this.workflowFile, patch)));
   }
 
-  protected override async evaluateRequest(response: DebugProtocol.EvaluateResponse, args: DebugProtocol.EvaluateArguments): Promise<void> {
-    const view = this.view;
-    if (!view) return this.refuse(response, "NOT_PAUSED", "evaluate needs a paused run");
-    const frame = args.frameId !== undefined ? this.frames.get(args.frameId) : undefined;
-    const store = await this.snapshot();
-    const cp = store.getCheckpoint(frame?.checkpoint ?? view.checkpoint);
-    if (!cp) return this.refuse(response, "UNKNOWN_CHECKPOINT", "the checkpoint is not in the case file");
-    const state = this.viewValues(store, cp);
-    const executor = frame?.executor ?? cp.pending[0]?.to;
-    const scope = { state, message: executor ? (messageFor(cp, executor) ?? null) : null, messages: messagesOf(cp) };
-    if (args.context === "hover" && !/^[\w$.[\]"']+$/.test(args.expression))
-      return this.refuse(response, "NOT_A_VALUE", "hover shows state values only");
-    let value: unknown;
-    try {
-      value = evaluate(args.expression, scope);
-    } catch (e) {
-      return this.refuse(response, "EVALUATE_FAILED", (e as Error).message);
-    }
-    const json = (value === undefined ? null : value) as Json;
-    const shown = this.variable("", json, { evaluateName: args.expression });
-    response.body = {
-      result: value === undefined ? "undefined" : shown.value,
-      type: value === undefined ? "undefined" : shown.type!,
-      variablesReference: shown.variablesReference,
-    };
-    this.sendResponse(response);
+  protected override evaluateRequest(response: DebugProtocol.EvaluateResponse, args: DebugProtocol.EvaluateArguments): Promise<void> {
+    return this.answer(response, () => this.paused.evaluate(args));
   }
 
   protected override exceptionInfoRequest(response: DebugProtocol.ExceptionInfoResponse): void {
-    const x = this.lastException;
+    const x = this.stepping.lastException;
     response.body = {
       exceptionId: x?.filter ?? "none",
       description: x?.description ?? "no exception",
@@ -1031,85 +351,23 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   // ---------------------------------------------------------------- helpers
 
-  /** A read-only view of the case file, opened again when the runner has written since. */
-  private async snapshot(): Promise<SqlJsStore> {
-    if (this.store && !this.storeStale) return this.store;
-    this.store?.close();
-    this.store = undefined;
-    this.valuesCache.clear();
-    this.store = await openCaseFile(this.caseFile, { readOnly: true });
-    this.storeStale = false;
-    return this.store;
-  }
-
-  private valuesAt(store: SqlJsStore, cp: Checkpoint): Record<string, Json> {
-    let values = this.valuesCache.get(cp.id);
-    if (!values) {
-      values = store.readValues(cp.keys);
-      this.valuesCache.set(cp.id, values);
-    }
-    return values;
-  }
-
-  /** The state shown at a checkpoint: stored, with this session's edits when it is the one edited. */
-  private viewValues(store: SqlJsStore, cp: Checkpoint): Record<string, Json> {
-    const stored = this.valuesAt(store, cp);
-    const edited = this.view?.checkpoint === cp.id && Object.keys(this.patch).length > 0;
-    return structuredClone(edited ? { ...stored, ...this.patch } : stored);
-  }
-
   private kindOf(executor: string): string | undefined {
     return this.sources.find((s) => s.name === executor)?.kind;
   }
 
-  private label(at: { checkpoint: string; superstep: number }): string {
-    return `paused before superstep ${at.superstep + 1} (checkpoint ${at.checkpoint})`;
-  }
-
-  private threadOf(runId: string): number {
-    let id = this.threads.get(runId);
-    if (id === undefined) {
-      id = this.threads.size + 1;
-      this.threads.set(runId, id);
-      this.sendEvent(new ThreadEvent("started", id));
-    }
-    return id;
-  }
-
-  /** Checks a patch with the keys' schemas, in the patch checker (dist/runner.js --check-patch), started once. */
-  private checkPatch(patch: Record<string, Json>): Promise<PatchCheckResult> {
-    if (!this.checker) {
-      const child = fork(this.opts.runnerPath, ["--check-patch"], {
-        execArgv: [],
-        env: this.opts.env ?? process.env,
-        cwd: path.dirname(this.workflowFile),
-        stdio: ["ignore", "ignore", "pipe", "ipc"],
-        serialization: "json",
-      });
-      const checker = { child, next: 1, waiting: new Map<number, (r: PatchCheckResult) => void>() };
-      child.on("message", (raw) => {
-        const parsed = PatchCheckResultSchema.safeParse(raw);
-        if (!parsed.success) return;
-        checker.waiting.get(parsed.data.id)?.(parsed.data);
-        checker.waiting.delete(parsed.data.id);
-      });
-      child.on("exit", () => {
-        for (const [id, resolve] of checker.waiting)
-          resolve({ type: "checked", id, problems: [], error: { code: "RUNNER_CRASHED", message: "the patch checker exited" } });
-        if (this.checker === checker) this.checker = undefined;
-      });
-      this.checker = checker;
-    }
-    const checker = this.checker;
-    const id = checker.next++;
-    return new Promise((resolve) => {
-      checker.waiting.set(id, resolve);
-      checker.child.send({ type: "check", id, workflowPath: this.workflowFile, patch });
-    });
-  }
-
   private console(line: string, category: "console" | "stderr" | "stdout" = "console"): void {
     this.sendEvent(new OutputEvent(line + "\n", category));
+  }
+
+  /** Sends the body `build` makes, or its Refusal as an error response. */
+  private async answer<R extends DebugProtocol.Response>(response: R, build: () => Promise<R["body"]>): Promise<void> {
+    try {
+      response.body = await build();
+    } catch (e) {
+      if (e instanceof Refusal) return this.refuse(response, e.code, e.message);
+      return this.refuse(response, "INTERNAL", (e as Error).stack ?? String(e));
+    }
+    this.sendResponse(response);
   }
 
   private refuse(response: DebugProtocol.Response, code: string, message: string): void {
@@ -1119,34 +377,4 @@ export class CasefileDebugSession extends LoggingDebugSession {
       showUser: true,
     });
   }
-}
-
-function launchError(attribute: string, message: string): Error & { code: string } {
-  return Object.assign(new Error(`launch attribute "${attribute}": ${message}`), { code: "INVALID_LAUNCH" });
-}
-
-function describe(error: Json | undefined): string {
-  const e = error as { code?: string; message?: string } | null | undefined;
-  return e?.code ? `${e.code}: ${e.message ?? ""}` : text(error);
-}
-
-/** A value as one line in the Variables view: scalars as JSON, objects and arrays abbreviated. */
-export function preview(v: Json): string {
-  if (v === null || typeof v !== "object") return JSON.stringify(v);
-  const s = JSON.stringify(v);
-  if (s.length <= 80) return s;
-  return Array.isArray(v) ? `Array(${v.length})` : `{${Object.keys(v).slice(0, 6).join(", ")}${Object.keys(v).length > 6 ? ", …" : ""}}`;
-}
-
-/** `value` with `replacement` at `at` (a path of keys and indexes), for an edit inside a key's value. */
-function setAt(value: Json, at: (string | number)[], replacement: Json): Json {
-  if (at.length === 0) return replacement;
-  const [head, ...rest] = at;
-  if (Array.isArray(value) && typeof head === "number") {
-    const copy = [...value];
-    copy[head] = setAt(copy[head] ?? null, rest, replacement);
-    return copy;
-  }
-  const obj = value && typeof value === "object" && !Array.isArray(value) ? value : {};
-  return { ...obj, [String(head)]: setAt(obj[String(head)] ?? null, rest, replacement) };
 }

@@ -19,6 +19,10 @@ export function inlineAdapter(opts: {
     env: opts.env,
     // js-debug is attached by debugSessions.ts, which says when (casefile/executorDebuggerAttached).
     waitForExecutorDebugger: true,
+    // Off in the editor for now: with executor functions made steppable-into, js-debug stopped
+    // surfacing pauses in code-server after a few sessions (the run stayed paused, its
+    // breakpoints in run() unreported). Step Into is Next here; `casefile dap` has it.
+    stepIntoExecutorCode: false,
     answerModelRequest: (request) => answerWithLanguageModel(request, opts.log),
   });
   return new vscode.DebugAdapterInlineImplementation(session);

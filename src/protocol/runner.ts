@@ -106,11 +106,22 @@ export const HostToRunnerSchema = z.discriminatedUnion("type", [
     command: RunCommandSchema,
     /** Pause before every superstep until told `step` or `continue`. */
     stepMode: z.boolean().default(false),
+    /**
+     * Make executor functions steppable into (the debugger's Step Into with debugExecutorCode,
+     * src/runner/stepInto.ts): each is called through a wrapper that can arm a one-shot breakpoint.
+     */
+    stepInto: z.boolean().optional(),
     provider: ProviderConfigSchema.optional(),
     defaultBudget: TokenBudgetSchema.optional(),
     otel: OtelConfigSchema.optional(),
   }),
   z.object({ type: z.literal("control"), action: ControlActionSchema }),
+  /**
+   * Step Into (the debugger, debugExecutorCode): run one superstep like `step`, pausing on the
+   * first line of the first executor function it calls, for the JavaScript debugger attached to
+   * the runner's inspector. A runner without an inspector runs the superstep as `step`.
+   */
+  z.object({ type: z.literal("stepInto") }),
   z.object({
     type: z.literal("modelResult"),
     id: z.string(),

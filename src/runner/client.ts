@@ -17,6 +17,8 @@ export interface RunnerOptions {
   runnerPath: string;
   command: RunCommand;
   stepMode?: boolean;
+  /** The debugger's Step Into into executor code (needs execArgv --inspect): see HostToRunner `start`. */
+  stepInto?: boolean;
   provider?: ProviderConfig;
   /** Token budget for agent steps that declare none (the casefile.tokenBudget setting). */
   defaultBudget?: TokenBudget;
@@ -90,6 +92,7 @@ export function startRunner(opts: RunnerOptions): RunnerHandle {
       type: "start",
       command: opts.command,
       stepMode: opts.stepMode ?? false,
+      stepInto: opts.stepInto ?? false,
       provider: opts.provider,
       ...(opts.defaultBudget ? { defaultBudget: opts.defaultBudget } : {}),
       ...(opts.otel ? { otel: opts.otel } : {}),

@@ -14,6 +14,7 @@ import { otelSettings, type OtelSettings } from "../otel/config";
 import { HostToRunnerSchema, type HostToRunner, type OtelConfig, type RunnerToHost } from "../protocol/runner";
 import { patchCheckMain } from "./patchCheck";
 import { runSession } from "./session";
+import { StepInto } from "./stepInto";
 
 function post(message: RunnerToHost): void {
   process.send?.(message);
@@ -49,6 +50,8 @@ function main(): void {
   let control: RunControl | undefined;
   const host = new HostModelProvider();
   let started = false;
+  // Asked for by the debugger, with an inspector (--inspect): Step Into can pause in executor code.
+  let stepInto: StepInto | undefined;
 
   process.on("message", (raw: unknown) => {
     const parsed = HostToRunnerSchema.safeParse(raw);
@@ -65,11 +68,19 @@ function main(): void {
         }
         started = true;
         control = new RunControl(message.stepMode);
-        void start(message, control, host);
+        if (message.stepInto && StepInto.available()) stepInto = new StepInto();
+        void start(message, control, host, stepInto);
         return;
       case "control":
         if (!control) return;
         control[message.action]();
+        return;
+      case "stepInto":
+        if (!control) return;
+        if (stepInto) stepInto.arm();
+        else
+          post({ type: "log", level: "warn", message: "step into: the runner has no inspector (debugExecutorCode is off): stepping over" });
+        control.step();
         return;
       case "modelResult":
         host.settle(message);
@@ -89,10 +100,16 @@ function main(): void {
   loadSqlJs().catch(() => {});
 }
 
-async function start(message: Extract<HostToRunner, { type: "start" }>, control: RunControl, host: HostModelProvider): Promise<void> {
+async function start(
+  message: Extract<HostToRunner, { type: "start" }>,
+  control: RunControl,
+  host: HostModelProvider,
+  stepInto: StepInto | undefined,
+): Promise<void> {
   try {
     const result = await runSession(message.command, {
       control,
+      ...(stepInto ? { stepInto } : {}),
       provider: message.provider,
       defaultBudget: message.defaultBudget,
       ...otelOf(message.otel),
@@ -100,6 +117,7 @@ async function start(message: Extract<HostToRunner, { type: "start" }>, control:
       onEvent: (event) => {
         post({ type: "event", event });
         if (event.type === "run_paused") {
+          stepInto?.disarm();
           // The event is stamped with the checkpoint's superstep; the run waits before the next one.
           const data = event.data as { checkpoint?: string; next?: string[] };
           post({

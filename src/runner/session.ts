@@ -18,6 +18,8 @@ import { traceRun } from "../otel/trace";
 import { withDefaultBudget } from "./budget";
 import { loadWorkflow } from "./bundle";
 import { compactAtFromEnv, openRuleBook } from "./ruleBook";
+import { withStepInto, type StepInto } from "./stepInto";
+import type { Workflow } from "../engine/workflow";
 import { locationLabel, openLocation, type StoreLocation } from "./storeLocation";
 
 export interface SessionOptions {
@@ -34,6 +36,8 @@ export interface SessionOptions {
   tenant?: string;
   /** A case of a Postgres store (`--store URL --case ID`) instead of the command's case file. */
   location?: StoreLocation;
+  /** The debugger's Step Into (executor-code mode): the workflow's executor functions are called through it. */
+  stepInto?: StepInto;
   /** respond only: record the answer and return, the run left `running` for a worker to continue. */
   recordAnswerOnly?: boolean;
   /** Send the run as an OpenTelemetry trace when the command ends (otel/config.ts says whether and where). */
@@ -56,8 +60,9 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
   const env = opts.env ?? process.env;
   // The model the run names replaces each agent step's (a step that pins its own refuses it).
   const runModel = runModelOf(opts.provider);
+  const instrument = (workflow: Workflow): Workflow => (opts.stepInto ? withStepInto(workflow, opts.stepInto) : workflow);
   const prepare = async (workflowPath: string, overrides?: Record<string, string>) =>
-    withRunModel(withDefaultBudget((await loadWorkflow(workflowPath)).workflow, opts.defaultBudget), runModel, overrides);
+    instrument(withRunModel(withDefaultBudget((await loadWorkflow(workflowPath)).workflow, opts.defaultBudget), runModel, overrides));
   // A new run's workflow is known before its case file: a refusal (a pinned model) creates none.
   const prepared = command.kind === "run" ? await prepare(path.resolve(command.workflowPath)) : undefined;
   // A new run's input is checked (and its case named) before the case file exists: refused, it leaves none.

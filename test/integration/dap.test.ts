@@ -251,6 +251,14 @@ describe("casefile dap: the debug adapter over stdio, on the invoice example", f
     const hover = await s.dc.evaluateRequest({ expression: "variance", frameId, context: "hover" });
     assert.equal(hover.body.result, '{"amount":90,"pct":9}');
     assert.ok(hover.body.variablesReference > 0, "expandable");
+    // The member chain VS Code sends for a hover inside an executor's code: ctx.state and ctx.message are the paused ones.
+    assert.equal((await s.dc.evaluateRequest({ expression: "ctx.state.variance.pct", frameId, context: "hover" })).body.result, "9");
+    assert.equal((await s.dc.evaluateRequest({ expression: "ctx.message.pct", frameId, context: "hover" })).body.result, "9");
+    await assert.rejects(
+      s.dc.evaluateRequest({ expression: "amount", frameId, context: "hover" }),
+      /NOT_A_VALUE: "amount" is not a state key or path at /,
+      "a word that is not a key answers no value",
+    );
     await assert.rejects(
       s.dc.evaluateRequest({ expression: "state.variance.pct >", frameId, context: "repl" }),
       /EVALUATE_FAILED: the expression ends too early/,

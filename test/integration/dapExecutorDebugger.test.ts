@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer, type AddressInfo, type Server } from "node:net";
 import path from "node:path";
 import { DebugClient } from "@vscode/debugadapter-testsupport";
@@ -8,6 +8,8 @@ import { startErp, type ErpServer } from "../../examples/erp/server";
 import { invoiceSeed } from "../../examples/invoice/erpData";
 import { openCaseFile } from "../../src/casefile/index";
 import { CasefileDebugSession } from "../../src/debug/index";
+import { SourceMapConsumer, type RawSourceMap } from "source-map";
+import { CdpClient } from "./cdpClient";
 import { root, runnerPath, tempDir } from "./helpers";
 
 /**
@@ -19,6 +21,26 @@ import { root, runnerPath, tempDir } from "./helpers";
  */
 
 const workflow = path.join(root, "examples/invoice/workflow.ts");
+/** The first line (1-based) of the body of load's run() in the invoice example. */
+const LOAD_RUN_FIRST_LINE = (() => {
+  const lines = readFileSync(workflow, "utf8").split("\n");
+  const load = lines.findIndex((l) => /^\s+load: loader/.test(l));
+  const run = lines.findIndex((l, i) => i > load && /^\s+(async )?run\(/.test(l));
+  assert.ok(load >= 0 && run > load, `no run() of load in ${workflow}`);
+  return run + 2;
+})();
+
+/** Where a paused location of the runner's bundle is in the user's file, read through the bundle's inline source map. */
+async function originalPosition(
+  cdp: CdpClient,
+  location: { scriptId: string; lineNumber: number; columnNumber: number },
+): Promise<{ source: string | null; line: number | null }> {
+  const { scriptSource } = await cdp.send<{ scriptSource: string }>("Debugger.getScriptSource", { scriptId: location.scriptId });
+  const m = /\/\/# sourceMappingURL=data:application\/json;(?:charset=utf-8;)?base64,(\S+)/.exec(scriptSource);
+  assert.ok(m, "the runner's bundle carries an inline source map");
+  const raw = JSON.parse(Buffer.from(m[1]!, "base64").toString("utf8")) as RawSourceMap;
+  return SourceMapConsumer.with(raw, null, (c) => c.originalPositionFor({ line: location.lineNumber + 1, column: location.columnNumber }));
+}
 
 describe("the extension's adapter waits for js-debug before the first superstep (debugExecutorCode)", function () {
   this.timeout(120_000);
@@ -65,9 +87,9 @@ describe("the extension's adapter waits for js-debug before the first superstep 
   }
 
   /** Launches a run of the invoice example (INV-1002: approved, no review) with no breakpoint and no stop on entry: left alone, it runs to its end. */
-  async function launch(dc: DebugClient, caseFile: string): Promise<DebugProtocol.Event> {
+  async function launch(dc: DebugClient, caseFile: string, more: Record<string, unknown> = {}): Promise<DebugProtocol.Event> {
     await dc.initializeRequest({ adapterID: "casefile", linesStartAt1: true, columnsStartAt1: true, pathFormat: "path" });
-    const inspector = dc.waitForEvent("casefile/inspector");
+    const inspector = more.debugExecutorCode === false ? Promise.resolve({} as DebugProtocol.Event) : dc.waitForEvent("casefile/inspector");
     await Promise.all([
       dc.waitForEvent("initialized").then(() => dc.configurationDoneRequest()),
       dc.launchRequest({
@@ -75,6 +97,7 @@ describe("the extension's adapter waits for js-debug before the first superstep 
         caseFile,
         input: { invoiceId: "INV-1002" },
         debugExecutorCode: true,
+        ...more,
       } as DebugProtocol.LaunchRequestArguments),
     ]);
     return inspector;
@@ -122,6 +145,58 @@ describe("the extension's adapter waits for js-debug before the first superstep 
       output.join(""),
     );
     assert.ok((await supersteps(caseFile)) >= 4, "the run went on to its end");
+  });
+
+  it("Step Into at a boundary pauses the attached JavaScript debugger on the first line of the executor's run() in workflow.ts; resumed, the session stops at the next boundary", async () => {
+    const { dc } = await session(60_000);
+    const entry = dc.waitForEvent("stopped");
+    const inspector = await launch(dc, path.join(dir, "step-into.casefile"), { stopOnEntry: true });
+    const { url, pid } = inspector.body as { url: string; pid: number };
+    // As js-debug does in the editor: attach to the runner's inspector, then say so.
+    const cdp = await CdpClient.connect(url);
+    try {
+      await cdp.send("Debugger.enable");
+      await dc.customRequest("casefile/executorDebuggerAttached", { pid });
+      const threadId = ((await entry) as DebugProtocol.StoppedEvent).body.threadId!;
+      const paused = cdp.once<{
+        callFrames: { functionName: string; location: { scriptId: string; lineNumber: number; columnNumber: number } }[];
+      }>("Debugger.paused");
+      await dc.stepInRequest({ threadId });
+      const top = (await paused).callFrames[0]!;
+      const at = await originalPosition(cdp, top.location);
+      assert.ok(at.source?.endsWith("workflow.ts"), `paused in ${at.source}, not in the workflow file (function ${top.functionName})`);
+      assert.equal(
+        at.line,
+        LOAD_RUN_FIRST_LINE,
+        `paused at workflow.ts:${at.line}, not on the first line of load's run() (${LOAD_RUN_FIRST_LINE})`,
+      );
+      // While paused in executor code, the Casefile session still shows the boundary it stepped from.
+      const stack = await dc.stackTraceRequest({ threadId });
+      assert.match(stack.body.stackFrames[0]!.name, /^load/, "the Call Stack still shows the superstep's executor");
+      const next = dc.waitForEvent("stopped");
+      await cdp.send("Debugger.resume");
+      const stopped = (await next) as DebugProtocol.StoppedEvent;
+      assert.equal(stopped.body.reason, "step", JSON.stringify(stopped.body));
+      assert.match(stopped.body.description ?? "", /paused before superstep 2/);
+    } finally {
+      cdp.close();
+    }
+  });
+
+  it("Step Into without a JavaScript debugger acts as Next, and the Debug Console says so once", async () => {
+    const { dc, output } = await session(60_000);
+    const entry = dc.waitForEvent("stopped");
+    await launch(dc, path.join(dir, "step-into-next.casefile"), { stopOnEntry: true, debugExecutorCode: false });
+    const threadId = ((await entry) as DebugProtocol.StoppedEvent).body.threadId!;
+    for (const superstep of [2, 3]) {
+      const stopped = dc.waitForEvent("stopped");
+      await dc.stepInRequest({ threadId });
+      const body = ((await stopped) as DebugProtocol.StoppedEvent).body;
+      assert.equal(body.reason, "step", JSON.stringify(body));
+      assert.match(body.description ?? "", new RegExp(`paused before superstep ${superstep}`));
+    }
+    const said = output.filter((l) => l.includes("Step Into acts as Next here (debugExecutorCode is off)"));
+    assert.equal(said.length, 1, `said ${said.length} times: ${output.join("")}`);
   });
 
   it("a malformed executorDebuggerAttached is refused with what is missing", async () => {

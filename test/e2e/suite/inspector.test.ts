@@ -22,11 +22,9 @@ describe("Run Inspector on a fixture case file", () => {
   });
 
   it("the Runs view lists the workspace's case file", async () => {
-    const listed = await api.ctx.views.listCaseFiles();
-    assert.deepEqual(
-      listed.map((u) => path.basename(u.fsPath)),
-      ["invoice.casefile"],
-    );
+    // Other suites of this pass write case files of their own into the workspace (the Testing view's run of the invoice example).
+    const names = (await api.ctx.views.listCaseFiles()).map((u) => path.basename(u.fsPath));
+    assert.ok(names.includes("invoice.casefile"), `the Runs view lists the fixture's invoice.casefile: ${names.join(", ")}`);
   });
 
   it("opens as a webview panel titled after the case file", async () => {

@@ -88,7 +88,7 @@ describe("Newcomer: examples/ opened as the workspace", function () {
       const result = await running;
       const finished = performance.now();
       assert.ok(result.ok, result.ok ? "" : result.reason);
-      assert.equal(result.status, "waiting", "a 9% variance escalates: the run waits for a person");
+      assert.equal(result.status, "waiting", `a 9% variance escalates: the run waits for a person (the run said: ${result.message})`);
       assert.equal(result.caseFile, caseFile.fsPath, "the case file is named from the input: cases/INV-1001.casefile");
       runId = result.runId;
       assert.ok(existsSync(path.join(root, ".erp", "erp.env")), "the ERP stand-in's task wrote its address (.erp/erp.env)");

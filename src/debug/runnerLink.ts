@@ -1,0 +1,241 @@
+import { fork, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import type { Json } from "../engine/records";
+import { PatchCheckResultSchema, type ExceptionFilter, type InspectorEvent, type PatchCheckResult } from "../protocol/debug";
+import type { OtelConfig, ProviderConfig, RunCommand, RunnerToHost } from "../protocol/runner";
+import { startRunner, type RunnerHandle, type RunnerOutcome } from "../runner/client";
+import { narrate } from "./narration";
+
+/**
+ * The debug session's link to one runner child process (src/runner/client.ts, always in step
+ * mode): what it is doing (the boundary it waits at, the exception filters that fired since the
+ * last one), its inspector when it runs with --inspect (debugExecutorCode), and the wait for a
+ * JavaScript debugger to attach before any superstep starts. The session (session.ts) makes one
+ * per command it runs and decides, at each boundary, whether to stop or `release` it.
+ */
+
+export interface RunnerLinkOptions {
+  runnerPath: string;
+  env: NodeJS.ProcessEnv;
+  command: RunCommand;
+  workflowFile: string;
+  provider?: ProviderConfig;
+  tokenBudget?: number;
+  /** Send the run as an OpenTelemetry trace when it ends (the launch configuration's `otel`). */
+  otel?: OtelConfig;
+  /** Start with --inspect on loopback (debugExecutorCode). */
+  inspect: boolean;
+  /** With inspect: executor functions can be stepped into (Step Into). */
+  stepInto: boolean;
+  /** Hold every superstep until `debuggerAttached`, or this many ms (undefined: do not wait). */
+  waitForDebuggerMs?: number;
+  /** The first boundary of a runner started from a stop is where the user already was. */
+  skipFirst: boolean;
+}
+
+export interface RunnerLinkHost {
+  console(line: string, category?: "console" | "stderr"): void;
+  /** The runner's inspector listens (debugExecutorCode): the client may attach js-debug. */
+  inspector(body: InspectorEvent): void;
+  /** An event of run `runId` was written to the case file (narrated already). */
+  event(link: RunnerLink, runId: string): void;
+  /** The runner waits at a superstep boundary (`paused` is set). */
+  boundary(link: RunnerLink): void;
+  /** A model request of a `vscode-lm` run: the answer goes back to the runner. */
+  answerModel(request: ModelRequestMessage["request"]): Promise<{ ok: true; text: string; model?: string } | { ok: false; error: string }>;
+  ended(link: RunnerLink, outcome: RunnerOutcome): void;
+}
+
+type ModelRequestMessage = Extract<RunnerToHost, { type: "modelRequest" }>;
+
+export class RunnerLink {
+  readonly handle: RunnerHandle;
+  runId?: string;
+  /** Set while the runner waits at a boundary. */
+  paused?: { checkpoint: string; superstep: number; executors: string[] };
+  boundaries = 0;
+  readonly skipFirst: boolean;
+  /** Stopped on purpose to go on elsewhere (a branch, a restart, terminate): its end is not the session's. */
+  handedOff = false;
+  /** Exception filters that fired since the last boundary. */
+  exceptions: { filter: ExceptionFilter; description: string }[] = [];
+  /** Commit or agent steps completed since the last boundary (for the proposal filter). */
+  judged = false;
+  /** A JavaScript debugger said it is attached to this runner (`casefile/executorDebuggerAttached`). */
+  debuggerAttachedYet = false;
+  /** Set when supersteps wait for a JavaScript debugger to attach: resolves once it has, or on timeout. */
+  private readonly ready?: Promise<void>;
+  private attached?: () => void;
+
+  constructor(opts: RunnerLinkOptions, host: RunnerLinkHost) {
+    this.skipFirst = opts.skipFirst;
+    this.handle = startRunner({
+      runnerPath: opts.runnerPath,
+      command: opts.command,
+      stepMode: true,
+      ...(opts.provider ? { provider: opts.provider } : {}),
+      ...(opts.tokenBudget ? { defaultBudget: { hard: opts.tokenBudget } } : {}),
+      ...(opts.otel ? { otel: opts.otel } : {}),
+      env: opts.env,
+      cwd: path.dirname(opts.workflowFile),
+      ...(opts.inspect ? { execArgv: ["--inspect=127.0.0.1:0"], stepInto: opts.stepInto } : {}),
+      onStderr: (t) => this.onStderr(t, host),
+      onMessage: (m) => this.onMessage(m, host),
+      onInvalid: (problem) => host.console(`runner: ${problem}`, "stderr"),
+    });
+    const ms = opts.waitForDebuggerMs;
+    if (opts.inspect && ms !== undefined) {
+      this.ready = new Promise<void>((r) => (this.attached = r));
+      const timer = setTimeout(() => {
+        host.console(
+          `executor code: no debugger attached to the runner within ${ms / 1000} s: breakpoints in executor code may not bind`,
+          "stderr",
+        );
+        this.attached?.();
+      }, ms);
+      void this.ready.then(() => clearTimeout(timer));
+      void this.handle.finished.then(() => this.attached?.());
+    }
+    void this.handle.finished.then((outcome) => host.ended(this, outcome));
+  }
+
+  /**
+   * Lets the runner run its next superstep (at once, or once a JavaScript debugger is attached to
+   * it); `into`: Step Into, pausing on the first line of the executor code it calls.
+   */
+  release(into = false): void {
+    const go = (): void => (into ? this.handle.send({ type: "stepInto" }) : this.handle.control("step"));
+    if (!this.ready) return go();
+    void this.ready.then(() => {
+      if (!this.handedOff) go();
+    });
+  }
+
+  /** Supersteps of this runner wait for a JavaScript debugger to attach (the editor attaches js-debug itself). */
+  get waitsForDebugger(): boolean {
+    return this.ready !== undefined;
+  }
+
+  /** The client's JavaScript debugger is attached to the process with this pid: true when it is this runner. */
+  debuggerAttached(pid: number): boolean {
+    if (this.handle.pid !== pid) return false;
+    this.debuggerAttachedYet = true;
+    this.attached?.();
+    return true;
+  }
+
+  /** Stops the runner: it finishes the superstep it is in, commits, marks the run stopped (resumable) and exits. */
+  async stop(): Promise<RunnerOutcome> {
+    this.handedOff = true;
+    this.handle.control("stop");
+    const killer = setTimeout(() => this.handle.kill("SIGKILL"), 30_000);
+    const outcome = await this.handle.finished;
+    clearTimeout(killer);
+    return outcome;
+  }
+
+  private onMessage(m: RunnerToHost, host: RunnerLinkHost): void {
+    switch (m.type) {
+      case "ready":
+      case "done":
+        return;
+      case "log":
+        return host.console(m.message, m.level === "info" ? "console" : "stderr");
+      case "error":
+        return host.console(`${m.error.code}: ${m.error.message}`, "stderr");
+      case "modelRequest":
+        void host
+          .answerModel(m.request)
+          .catch((e: Error) => ({ ok: false as const, error: e.message }))
+          .then((a) =>
+            this.handle.send(
+              a.ok
+                ? { type: "modelResult", id: m.id, ok: true, text: a.text, ...(a.model ? { model: a.model } : {}) }
+                : { type: "modelResult", id: m.id, ok: false, error: a.error },
+            ),
+          );
+        return;
+      case "event": {
+        this.runId = m.event.runId;
+        const said = narrate(m.event);
+        for (const line of said.lines) host.console(line.text, line.category);
+        this.exceptions.push(...said.exceptions);
+        if (said.judged) this.judged = true;
+        return host.event(this, m.event.runId);
+      }
+      case "paused":
+        this.paused = {
+          checkpoint: m.checkpoint?.id ?? `${m.runId}:${m.superstep - 1}`,
+          superstep: m.checkpoint?.superstep ?? m.superstep - 1,
+          executors: m.executors ?? [],
+        };
+        this.runId = m.runId;
+        return host.boundary(this);
+      default: {
+        const never: never = m;
+        host.console(`runner: unhandled message ${JSON.stringify(never)}`, "stderr");
+      }
+    }
+  }
+
+  private onStderr(textIn: string, host: RunnerLinkHost): void {
+    for (const line of textIn.split("\n")) {
+      const m = /Debugger listening on (ws:\/\/([\d.]+):(\d+)\/\S+)/.exec(line);
+      if (m) {
+        const pid = this.handle.pid;
+        host.inspector({ url: m[1]!, host: m[2]!, port: Number(m[3]), ...(pid ? { pid } : {}) });
+        host.console(`executor code: the runner's inspector listens on ${m[2]}:${m[3]}`);
+      } else if (line.trim() && !/^(For help, see|Debugger attached|Waiting for the debugger)/.test(line.trim())) {
+        host.console(line, "stderr");
+      }
+    }
+  }
+}
+
+/**
+ * The patch checker: dist/runner.js --check-patch, started once per session on the first edit,
+ * parses edited state values with the keys' own schemas (src/runner/patchCheck.ts).
+ */
+export class PatchChecker {
+  private checker?: { child: ChildProcess; next: number; waiting: Map<number, (r: PatchCheckResult) => void> };
+
+  constructor(private readonly opts: { runnerPath: string; env: NodeJS.ProcessEnv }) {}
+
+  check(workflowFile: string, patch: Record<string, Json>): Promise<PatchCheckResult> {
+    const checker = this.checker ?? this.start(workflowFile);
+    const id = checker.next++;
+    return new Promise((resolve) => {
+      checker.waiting.set(id, resolve);
+      checker.child.send({ type: "check", id, workflowPath: workflowFile, patch });
+    });
+  }
+
+  close(): void {
+    this.checker?.child.kill();
+    this.checker = undefined;
+  }
+
+  private start(workflowFile: string): NonNullable<PatchChecker["checker"]> {
+    const child = fork(this.opts.runnerPath, ["--check-patch"], {
+      execArgv: [],
+      env: this.opts.env,
+      cwd: path.dirname(workflowFile),
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+      serialization: "json",
+    });
+    const checker = { child, next: 1, waiting: new Map<number, (r: PatchCheckResult) => void>() };
+    child.on("message", (raw) => {
+      const parsed = PatchCheckResultSchema.safeParse(raw);
+      if (!parsed.success) return;
+      checker.waiting.get(parsed.data.id)?.(parsed.data);
+      checker.waiting.delete(parsed.data.id);
+    });
+    child.on("exit", () => {
+      for (const [id, resolve] of checker.waiting)
+        resolve({ type: "checked", id, problems: [], error: { code: "RUNNER_CRASHED", message: "the patch checker exited" } });
+      if (this.checker === checker) this.checker = undefined;
+    });
+    this.checker = checker;
+    return checker;
+  }
+}
