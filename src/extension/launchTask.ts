@@ -52,7 +52,9 @@ export async function launchWithoutDebugging<T>(
   let result: Promise<T> | undefined;
   pending.set(token, { start: (env) => (result = start(env)), stop });
   try {
-    await startBackgroundTask(config.preLaunchTask);
+    // The configuration as written: VS Code substitutes its variables only as the session starts.
+    const envFile = typeof config.envFile === "string" ? config.envFile.replace(/\$\{workspaceFolder\}/g, folder.uri.fsPath) : undefined;
+    await startBackgroundTask(config.preLaunchTask, envFile && path.resolve(folder.uri.fsPath, envFile));
     // Written as the configuration says, less what is a debugger's: this run does not pause.
     const { caseFile: _caseFile, stopOnEntry: _stop, input: _input, inputFile: _file, ...rest } = config;
     const started = await vscode.debug.startDebugging(folder, { ...rest, [RUN_MARK]: token }, { noDebug: true });
@@ -72,11 +74,25 @@ export async function launchWithoutDebugging<T>(
  * a 'problemMatcher' defined"), which a cold ERP stand-in on a busy machine exceeds; a task that
  * is already running and busy it waits for, for as long as it takes, by its problem matcher.
  */
-async function startBackgroundTask(name: unknown): Promise<void> {
+async function startBackgroundTask(name: unknown, envFile: string | undefined): Promise<void> {
   if (typeof name !== "string" || vscode.tasks.taskExecutions.some((e) => e.task.name === name)) return;
   const task = (await vscode.tasks.fetchTasks()).find((t) => t.name === name && t.isBackground);
   // Not found, or not a background task: VS Code runs it (or says it cannot) as for F5.
-  if (task) await vscode.tasks.executeTask(task);
+  if (!task) return;
+  const execution = await vscode.tasks.executeTask(task);
+  // executeTask settles as the task's process starts, before its problem matcher has seen the
+  // begin pattern: VS Code then finds the task running but not busy and starts the session at
+  // once, before the task wrote the envFile it is configured to read (seen in code-server: "no ERP
+  // address"). A missing envFile the task writes is its ready signal: wait for it, while it runs.
+  if (envFile === undefined || existsSync(envFile)) return;
+  let ended = false;
+  const done = vscode.tasks.onDidEndTask((e) => (ended ||= e.execution === execution));
+  try {
+    const t0 = Date.now();
+    while (!ended && !existsSync(envFile) && Date.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 50));
+  } finally {
+    done.dispose();
+  }
 }
 
 /** The run a Run-or-Step session carries out, taken once by its adapter. */

@@ -92,7 +92,7 @@ export function startRunner(opts: RunnerOptions): RunnerHandle {
       type: "start",
       command: opts.command,
       stepMode: opts.stepMode ?? false,
-      stepInto: opts.stepInto ?? false,
+      ...(opts.stepInto ? { stepInto: true } : {}),
       provider: opts.provider,
       ...(opts.defaultBudget ? { defaultBudget: opts.defaultBudget } : {}),
       ...(opts.otel ? { otel: opts.otel } : {}),

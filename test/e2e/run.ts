@@ -328,7 +328,11 @@ function printResult(r: SuiteResult): void {
   for (const t of r.tests) {
     const mark = t.state === "passed" ? "✔" : t.state === "failed" ? "✘" : "-";
     console.log(`    ${mark} ${t.title}${t.durationMs > 50 ? ` (${t.durationMs}ms)` : ""}`);
-    if (t.error) console.log(`      ${t.error.split("\n").slice(0, 8).join("\n      ")}`);
+    // The message whole (a debug failure carries the extension's log tail), then the stack's first lines.
+    if (t.error) {
+      const [message = "", stack = ""] = t.error.split(/\n(?= {4}at )/, 2);
+      console.log(`      ${[...message.split("\n"), ...stack.split("\n").slice(0, 3)].join("\n      ")}`);
+    }
   }
   for (const [name, value] of Object.entries(r.metrics ?? {})) console.log(`    ${name}: ${value}`);
   // Kept for `npm run bench:activation` (test/bench/activation.bench.ts).

@@ -169,6 +169,59 @@ describe("Debugging the invoice example with F5", function () {
     }
   });
 
+  // First in the describe: after three or four sessions in one window, js-debug's attach to a new
+  // runner has been seen to never answer under load (the runner then waits 30 s and runs with its
+  // breakpoints unbound); open in issue 12. Alone or first, it has passed every time.
+  it("a breakpoint inside variance's run() binds in js-debug, stops there, and the editor shows the paused line", async () => {
+    await stopAll();
+    vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
+    const pctLine = lineOf("const pct =");
+    const inRun = breakpointAt(pctLine);
+    vscode.debug.addBreakpoints([inRun]);
+    const entry = await debugAtEntry("INV-1002");
+    assert.equal(entry.session.configuration.debugExecutorCode, true, "on by default in a trusted workspace");
+    // Continue until js-debug (the child session attached to the runner) stops in the run() body.
+    const deadline = Date.now() + 120_000;
+    let inCode: Stop | undefined;
+    while (!inCode && Date.now() < deadline) {
+      const before = stops.length;
+      // The status bar's control (also the Run Inspector's Continue): it drives the casefile session even when js-debug has focus.
+      const went = (await vscode.commands.executeCommand("casefile.stepControl", "continue")) as { ok: boolean };
+      assert.equal(went.ok, true);
+      const stop = await nextStop("*", before).catch(() => undefined);
+      inCode = stops.slice(before).find((s) => s.session.type === "pwa-node");
+      if (!stop && !inCode) break;
+    }
+    assert.ok(inCode, `js-debug never stopped (stops: ${stops.map((s) => `${s.session.type}:${s.reason}`).join(", ")})`);
+    assert.ok(
+      lineage(inCode.session).some((s) => s.id === entry.session.id),
+      `js-debug runs under the casefile session (${lineage(inCode.session)
+        .map((s) => `${s.type} ${s.name}`)
+        .join(" < ")})`,
+    );
+    const [top] = await frames(inCode);
+    assert.equal(pathOf(top?.source?.path), workflow.fsPath, "the source map leads to the user's file");
+    assert.equal(top?.line, pctLine + 1);
+    await sleep(1000);
+    const editor = vscode.window.activeTextEditor;
+    assert.equal(editor?.document.uri.fsPath, workflow.fsPath);
+    assert.equal(editor?.selection.active.line, pctLine, "the editor shows the paused line");
+    assert.ok(inRun.enabled, "the breakpoint inside run() is still enabled");
+    if (browserAvailable()) {
+      const checks = await askBrowser({
+        name: "debug-executor-code",
+        waitFor: ".debug-top-stack-frame-line",
+        read: { paused: ".debug-top-stack-frame-line", callStack: ".debug-call-stack .monaco-list-row" },
+      });
+      assert.equal(checks.found, true, checks.error);
+    }
+    // Let the runner go on (js-debug holds it at the line) before the session ends.
+    await inCode.session.customRequest("continue", { threadId: inCode.threadId });
+    // The tests after this one start from no session and no breakpoint inside run().
+    await stopAll();
+    vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
+  });
+
   it("F5 on the workflow file (no launch.json) asks for the input, and stops at the breakpoint on propose", async () => {
     vscode.debug.addBreakpoints([breakpointAt(lineOf("propose: agent<State>("))]);
     await vscode.window.showTextDocument(workflow);
@@ -284,53 +337,6 @@ describe("Debugging the invoice example with F5", function () {
     assert.equal(checks.found, true, checks.error);
     const lines = (checks.after?.lines ?? []).map((l) => l.replace(/\s+/g, " "));
     assert.ok(lines.some((l) => l.includes("state.variance.pct")) && lines.some((l) => /^9$/.test(l.trim())), lines.join(" | "));
-  });
-
-  it("a breakpoint inside variance's run() binds in js-debug, stops there, and the editor shows the paused line", async () => {
-    await stopAll();
-    vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
-    const pctLine = lineOf("const pct =");
-    const inRun = breakpointAt(pctLine);
-    vscode.debug.addBreakpoints([inRun]);
-    const entry = await debugAtEntry("INV-1002");
-    assert.equal(entry.session.configuration.debugExecutorCode, true, "on by default in a trusted workspace");
-    // Continue until js-debug (the child session attached to the runner) stops in the run() body.
-    const deadline = Date.now() + 120_000;
-    let inCode: Stop | undefined;
-    while (!inCode && Date.now() < deadline) {
-      const before = stops.length;
-      // The status bar's control (also the Run Inspector's Continue): it drives the casefile session even when js-debug has focus.
-      const went = (await vscode.commands.executeCommand("casefile.stepControl", "continue")) as { ok: boolean };
-      assert.equal(went.ok, true);
-      const stop = await nextStop("*", before).catch(() => undefined);
-      inCode = stops.slice(before).find((s) => s.session.type === "pwa-node");
-      if (!stop && !inCode) break;
-    }
-    assert.ok(inCode, `js-debug never stopped (stops: ${stops.map((s) => `${s.session.type}:${s.reason}`).join(", ")})`);
-    assert.ok(
-      lineage(inCode.session).some((s) => s.id === entry.session.id),
-      `js-debug runs under the casefile session (${lineage(inCode.session)
-        .map((s) => `${s.type} ${s.name}`)
-        .join(" < ")})`,
-    );
-    const [top] = await frames(inCode);
-    assert.equal(pathOf(top?.source?.path), workflow.fsPath, "the source map leads to the user's file");
-    assert.equal(top?.line, pctLine + 1);
-    await sleep(1000);
-    const editor = vscode.window.activeTextEditor;
-    assert.equal(editor?.document.uri.fsPath, workflow.fsPath);
-    assert.equal(editor?.selection.active.line, pctLine, "the editor shows the paused line");
-    assert.ok(inRun.enabled, "the breakpoint inside run() is still enabled");
-    if (browserAvailable()) {
-      const checks = await askBrowser({
-        name: "debug-executor-code",
-        waitFor: ".debug-top-stack-frame-line",
-        read: { paused: ".debug-top-stack-frame-line", callStack: ".debug-call-stack .monaco-list-row" },
-      });
-      assert.equal(checks.found, true, checks.error);
-    }
-    // Let the runner go on (js-debug holds it at the line) before the session ends.
-    await inCode.session.customRequest("continue", { threadId: inCode.threadId });
   });
 });
 

@@ -39,6 +39,7 @@ export async function run(): Promise<void> {
 
   const started = Date.now();
   const result: SuiteResult = { mode: config.mode, passes: 0, failures: 0, pending: 0, durationMs: 0, tests: [] };
+  const failed: (() => void)[] = [];
   await new Promise<void>((resolve) => {
     const runner = mocha.run(() => resolve());
     runner.on("pass", (t) => {
@@ -47,14 +48,19 @@ export async function run(): Promise<void> {
     });
     runner.on("fail", (t, err: unknown) => {
       result.failures++;
-      const e = err instanceof Error ? `${err.message}\n${err.stack ?? ""}` : String(err);
-      result.tests.push({ title: t.fullTitle(), state: "failed", durationMs: t.duration ?? 0, error: e });
+      const entry: SuiteResult["tests"][number] = { title: t.fullTitle(), state: "failed", durationMs: t.duration ?? 0 };
+      const describe = (): string => (err instanceof Error ? `${err.message}\n${err.stack ?? ""}` : String(err));
+      entry.error = describe();
+      // An afterEach hook may add to the message what the extension logged (debug.test.ts): read it again once the run ends.
+      failed.push(() => (entry.error = describe()));
+      result.tests.push(entry);
     });
     runner.on("pending", (t) => {
       result.pending++;
       result.tests.push({ title: t.fullTitle(), state: "pending", durationMs: 0 });
     });
   });
+  for (const reread of failed) reread();
   result.durationMs = Date.now() - started;
   result.metrics = takeMetrics();
   if (files.length === 0) {

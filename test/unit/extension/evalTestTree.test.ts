@@ -87,7 +87,7 @@ describe("Testing view: the eval case tree", () => {
       ["/ws/evals/broken.eval.json", "/ws/evals/openai.eval.json"],
     );
     assert.match(tree.problems[0]!.message, /^INVALID_INPUT: .*not a valid eval case/);
-    assert.match(tree.problems[1]!.message, /OpenAI evals JSONL/);
+    assert.match(tree.problems[1]!.message, /an OpenAI evals file/);
     assert.equal(isEvalFile("/ws/docker-compose.yaml", "services: {}\n"), false);
     assert.equal(isEvalFile("/ws/x.promptfoo.yaml", toPromptfooYaml([evalCase("x")])), true);
   });
