@@ -3,7 +3,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import type { ProviderConfig } from "../protocol/runner";
 import type { CaseOutcome, EvalCaseNode, EvalFileText, EvalTree } from "./evalTestTree";
-import { runCli } from "./runCommands";
+import { runCli } from "./cliProcess";
 import { providerFromSettings, type RunSessions } from "./runSessions";
 import { canRunWorkflowCode } from "./trust";
 

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
-import { runCli } from "./runCommands";
+import { runCli } from "./cliProcess";
 
 /**
  * Remote cases: the Postgres stores named in the `casefile.stores` setting, listed in the Runs
