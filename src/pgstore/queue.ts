@@ -210,6 +210,19 @@ export class PgQueue {
  * shutting down, crashed or starting up).
  */
 export function connectionLost(e: PgError): boolean {
-  const code = e.failure.code;
+  return lostCode(e.failure.code);
+}
+
+/**
+ * A STORE_UNAVAILABLE refusal that came from the connection (the server restarting, starting up,
+ * unreachable), not from the statement or the credentials: worth waiting out.
+ */
+export function storeAway(e: unknown): boolean {
+  if (!(e instanceof CasefileError) || e.code !== "STORE_UNAVAILABLE") return false;
+  const code = e.details.pgCode;
+  return lostCode(typeof code === "string" ? code : undefined);
+}
+
+function lostCode(code: string | undefined): boolean {
   return code === undefined || /^E[A-Z]+$/.test(code) || code.startsWith("08") || code.startsWith("57P");
 }

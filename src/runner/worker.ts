@@ -8,7 +8,7 @@ import { createProvider } from "../engine/providers/index";
 import type { ModelProvider } from "../engine/model";
 import type { EventRecord, RunRecord } from "../engine/records";
 import { PostgresStore } from "../pgstore/index";
-import { PgQueue, type Claim, type QueueStatus } from "../pgstore/index";
+import { PgQueue, storeAway, type Claim, type QueueStatus } from "../pgstore/index";
 import type { ProviderConfig } from "../protocol/runner";
 import { loadWorkflow } from "./bundle";
 import { hooksFromEnv } from "./session";
@@ -61,7 +61,7 @@ export async function runWorker(workflowPath: string, opts: WorkerOptions): Prom
   const pollMs = opts.pollMs ?? 200;
   const log = opts.log ?? (() => {});
   const owner = `${os.hostname()}:${process.pid}`;
-  const queue = new PgQueue(opts.url, opts.tenant);
+  const queue = await openQueue(opts.url, opts.tenant, (m) => log(`worker ${owner}: ${m}`), opts.signal);
   const report: WorkerReport = { finished: 0, lost: 0 };
   let idleSince = Date.now();
   let outage = false;
@@ -200,6 +200,24 @@ async function advance(
     QueueStatus,
     "running"
   >;
+}
+
+/**
+ * The queue, once the store answers: a worker started while Postgres restarts (a supervisor
+ * bringing workers back after a crash) waits for it, up to a minute, as its claims do; a refusal
+ * that is not the connection's (credentials, schema) ends the worker at once.
+ */
+async function openQueue(url: string, tenant: string | undefined, log: (m: string) => void, signal?: AbortSignal): Promise<PgQueue> {
+  const deadline = Date.now() + 60_000;
+  for (let said = false; ; said = true) {
+    try {
+      return new PgQueue(url, tenant);
+    } catch (e) {
+      if (!storeAway(e) || Date.now() > deadline || signal?.aborted) throw e;
+      if (!said) log(`${describeError(e).message}; waiting for the store`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
 }
 
 function unavailable(e: unknown): boolean {
