@@ -22,10 +22,15 @@ export function launchConfigOf(workflow: vscode.Uri): { folder: vscode.Workspace
   const folder = vscode.workspace.getWorkspaceFolder(workflow);
   if (!folder) return undefined;
   const configs = vscode.workspace.getConfiguration("launch", folder).get<vscode.DebugConfiguration[]>("configurations", []);
-  const sub = (v: unknown): string | undefined =>
-    typeof v === "string" ? path.resolve(folder.uri.fsPath, v.replace(/\$\{workspaceFolder\}/g, folder.uri.fsPath)) : undefined;
-  const config = configs.find((c) => c.type === "casefile" && c.request === "launch" && sub(c.workflow) === path.resolve(workflow.fsPath));
+  const config = configs.find(
+    (c) => c.type === "casefile" && c.request === "launch" && pathInFolder(folder, c.workflow) === path.resolve(workflow.fsPath),
+  );
   return config ? { folder, config } : undefined;
+}
+
+/** A path a configuration names as written (`${workspaceFolder}/…` or relative), resolved: VS Code substitutes only as a session starts. */
+function pathInFolder(folder: vscode.WorkspaceFolder, v: unknown): string | undefined {
+  return typeof v === "string" ? path.resolve(folder.uri.fsPath, v.replace(/\$\{workspaceFolder\}/g, folder.uri.fsPath)) : undefined;
 }
 
 type Start = (env: Record<string, string>) => Promise<unknown>;
@@ -52,9 +57,7 @@ export async function launchWithoutDebugging<T>(
   let result: Promise<T> | undefined;
   pending.set(token, { start: (env) => (result = start(env)), stop });
   try {
-    // The configuration as written: VS Code substitutes its variables only as the session starts.
-    const envFile = typeof config.envFile === "string" ? config.envFile.replace(/\$\{workspaceFolder\}/g, folder.uri.fsPath) : undefined;
-    await startBackgroundTask(config.preLaunchTask, envFile && path.resolve(folder.uri.fsPath, envFile));
+    await startBackgroundTask(config.preLaunchTask, pathInFolder(folder, config.envFile));
     // Written as the configuration says, less what is a debugger's: this run does not pause.
     const { caseFile: _caseFile, stopOnEntry: _stop, input: _input, inputFile: _file, ...rest } = config;
     const started = await vscode.debug.startDebugging(folder, { ...rest, [RUN_MARK]: token }, { noDebug: true });
