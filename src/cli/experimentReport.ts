@@ -1,3 +1,4 @@
+import path from "node:path";
 import type { EvalCase } from "../engine/evalCase";
 import { runTokens, type ExperimentCell, type ExperimentResults, type ExperimentRun, type VariantSpec } from "../protocol/experiment";
 import type { CaseResult } from "./evalReport";
@@ -36,6 +37,17 @@ export function experimentRun(
   };
 }
 
+/**
+ * How the results file names each case: its eval id, or, when another case of the set has the same
+ * id (a corrected copy of an export keeps the step's id), the id with its file's name, so each row
+ * of the matrix and each regression is that case's own.
+ */
+function caseKeys(cases: { file: string; c: EvalCase }[]): string[] {
+  const count = new Map<string, number>();
+  for (const { c } of cases) count.set(c.id, (count.get(c.id) ?? 0) + 1);
+  return cases.map(({ file, c }) => (count.get(c.id)! > 1 ? `${c.id} (${path.basename(file)})` : c.id));
+}
+
 export function buildResults(input: {
   createdAt: string;
   repeat: number;
@@ -45,15 +57,16 @@ export function buildResults(input: {
   junit: Record<string, string>;
   countContext: Parameters<typeof experimentRun>[1];
 }): ExperimentResults {
+  const keys = caseKeys(input.cases);
   const cells: ExperimentCell[] = [];
-  input.cases.forEach(({ c }, i) => {
+  input.cases.forEach((_, i) => {
     for (const v of input.variants) {
       const results = v.results[i]!;
       const runs = results.map((r) => experimentRun(r, input.countContext));
       const request = results.find((r) => r.got?.request)?.got?.request;
       const passedRuns = runs.filter((r) => r.passed).length;
       cells.push({
-        case: c.id,
+        case: keys[i]!,
         variant: v.name,
         runs,
         passRate: passedRuns / runs.length,
@@ -76,11 +89,11 @@ export function buildResults(input: {
   });
   const regressions: ExperimentResults["regressions"] = [];
   if (input.baseline !== undefined) {
-    for (const { c } of input.cases) {
-      const base = cells.find((cell) => cell.case === c.id && cell.variant === input.baseline);
+    for (const id of keys) {
+      const base = cells.find((cell) => cell.case === id && cell.variant === input.baseline);
       if (!base?.passed) continue;
       for (const cell of cells)
-        if (cell.case === c.id && cell.variant !== input.baseline && !cell.passed) regressions.push({ case: c.id, variant: cell.variant });
+        if (cell.case === id && cell.variant !== input.baseline && !cell.passed) regressions.push({ case: id, variant: cell.variant });
     }
   }
   return {
@@ -89,8 +102,8 @@ export function buildResults(input: {
     createdAt: input.createdAt,
     repeat: input.repeat,
     ...(input.baseline !== undefined ? { baseline: input.baseline } : {}),
-    cases: input.cases.map(({ file, c }) => ({
-      id: c.id,
+    cases: input.cases.map(({ file, c }, i) => ({
+      id: keys[i]!,
       file,
       step: c.step,
       expected: { action: c.expected.action, verdict: c.expected.verdict },

@@ -100,6 +100,35 @@ describe("experiment results and matrix", () => {
     assert.match(text, /^regression: case a passes under baseline "base" and fails under "new"$/m);
   });
 
+  it("keeps two cases of one id apart (an export and its corrected copy): each row and regression is its own", () => {
+    const original = { ...kase("s", "escalated"), file: "/evals/s.eval.json" };
+    const corrected = { ...kase("s", "accepted"), file: "/evals/s-corrected.eval.json" };
+    const r = buildResults({
+      createdAt: "2026-01-01T00:00:00.000Z",
+      repeat: 1,
+      baseline: "v1",
+      cases: [original, corrected],
+      countContext: () => 7,
+      junit: {},
+      variants: [
+        { name: "v1", spec: { provider: { kind: "recorded" } }, results: [[result("s", true)], [result("s", false)]] },
+        { name: "v2", spec: { provider: { kind: "recorded" } }, results: [[result("s", false)], [result("s", true)]] },
+      ],
+    });
+    assert.deepEqual(
+      r.cases.map((c) => c.id),
+      ["s (s.eval.json)", "s (s-corrected.eval.json)"],
+      "a shared id is told apart by the file",
+    );
+    const passed = (c: string, v: string) => r.cells.find((x) => x.case === c && x.variant === v)?.passed;
+    assert.deepEqual(
+      [passed("s (s-corrected.eval.json)", "v1"), passed("s (s-corrected.eval.json)", "v2")],
+      [false, true],
+      "the corrected copy's row shows its own results, not the first case's",
+    );
+    assert.deepEqual(r.regressions, [{ case: "s (s.eval.json)", variant: "v2" }], "only the original regresses");
+  });
+
   it("refuses a results file of another version, naming the field", () => {
     const r = parseExperimentResults(JSON.stringify({ ...build("base"), v: 2 }));
     assert.equal(r.ok, false);
