@@ -191,10 +191,13 @@ export class MemoryStore implements CaseStore {
     return out([...this.rules.values()].filter((r) => includeDeleted || r.deleted !== true));
   }
 
-  listEvents(filter: { runId?: string; afterSeq?: number } = {}): EventRecord[] {
+  listEvents(filter: { runId?: string; superstep?: number; afterSeq?: number } = {}): EventRecord[] {
     return out(
       this.events.filter(
-        (e) => (filter.runId === undefined || e.runId === filter.runId) && (filter.afterSeq === undefined || e.seq! > filter.afterSeq),
+        (e) =>
+          (filter.runId === undefined || e.runId === filter.runId) &&
+          (filter.superstep === undefined || e.superstep === filter.superstep) &&
+          (filter.afterSeq === undefined || e.seq! > filter.afterSeq),
       ),
     );
   }

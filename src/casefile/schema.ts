@@ -69,6 +69,8 @@ const INDEXES: readonly { sql: string; reader: boolean }[] = [
   { sql: `CREATE INDEX IF NOT EXISTS agent_calls_by_superstep ON agent_calls (run_id, superstep)`, reader: false },
   { sql: `CREATE INDEX IF NOT EXISTS verdicts_by_superstep ON verdicts (run_id, superstep)`, reader: true },
   { sql: `CREATE INDEX IF NOT EXISTS verdicts_by_agent_call ON verdicts (agent_call_id)`, reader: true },
+  // A superstep's events (requests asked and answered there): a reader of an older file scans instead.
+  { sql: `CREATE INDEX IF NOT EXISTS events_by_superstep ON events (run_id, superstep)`, reader: false },
 ];
 
 /**

@@ -259,11 +259,15 @@ export class SqlTables {
       : this.records<RuleRecord>("rules", "WHERE deleted = 0 ORDER BY rowid", []);
   }
 
-  listEvents(filter: { runId?: string; afterSeq?: number } = {}): EventRecord[] {
-    return this.records<EventRecord>("events", "WHERE (?1 IS NULL OR run_id = ?1) AND seq > ?2 ORDER BY seq", [
-      filter.runId ?? null,
-      filter.afterSeq ?? 0,
-    ]);
+  listEvents(filter: { runId?: string; superstep?: number; afterSeq?: number } = {}): EventRecord[] {
+    // Only the filters given, so SQLite can use events_by_run / events_by_superstep (an
+    // `?1 IS NULL OR run_id = ?1` clause would scan the table on every superstep click).
+    const where: string[] = [];
+    const params: SqlParam[] = [];
+    if (filter.runId !== undefined) where.push(`run_id = ?${params.push(filter.runId)}`);
+    if (filter.superstep !== undefined) where.push(`superstep = ?${params.push(filter.superstep)}`);
+    if (filter.afterSeq !== undefined) where.push(`seq > ?${params.push(filter.afterSeq)}`);
+    return this.records<EventRecord>("events", `${where.length ? `WHERE ${where.join(" AND ")} ` : ""}ORDER BY seq`, params);
   }
 
   private statement(sql: string): Statement {

@@ -103,8 +103,8 @@ export interface CaseStore {
   listIntents(filter?: { runId?: string; status?: IntentRecord["status"] }): IntentRecord[];
   getIntent(id: string): IntentRecord | undefined;
   listRules(includeDeleted?: boolean): RuleRecord[];
-  /** Events in append order, optionally for one run and after a sequence number. */
-  listEvents(filter?: { runId?: string; afterSeq?: number }): EventRecord[];
+  /** Events in append order, optionally for one run, one superstep of it, and after a sequence number. */
+  listEvents(filter?: { runId?: string; superstep?: number; afterSeq?: number }): EventRecord[];
 
   /** Releases the lock and file handles; a MemoryStore just forgets nothing. */
   close(): void;

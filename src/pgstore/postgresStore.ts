@@ -349,11 +349,12 @@ export class PostgresStore implements CaseStore {
     return this.records<RuleRecord>("rules", "AND ($3 OR NOT deleted) ORDER BY pos", [includeDeleted]);
   }
 
-  listEvents(filter: { runId?: string; afterSeq?: number } = {}): EventRecord[] {
-    return this.records<EventRecord>("events", "AND ($3::text IS NULL OR run_id = $3) AND seq > $4 ORDER BY seq", [
-      filter.runId ?? null,
-      filter.afterSeq ?? 0,
-    ]);
+  listEvents(filter: { runId?: string; superstep?: number; afterSeq?: number } = {}): EventRecord[] {
+    return this.records<EventRecord>(
+      "events",
+      "AND ($3::text IS NULL OR run_id = $3) AND seq > $4 AND ($5::integer IS NULL OR superstep = $5) ORDER BY seq",
+      [filter.runId ?? null, filter.afterSeq ?? 0, filter.superstep ?? null],
+    );
   }
 
   /**

@@ -9,6 +9,10 @@ import type { RequestView } from "../../protocol/webview";
  * checkpoint; called by buildSuperstepDetail when the person selects the superstep.
  */
 export function requestsView(store: CaseStore, runId: string, superstep: number): RequestView[] {
+  // A click on a superstep with no request (most) reads only that superstep's events: the whole
+  // log, to pair a request with its answer across runs, only where there is a request to show.
+  const mentions = (e: EventRecord): boolean => e.type === "request_waiting" || e.type === "request_answered";
+  if (!store.listEvents({ runId, superstep }).some(mentions)) return [];
   const events = store.listEvents();
   const asked = new Map<string, EventRecord>();
   const answered = new Map<string, EventRecord>();

@@ -271,7 +271,7 @@ function conformance(name: string, open: () => Promise<{ store: CaseStore; dispo
       );
     });
 
-    it("numbers events itself, increasing across commits, and filters by run and sequence", () => {
+    it("numbers events itself, increasing across commits, and filters by run, superstep and sequence", () => {
       store.commit({ events: [event("r1", "run_started"), event("r1", "superstep_started", 1)] });
       store.commit({ events: [{ ...event("r2", "run_started"), seq: 999 }, event("r1", "checkpoint", 1, { id: "c1" })] });
       const all = store.listEvents();
@@ -298,6 +298,11 @@ function conformance(name: string, open: () => Promise<{ store: CaseStore; dispo
       assert.deepEqual(
         store.listEvents({ runId: "r1", afterSeq: seqs[1]! }).map((e) => e.data),
         [{ id: "c1" }],
+      );
+      assert.deepEqual(
+        store.listEvents({ runId: "r1", superstep: 1 }).map((e) => e.type),
+        ["superstep_started", "checkpoint"],
+        "one superstep of one run (the Run Inspector's click)",
       );
     });
 
