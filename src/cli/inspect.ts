@@ -133,12 +133,15 @@ function inspectRun(store: CaseStore, run: RunRecord, runs: RunRecord[], intentE
         return { superstep: e.superstep, ...(d.executor ? { executor: d.executor } : {}), message: String(d.message ?? ""), at: e.at };
       }),
     requests,
-    waiting: (latest?.waiting ?? []).map((w) => ({
-      id: w.id,
-      executor: w.executor,
-      title: w.prompt.title,
-      ...(w.prompt.options ? { options: w.prompt.options } : {}),
-    })),
+    // A request answered in another run (this one superseded by it) is no longer waiting here.
+    waiting: (latest?.waiting ?? [])
+      .filter((w) => requests.find((q) => q.id === w.id)?.status !== "answered")
+      .map((w) => ({
+        id: w.id,
+        executor: w.executor,
+        title: w.prompt.title,
+        ...(w.prompt.options ? { options: w.prompt.options } : {}),
+      })),
     branches: runs.filter((r) => r.parentRunId === run.id).map((r) => r.id),
     extracts: events
       .filter((e) => e.type === "extract")
