@@ -202,6 +202,7 @@ function inspectAgentCall(c: AgentCallRecord, callIndex: number): InspectAgentCa
     ...(tokens ? { tokens } : {}),
     ...(c.summarised ? { summarised: c.summarised } : {}),
     ...(c.rulesInForce ? { rulesInForce: c.rulesInForce } : c.rules ? { rules: c.rules } : {}),
+    ...(c.rulesFrom ? { rulesFrom: c.rulesFrom } : {}),
     ...(c.extracts ? { extracts: c.extracts } : {}),
     ...(c.raw !== undefined ? { raw: c.raw } : {}),
     ...(c.proposal !== undefined ? { proposal: c.proposal } : {}),
@@ -225,6 +226,7 @@ function inspectVerdict(v: VerdictRecord): RunInspection["verdicts"][number] {
     verdict: v.verdict,
     reason: v.reason,
     rules: v.rules,
+    ...(v.businessRules ? { businessRules: v.businessRules } : {}),
     diff: v.diff,
     at: v.at,
   };

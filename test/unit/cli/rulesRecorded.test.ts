@@ -8,6 +8,7 @@ import { main } from "../../../src/cli/main";
 import { parseOwnJson } from "../../../src/engine/evalCase";
 import type { AgentCallRecord, VerdictRecord } from "../../../src/engine/records";
 import { buildSuperstepDetail } from "../../../src/extension/viewModel";
+import { InspectOutputSchema } from "../../../src/protocol/inspect";
 import { SuperstepDetailSchema } from "../../../src/protocol/webview";
 
 /**
@@ -172,6 +173,19 @@ describe("business rules recorded with the step", function () {
     assert.deepEqual(v.rules[0]!.businessRules, [id], "the commit rule that read the value names it");
     assert.equal(v.diff.cartons!.after, 120, "apply computed 3 pallets x 40 cartons from the rule's value");
 
+    // inspect says it too: the rules the verdict was given, which it read, and by which commit rule.
+    const json = InspectOutputSchema.parse(JSON.parse(await ok(["inspect", caseFile, "--json"])));
+    const seen = json.runs[0]!.verdicts[0]!;
+    assert.deepEqual(
+      [seen.businessRules?.from, seen.businessRules?.given.map((r) => r.id), seen.businessRules?.used, seen.rules[0]!.businessRules],
+      ["agent call", [id], [id], [id]],
+      "inspect --json keeps the verdict's business rules",
+    );
+    assert.deepEqual(json.runs[0]!.agentCalls[0]!.rulesFrom, { from: "in force" });
+    const text = await ok(["inspect", caseFile]);
+    assert.match(text, new RegExp(`rule perPalletRuleKnown: ok: cartons per pallet from ${id}  \\(read ${id}\\)`));
+    assert.match(text, new RegExp(`business rules given \\(as its agent call recorded them\\): ${id}; read: ${id}\n`));
+
     // The Run Inspector shows which business rules the verdict used, parsed as the webview parses it.
     const store = await openCaseFile(caseFile, { readOnly: true });
     try {
@@ -208,13 +222,36 @@ describe("business rules recorded with the step", function () {
     assert.match(recorded.out, /: completed at superstep/);
     assert.match(
       recorded.out,
-      new RegExp(`replay  : .* -> ACCEPTED  1 business rule recorded with ${call.id.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`),
+      new RegExp(`replay  : .* -> ACCEPTED  1 business rule \\(${id}\\) recorded with ${call.id.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`),
     );
 
     await ok(["rules", book, "delete", id, "--by", "li"]);
+    const none = await cli(["replay", caseFile, "--step", call.id, "--mode", "live"]);
+    assert.equal(none.code, 0, none.out + none.err);
+    assert.match(none.out, /replay  : .* -> ESCALATED  0 business rules in force when it ran/);
+
+    // A live replay names the rules it used: today's, not the recorded call's.
+    const added = await ok([
+      "rules",
+      book,
+      "add",
+      "--statement",
+      "48 cartons a pallet now",
+      "--value",
+      '{"cartonsPerPallet":48}',
+      "--by",
+      "li",
+    ]);
+    const id2 = /added (rule-[0-9a-f]+)/.exec(added)![1]!;
+    await ok(["rules", book, "confirm", id2, "--by", "maria"]);
     const live = await cli(["replay", caseFile, "--step", call.id, "--mode", "live"]);
     assert.equal(live.code, 0, live.out + live.err);
-    assert.match(live.out, /replay  : .* -> ESCALATED  0 business rules in force when it ran/);
+    assert.match(live.out, new RegExp(`original: .*  1 business rule \\(${id}\\) in force when it ran`), "the original names its rule");
+    assert.match(
+      live.out,
+      new RegExp(`replay  : .* -> ACCEPTED  1 business rule \\(${id2}\\) in force when it ran`),
+      "the live replay names today's",
+    );
 
     const { calls, verdicts } = await records(caseFile);
     const branches = calls.filter((c) => c.id !== call.id);
@@ -223,6 +260,7 @@ describe("business rules recorded with the step", function () {
       [
         ["recorded", { from: "recorded", agentCallId: call.id }, 1],
         ["live", { from: "in force" }, 0],
+        ["live", { from: "in force" }, 1],
       ],
     );
     assert.equal(branches[0]!.hash, call.hash, "the recorded replay rebuilt the very same context");
@@ -232,6 +270,7 @@ describe("business rules recorded with the step", function () {
         ["accepted", 1],
         ["accepted", 1],
         ["escalated", 0],
+        ["accepted", 1],
       ],
     );
   });
