@@ -356,6 +356,10 @@ describe("casefile rules: expiry, confirmation and refusals that leave nothing b
       ["2027-02-28T12:00:00", /expiry "2027-02-28T12:00:00" has no time zone/],
       ["2027-02-28T24:00:00Z", /names a time that does not exist/],
       ["Feb 28 2027", /expiry "Feb 28 2027" is not an ISO 8601 date/],
+      // ISO 8601's basic and week forms, and an offset without its colon: refused saying which form is taken.
+      ["20270228", /expiry "20270228" is not an ISO 8601 date in the form taken here \(YYYY-MM-DD, or YYYY-MM-DDThh:mm/],
+      ["2027-W09-1", /expiry "2027-W09-1" is not an ISO 8601 date in the form taken here/],
+      ["2027-02-28T10:00+0100", /expiry "2027-02-28T10:00\+0100" is not an ISO 8601 date in the form taken here .* with Z or ±hh:mm\)/],
       ["2001-01-01", /expiry "2001-01-01" is already past/],
     ] as const) {
       const r = await cli(["rules", book, "add", "--statement", "s", "--expires", value, "--by", "li"]);
