@@ -190,6 +190,7 @@ function businessRulesLine(b: NonNullable<RunInspection["verdicts"][number]["bus
   const unread = b.given.map((r) => r.id).filter((id) => !b.used.includes(id));
   return (
     `business rules given (${from}): ${b.given.map((r) => r.id).join(", ")}; read: ${b.used.length ? b.used.join(", ") : "none"}` +
+    (b.byApply?.length ? ` (by apply: ${b.byApply.join(", ")})` : "") +
     (unread.length ? `; not read: ${unread.join(", ")}` : "")
   );
 }

@@ -116,7 +116,12 @@ export const InspectVerdictSchema = z.object({
   rules: z.array(z.object({ name: z.string(), ok: z.boolean(), message: z.string(), businessRules: z.array(z.string()).optional() })),
   /** The business rules the commit step was given (from its agent call, else those in force) and which of them it read. */
   businessRules: z
-    .object({ from: z.enum(["agent call", "in force"]), given: z.array(InspectRuleInForceSchema), used: z.array(z.string()) })
+    .object({
+      from: z.enum(["agent call", "in force"]),
+      given: z.array(InspectRuleInForceSchema),
+      used: z.array(z.string()),
+      byApply: z.array(z.string()).optional(),
+    })
     .optional(),
   /** What the commit step applied: key -> before and after. */
   diff: z.record(z.string(), z.object({ before: json.optional(), after: json })),

@@ -95,7 +95,7 @@ describe("Run Inspector: the business rules a verdict used (headless Chromium)",
     assert.equal(perPallet.used, true, "the carton rule is marked used");
     assert.match(
       perPallet.text,
-      /Supplier 3 invoices per pallet of 40 cartons \{ ?"cartonsPerPallet": ?40 ?\} used by perPalletRuleKnown; confirmed by maria at /,
+      /Supplier 3 invoices per pallet of 40 cartons \{ ?"cartonsPerPallet": ?40 ?\} used by perPalletRuleKnown, apply; confirmed by maria at /,
     );
     // The fixture's apply maps over every rule's value to find the carton count, so it read this one too.
     assert.equal(maxPallets.used, true, "the rule only apply read is marked used");

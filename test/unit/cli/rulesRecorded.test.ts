@@ -170,6 +170,7 @@ describe("business rules recorded with the step", function () {
       [id],
     );
     assert.deepEqual(v.businessRules!.used, [id]);
+    assert.deepEqual(v.businessRules!.byApply, [id], "apply read the value too, to compute the cartons");
     assert.deepEqual(v.rules[0]!.businessRules, [id], "the commit rule that read the value names it");
     assert.equal(v.diff.cartons!.after, 120, "apply computed 3 pallets x 40 cartons from the rule's value");
 
@@ -184,7 +185,10 @@ describe("business rules recorded with the step", function () {
     assert.deepEqual(json.runs[0]!.agentCalls[0]!.rulesFrom, { from: "in force" });
     const text = await ok(["inspect", caseFile]);
     assert.match(text, new RegExp(`rule perPalletRuleKnown: ok: cartons per pallet from ${id}  \\(read ${id}\\)`));
-    assert.match(text, new RegExp(`business rules given \\(as its agent call recorded them\\): ${id}; read: ${id}\n`));
+    assert.match(
+      text,
+      new RegExp(`business rules given \\(as its agent call recorded them\\): ${id}; read: ${id} \\(by apply: ${id}\\)\n`),
+    );
 
     // The Run Inspector shows which business rules the verdict used, parsed as the webview parses it.
     const store = await openCaseFile(caseFile, { readOnly: true });
@@ -203,7 +207,7 @@ describe("business rules recorded with the step", function () {
             confirmedAt: v.businessRules!.given[0]!.confirmedAt,
             expiresAt: "2099-12-31T00:00:00.000Z",
             used: true,
-            usedBy: ["perPalletRuleKnown"],
+            usedBy: ["perPalletRuleKnown", "apply"],
           },
         ],
       });
