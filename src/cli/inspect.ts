@@ -350,7 +350,7 @@ function inspectRequests(
   }
   for (const e of events) {
     if (e.type !== "request_answered") continue;
-    const d = e.data as { requestId: string; executor: string; answer: Json; by?: unknown };
+    const d = e.data as { requestId: string; executor: string; answer: Json; by?: unknown; run?: string };
     const r = byId.get(d.requestId) ?? {
       id: d.requestId,
       executor: d.executor,
@@ -367,6 +367,7 @@ function inspectRequests(
       answeredBy: typeof by === "string" && by ? by : "person",
       answeredAt: e.at,
       answeredSuperstep: e.superstep,
+      ...(d.run && d.run !== e.runId ? { answeredIn: d.run } : {}),
     });
   }
   return [...byId.values()].sort((a, b) => a.superstep - b.superstep);
@@ -417,7 +418,7 @@ function outcomeOf(r: Omit<RunInspection, "outcome">): InspectOutcome {
       ...(answered.answeredAt ? { at: answered.answeredAt } : {}),
     };
     parts.push(
-      `${last ? "then " : ""}${answered.answeredBy === "person" ? "a person" : answered.answeredBy} decided ${decision !== undefined ? `"${decision}"` : JSON.stringify(answered.answer)} on request ${answered.id} at superstep ${answered.answeredSuperstep}`,
+      `${last ? "then " : ""}${answered.answeredBy === "person" ? "a person" : answered.answeredBy} decided ${decision !== undefined ? `"${decision}"` : JSON.stringify(answered.answer)} on request ${answered.id} ${answered.answeredIn ? `in run ${answered.answeredIn}, which took the answer` : `at superstep ${answered.answeredSuperstep}`}`,
     );
   }
   if (waiting && r.status === "waiting") {

@@ -159,7 +159,9 @@ function detailSections(r: RunInspection): string[] {
       if (q.prompt.detail) lines.push(`      detail: ${q.prompt.detail}`);
       if (q.status === "answered") {
         const who = q.answeredBy === "person" ? "a person (no name recorded)" : q.answeredBy;
-        lines.push(`      answered by ${who} at ${q.answeredAt} (superstep ${q.answeredSuperstep}): ${j(q.answer)}`);
+        lines.push(
+          `      answered by ${who} at ${q.answeredAt} (${q.answeredIn ? `in run ${q.answeredIn}` : `superstep ${q.answeredSuperstep}`}): ${j(q.answer)}`,
+        );
       } else lines.push("      waiting for an answer");
     }
   }

@@ -223,6 +223,8 @@ export const InspectRequestSchema = z.object({
   answeredAt: z.string().optional(),
   /** The superstep the answer was delivered in. */
   answeredSuperstep: z.number().int().optional(),
+  /** The run that took the answer, when it is another one (a branch, which supersedes this run). */
+  answeredIn: z.string().optional(),
 });
 
 /** How the case stands: the run's status and who decided it, the rules or a person. */

@@ -110,5 +110,12 @@ describe("casefile respond: a request is answered once", function () {
     );
     const text = await cli(["inspect", caseFile]);
     assert.doesNotMatch(text.out, /waiting for a person/, "the text says no one is waited for");
+    const branch = runs[1]!.id;
+    assert.equal(runs[0]!.requests[0]!.answeredIn, branch, "the v1 run's request names the run that took its answer");
+    assert.match(
+      text.out,
+      new RegExp(`outcome: SUPERSEDED: ann decided "approve" on request ${request} in run ${branch}, which took the answer`),
+      "the superseded run's outcome says where the answer went",
+    );
   });
 });
