@@ -133,12 +133,15 @@ function inspectRun(store: CaseStore, run: RunRecord, runs: RunRecord[], intentE
         return { superstep: e.superstep, ...(d.executor ? { executor: d.executor } : {}), message: String(d.message ?? ""), at: e.at };
       }),
     requests,
-    waiting: (latest?.waiting ?? []).map((w) => ({
-      id: w.id,
-      executor: w.executor,
-      title: w.prompt.title,
-      ...(w.prompt.options ? { options: w.prompt.options } : {}),
-    })),
+    // A request answered in another run (this one superseded by it) is no longer waiting here.
+    waiting: (latest?.waiting ?? [])
+      .filter((w) => requests.find((q) => q.id === w.id)?.status !== "answered")
+      .map((w) => ({
+        id: w.id,
+        executor: w.executor,
+        title: w.prompt.title,
+        ...(w.prompt.options ? { options: w.prompt.options } : {}),
+      })),
     branches: runs.filter((r) => r.parentRunId === run.id).map((r) => r.id),
     extracts: events
       .filter((e) => e.type === "extract")
@@ -199,6 +202,7 @@ function inspectAgentCall(c: AgentCallRecord, callIndex: number): InspectAgentCa
     ...(tokens ? { tokens } : {}),
     ...(c.summarised ? { summarised: c.summarised } : {}),
     ...(c.rulesInForce ? { rulesInForce: c.rulesInForce } : c.rules ? { rules: c.rules } : {}),
+    ...(c.rulesFrom ? { rulesFrom: c.rulesFrom } : {}),
     ...(c.extracts ? { extracts: c.extracts } : {}),
     ...(c.raw !== undefined ? { raw: c.raw } : {}),
     ...(c.proposal !== undefined ? { proposal: c.proposal } : {}),
@@ -222,6 +226,7 @@ function inspectVerdict(v: VerdictRecord): RunInspection["verdicts"][number] {
     verdict: v.verdict,
     reason: v.reason,
     rules: v.rules,
+    ...(v.businessRules ? { businessRules: v.businessRules } : {}),
     diff: v.diff,
     at: v.at,
   };
@@ -345,7 +350,7 @@ function inspectRequests(
   }
   for (const e of events) {
     if (e.type !== "request_answered") continue;
-    const d = e.data as { requestId: string; executor: string; answer: Json; by?: unknown };
+    const d = e.data as { requestId: string; executor: string; answer: Json; by?: unknown; run?: string };
     const r = byId.get(d.requestId) ?? {
       id: d.requestId,
       executor: d.executor,
@@ -362,6 +367,7 @@ function inspectRequests(
       answeredBy: typeof by === "string" && by ? by : "person",
       answeredAt: e.at,
       answeredSuperstep: e.superstep,
+      ...(d.run && d.run !== e.runId ? { answeredIn: d.run } : {}),
     });
   }
   return [...byId.values()].sort((a, b) => a.superstep - b.superstep);
@@ -412,7 +418,7 @@ function outcomeOf(r: Omit<RunInspection, "outcome">): InspectOutcome {
       ...(answered.answeredAt ? { at: answered.answeredAt } : {}),
     };
     parts.push(
-      `${last ? "then " : ""}${answered.answeredBy === "person" ? "a person" : answered.answeredBy} decided ${decision !== undefined ? `"${decision}"` : JSON.stringify(answered.answer)} on request ${answered.id} at superstep ${answered.answeredSuperstep}`,
+      `${last ? "then " : ""}${answered.answeredBy === "person" ? "a person" : answered.answeredBy} decided ${decision !== undefined ? `"${decision}"` : JSON.stringify(answered.answer)} on request ${answered.id} ${answered.answeredIn ? `in run ${answered.answeredIn}, which took the answer` : `at superstep ${answered.answeredSuperstep}`}`,
     );
   }
   if (waiting && r.status === "waiting") {

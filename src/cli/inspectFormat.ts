@@ -80,7 +80,11 @@ function detailSections(r: RunInspection): string[] {
         );
       if (Object.keys(c.params).length) lines.push(`      params: ${j(c.params)}`);
       if (c.rulesInForce?.length) {
-        lines.push("      business rules in force:");
+        lines.push(
+          c.rulesFrom?.from === "recorded"
+            ? `      business rules (recorded with ${c.rulesFrom.agentCallId}):`
+            : "      business rules in force:",
+        );
         for (const x of c.rulesInForce)
           lines.push(
             `        ${x.id}: ${JSON.stringify(x.statement)} = ${j(x.value)} (proposed by ${x.proposedBy}${x.sourceCase ? ` from case ${x.sourceCase}` : ""}, confirmed by ${x.confirmedBy} at ${x.confirmedAt}${x.expiresAt ? `, expires ${x.expiresAt}` : ""})`,
@@ -101,7 +105,11 @@ function detailSections(r: RunInspection): string[] {
         `    superstep ${v.superstep} (${v.executor})${v.agentCallId ? ` on ${v.agentCallId}` : ""}: ${v.verdict.toUpperCase()}: ${v.reason}`,
       );
       if (v.citedFacts.length) lines.push(`      cited facts: ${v.citedFacts.join(", ")}`);
-      for (const rule of v.rules) lines.push(`      rule ${rule.name}: ${rule.ok ? "ok" : "FAILED"}: ${rule.message}`);
+      for (const rule of v.rules)
+        lines.push(
+          `      rule ${rule.name}: ${rule.ok ? "ok" : "FAILED"}: ${rule.message}${rule.businessRules?.length ? `  (read ${rule.businessRules.join(", ")})` : ""}`,
+        );
+      if (v.businessRules) lines.push(`      ${businessRulesLine(v.businessRules)}`);
       for (const [key, d] of Object.entries(v.diff)) lines.push(`      wrote ${key}: ${j(d.before)} -> ${j(d.after)}`);
     }
   }
@@ -151,7 +159,9 @@ function detailSections(r: RunInspection): string[] {
       if (q.prompt.detail) lines.push(`      detail: ${q.prompt.detail}`);
       if (q.status === "answered") {
         const who = q.answeredBy === "person" ? "a person (no name recorded)" : q.answeredBy;
-        lines.push(`      answered by ${who} at ${q.answeredAt} (superstep ${q.answeredSuperstep}): ${j(q.answer)}`);
+        lines.push(
+          `      answered by ${who} at ${q.answeredAt} (${q.answeredIn ? `in run ${q.answeredIn}` : `superstep ${q.answeredSuperstep}`}): ${j(q.answer)}`,
+        );
       } else lines.push("      waiting for an answer");
     }
   }
@@ -173,4 +183,16 @@ function describeRow(row: Record<string, string | number>): string {
   return Object.entries(row)
     .map(([c, v]) => `${c}=${typeof v === "string" ? JSON.stringify(v) : v}`)
     .join(" ");
+}
+
+/** Which business rules a commit step was given, and which of them its rules or `apply` read. */
+function businessRulesLine(b: NonNullable<RunInspection["verdicts"][number]["businessRules"]>): string {
+  const from = b.from === "agent call" ? "as its agent call recorded them" : "in force when it ran";
+  if (!b.given.length) return `business rules: none given (${from})`;
+  const unread = b.given.map((r) => r.id).filter((id) => !b.used.includes(id));
+  return (
+    `business rules given (${from}): ${b.given.map((r) => r.id).join(", ")}; read: ${b.used.length ? b.used.join(", ") : "none"}` +
+    (b.byApply?.length ? ` (by apply: ${b.byApply.join(", ")})` : "") +
+    (unread.length ? `; not read: ${unread.join(", ")}` : "")
+  );
 }

@@ -4,6 +4,7 @@ import type { EventRecord } from "../engine/records";
 import { PgQueue, isPostgresUrl } from "../pgstore/index";
 import { runWorker } from "../runner/worker";
 import { jsonOption, parseOptions, providerOption, type Command } from "./args";
+import { eventsAsJsonl } from "./report";
 
 /**
  * `casefile enqueue` and `casefile worker`: the queue of a Postgres store (src/pgstore/queue.ts).
@@ -71,9 +72,7 @@ export const worker: Command = async (args, io) => {
       env: io.env,
       log: (line) => io.err(line),
       // As run prints them (README, Events), each with the case it belongs to: a worker runs many.
-      ...(io.env.CASEFILE_EVENTS === "jsonl"
-        ? { onEvent: (caseId: string, e: EventRecord) => io.out(JSON.stringify({ caseId, ...e })) }
-        : {}),
+      ...(eventsAsJsonl(io) ? { onEvent: (caseId: string, e: EventRecord) => io.out(JSON.stringify({ caseId, ...e })) } : {}),
       signal: stop.signal,
     });
     io.out(`worker: ${report.finished} case(s) run to a stop, ${report.lost} lease(s) lost`);

@@ -105,8 +105,10 @@ async function stepOf(location: StoreLocation, step: string, run: string | undef
 function rulesNote(c: AgentCallRecord): string {
   const n = c.rulesInForce?.length ?? c.rules?.length ?? 0;
   const count = `${n} business rule${n === 1 ? "" : "s"}`;
-  if (!c.rulesInForce) return `${count} (recorded by id only)`;
-  return c.rulesFrom?.from === "recorded" ? `${count} recorded with ${c.rulesFrom.agentCallId}` : `${count} in force when it ran`;
+  const ids = (c.rulesInForce ?? c.rules ?? []).map((r) => r.id);
+  const named = `${count}${ids.length ? ` (${ids.join(", ")})` : ""}`;
+  if (!c.rulesInForce) return `${named}, recorded by id only`;
+  return c.rulesFrom?.from === "recorded" ? `${named} recorded with ${c.rulesFrom.agentCallId}` : `${named} in force when it ran`;
 }
 
 /** The edited context: a JSON array of { role, content }, or { "messages": [...] }. */

@@ -1,5 +1,17 @@
+import { CasefileError } from "../engine/errors";
 import type { EventRecord } from "../engine/records";
 import type { Io } from "./args";
+
+/**
+ * Whether CASEFILE_EVENTS asks for every event on stdout: `jsonl`, the one format; unset or empty
+ * for none. Any other value is refused before anything runs, rather than silently printing nothing.
+ */
+export function eventsAsJsonl(io: Io): boolean {
+  const v = io.env.CASEFILE_EVENTS;
+  if (v === undefined || v === "") return false;
+  if (v === "jsonl") return true;
+  throw new CasefileError("USAGE", `CASEFILE_EVENTS=${JSON.stringify(v)}: the one format is jsonl (unset it to print no events)`);
+}
 
 /**
  * How a CLI command that runs the engine reports while it runs: log lines and warnings to stderr,
@@ -12,6 +24,7 @@ import type { Io } from "./args";
  */
 export function reporter(io: Io): { log: (message: string) => void; onEvent: (event: EventRecord) => void } {
   const logged: string[] = [];
+  const jsonl = eventsAsJsonl(io);
   return {
     log: (m) => {
       if (m.startsWith("warning: ")) logged.push(m.slice("warning: ".length));
@@ -25,7 +38,7 @@ export function reporter(io: Io): { log: (message: string) => void; onEvent: (ev
         else io.err(`warning: ${message}`);
       }
       // A checkpoint event is printed only once durable, which is what the kill test compares the file with.
-      if (io.env.CASEFILE_EVENTS === "jsonl") io.out(JSON.stringify(e));
+      if (jsonl) io.out(JSON.stringify(e));
     },
   };
 }

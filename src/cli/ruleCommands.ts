@@ -139,8 +139,9 @@ const SUBCOMMANDS: Record<string, Sub> = {
       if (values.json) io.out(JSON.stringify({ ruleBook: book, events }, null, 2));
       else
         for (const e of events) {
-          const d = e.data as { op: string; rule: string; by: string; selfConfirmed?: boolean };
-          io.out(`${e.at}  ${d.rule}  ${d.op} by ${d.by}${d.selfConfirmed ? " (self-confirmed)" : ""}`);
+          const d = e.data as { op: string; rule: string; by: string; selfConfirmed?: boolean; before?: unknown; after?: unknown };
+          const changes = d.op === "edited" ? changedFields(d.before, d.after) : "";
+          io.out(`${e.at}  ${d.rule}  ${d.op} by ${d.by}${d.selfConfirmed ? " (self-confirmed)" : ""}${changes ? `: ${changes}` : ""}`);
         }
       return 0;
     } finally {
@@ -190,4 +191,17 @@ function formatRule(r: RuleRecord, state: string): string {
       (r.expiresAt ? `; expires ${r.expiresAt}` : ""),
   );
   return lines.join("\n");
+}
+
+/** What an edit changed, for `history`: each of the fields a person sets, before -> after. */
+function changedFields(before: unknown, after: unknown): string {
+  const b = (before ?? {}) as Record<string, unknown>;
+  const a = (after ?? {}) as Record<string, unknown>;
+  const shown = (v: unknown) => (v === undefined ? "never" : JSON.stringify(v));
+  const out: string[] = [];
+  for (const field of ["statement", "value", "expiresAt"] as const) {
+    if (JSON.stringify(b[field]) !== JSON.stringify(a[field])) out.push(`${field} ${shown(b[field])} -> ${shown(a[field])}`);
+  }
+  if (b.confirmedBy !== undefined && a.confirmedBy === undefined) out.push(`confirmation by ${String(b.confirmedBy)} withdrawn`);
+  return out.join("; ");
 }

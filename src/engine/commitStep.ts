@@ -102,10 +102,11 @@ export async function runCommit(
     businessRules: business.given,
     executor: input.executor,
   });
-  // `apply` reading a rule counts as using it too.
-  const used = new Set(businessRulesRead);
-
-  const result = await spec.apply({ proposal, verdict, reason, rules, state, businessRules: tracked(business.given, used) }, ctx);
+  // `apply` reading a rule counts as using it too; its reads are kept apart to say who read what.
+  const byApply = new Set<string>();
+  const result = await spec.apply({ proposal, verdict, reason, rules, state, businessRules: tracked(business.given, byApply) }, ctx);
+  const used = new Set([...businessRulesRead, ...byApply]);
+  const ids = business.given.map((r) => r.id);
 
   const diff: Record<string, { before: Json | undefined; after: Json }> = {};
   for (const w of out.writes) diff[w.key] = { before: state[w.key] as Json | undefined, after: w.value as Json };
@@ -120,7 +121,12 @@ export async function runCommit(
     verdict,
     reason,
     diff,
-    businessRules: { from: business.from, given: business.given, used: business.given.map((r) => r.id).filter((id) => used.has(id)) },
+    businessRules: {
+      from: business.from,
+      given: business.given,
+      used: ids.filter((id) => used.has(id)),
+      byApply: ids.filter((id) => byApply.has(id)),
+    },
     at: input.now(),
   };
   return result === undefined ? { verdict, reason, action: proposal?.action ?? null } : result;

@@ -149,7 +149,7 @@ export class Engine {
    * of a Postgres store's queue resumes it from there).
    */
   async respond(requestId: string, answer: Json, opts: { by?: string; recordOnly?: boolean } = {}): Promise<RunResult> {
-    const found = findWaiting(this.store, requestId);
+    const found = findWaiting(this.store, requestId, this.workflow.version);
     const spec = this.workflow.executors[found.request.executor];
     if (!spec || spec.kind !== "request") {
       throw new CasefileError(
@@ -196,10 +196,14 @@ export class Engine {
       checkpoints: [next],
       events: [this.event(run.id, next.superstep, "request_answered", answered)],
     };
-    if (run.id !== found.checkpoint.runId) {
-      const waited = this.store.getRun(found.checkpoint.runId)!;
+    // Every other run waiting on this request (the one that waited, when the answer goes to a
+    // branch; a branch a resume made that inherited it) is superseded by the run that took it.
+    for (const waited of this.store.listRuns()) {
+      if (waited.id === run.id || waited.status !== "waiting") continue;
+      const wcp = this.store.latestCheckpoint(waited.id);
+      if (!wcp?.waiting.some((w) => w.id === requestId)) continue;
       batch.runs!.push({ ...waited, status: "superseded", supersededBy: run.id, updatedAt: at });
-      batch.events!.push(this.event(waited.id, found.checkpoint.superstep, "request_answered", answered));
+      batch.events!.push(this.event(waited.id, wcp.superstep, "request_answered", answered));
     }
     this.commit(batch);
     if (opts.recordOnly) {

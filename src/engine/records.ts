@@ -222,6 +222,8 @@ export interface VerdictBusinessRules {
   given: RuleInForce[];
   /** Ids of the given rules whose statement or value a commit rule or `apply` read. */
   used: string[];
+  /** Ids of those `apply` read (the commit rules' reads are on each rule result); absent on verdicts recorded before. */
+  byApply?: string[];
 }
 
 export type Verdict = "accepted" | "rejected" | "escalated";

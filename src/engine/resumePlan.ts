@@ -85,6 +85,7 @@ export function planResume(workflow: Workflow, store: CaseStore, from: ResumeFro
     );
     pending = reroute(wf, pending, source, ctx.warn);
   }
+  const waiting = stillWaiting(wf, store, source, from.answering ?? false, ctx.warn);
 
   if (patch) {
     for (const [key, value] of Object.entries(patch)) {
@@ -116,7 +117,7 @@ export function planResume(workflow: Workflow, store: CaseStore, from: ResumeFro
     const run: RunRecord = { ...parent, status: "running", updatedAt: at };
     delete run.error;
     const batch: CommitBatch = { runs: [run], events: [event(run.id, source.superstep, "run_resumed", { from: source.id })] };
-    return { run, cp: { ...source, pending }, values: freezeValues(values), batch };
+    return { run, cp: { ...source, pending, waiting }, values: freezeValues(values), batch };
   }
 
   const run: RunRecord = {
@@ -141,7 +142,7 @@ export function planResume(workflow: Workflow, store: CaseStore, from: ResumeFro
     workflow: workflowStamp(wf),
     keys,
     pending,
-    waiting: source.waiting.map((w) => ({ ...w })),
+    waiting: waiting.map((w) => ({ ...w })),
   };
   const rows: StateValueRow[] = [...changed].map((key) => ({ run: run.id, key, version: keys[key]!.version, value: values[key]! }));
   const batch: CommitBatch = {
@@ -162,34 +163,99 @@ export function planResume(workflow: Workflow, store: CaseStore, from: ResumeFro
   return { run, cp, values: freezeValues(values), batch };
 }
 
+/** The first answer to a request (its `request_answered` event), if it has one. */
+export function answerOf(store: CaseStore, requestId: string): EventRecord | undefined {
+  return store.listEvents().find((e) => e.type === "request_answered" && (e.data as { requestId?: string }).requestId === requestId);
+}
+
+/** REQUEST_ANSWERED naming the first answer: what, who, when, in which run. */
+function answeredError(requestId: string, first: EventRecord, hint = "a request is answered once"): CasefileError {
+  const d = first.data as { answer?: Json; by?: string | null; run?: string };
+  return new CasefileError(
+    "REQUEST_ANSWERED",
+    `request "${requestId}" was already answered ${JSON.stringify(d.answer ?? null)}` +
+      `${d.by ? ` by ${d.by}` : ""} at ${first.at}, in run ${d.run ?? first.runId}; ${hint}`,
+    { requestId, run: d.run ?? first.runId },
+  );
+}
+
 /**
  * The checkpoint waiting on a request, for Engine.respond. A request answered before is refused
- * naming the first answer (what, who, when, which run); an unknown one lists those waiting.
+ * naming the first answer (what, who, when, which run); an unknown one lists those waiting. When
+ * several runs wait on it (a branch made by a resume inherits its parent's request), the one of
+ * `version` (the workflow answering) is taken, else the first.
  */
-export function findWaiting(store: CaseStore, requestId: string): { checkpoint: Checkpoint; request: Checkpoint["waiting"][number] } {
-  const first = store.listEvents().find((e) => e.type === "request_answered" && (e.data as { requestId?: string }).requestId === requestId);
-  if (first) {
-    const d = first.data as { answer?: Json; by?: string | null; run?: string };
-    throw new CasefileError(
-      "REQUEST_ANSWERED",
-      `request "${requestId}" was already answered ${JSON.stringify(d.answer ?? null)}` +
-        `${d.by ? ` by ${d.by}` : ""} at ${first.at}, in run ${d.run ?? first.runId}; a request is answered once`,
-      { requestId, run: d.run ?? first.runId },
-    );
-  }
+export function findWaiting(
+  store: CaseStore,
+  requestId: string,
+  version?: number,
+): { checkpoint: Checkpoint; request: Checkpoint["waiting"][number] } {
+  const first = answerOf(store, requestId);
+  if (first) throw answeredError(requestId, first);
   const waiting: string[] = [];
+  const found: { checkpoint: Checkpoint; request: Checkpoint["waiting"][number] }[] = [];
   for (const run of store.listRuns()) {
     if (run.status !== "waiting") continue;
     const cp = store.latestCheckpoint(run.id);
     for (const w of cp?.waiting ?? []) {
-      if (w.id === requestId) return { checkpoint: cp!, request: w };
-      waiting.push(w.id);
+      if (w.id === requestId) found.push({ checkpoint: cp!, request: w });
+      else waiting.push(w.id);
     }
   }
+  const pick = found.find((f) => f.checkpoint.workflow.version === version) ?? found[0];
+  if (pick) return pick;
   throw new CasefileError(
     "UNKNOWN_REQUEST",
     `no run is waiting on request "${requestId}"` + (waiting.length ? `; waiting: ${waiting.join(", ")}` : "; no run is waiting"),
   );
+}
+
+/**
+ * The requests a resumed checkpoint still waits on. One answered already (in any run) refuses
+ * the resume, as an answer would: a run waiting on it could never be answered. One whose step
+ * this version no longer has (or is no longer a request) refuses it too, unless a migration
+ * drops it (`messages: { review: null }`, as for a pending message).
+ */
+function stillWaiting(
+  wf: Workflow,
+  store: CaseStore,
+  source: Checkpoint,
+  answering: boolean,
+  warn: (message: string) => void,
+): Checkpoint["waiting"] {
+  const out: Checkpoint["waiting"] = [];
+  for (const w of source.waiting) {
+    const first = answering ? undefined : answerOf(store, w.id);
+    if (first) {
+      throw answeredError(
+        w.id,
+        first,
+        `checkpoint "${source.id}" waits on it, and a request is answered once: resume from a checkpoint before superstep ${w.superstep} to ask it again`,
+      );
+    }
+    if (wf.executors[w.executor]?.kind === "request") {
+      out.push(w);
+      continue;
+    }
+    let by: number | undefined;
+    for (let v = source.workflow.version + 1; v <= wf.version && by === undefined; v++) {
+      const step = wf.migrations?.[v];
+      if (typeof step === "object" && step.messages?.[w.executor] === null) by = v;
+    }
+    if (by !== undefined) {
+      warn(`dropped waiting request "${w.id}" of removed request step "${w.executor}", as the migration to version ${by} says`);
+      continue;
+    }
+    const next = source.workflow.version === wf.version ? wf.version + 1 : wf.version;
+    throw new CasefileError(
+      "UNDELIVERABLE_MESSAGE",
+      `checkpoint "${source.id}" waits on request "${w.id}" of executor "${w.executor}", which version ${wf.version} of "${wf.name}" ` +
+        `no longer has as a request step; drop it in a migration: migrations: { ${next}: { state: (s) => s, messages: { ${JSON.stringify(w.executor)}: null } } }` +
+        (source.workflow.version === wf.version ? ` (with version: ${next})` : ""),
+      { executor: w.executor, checkpoint: source.id, requestId: w.id },
+    );
+  }
+  return out;
 }
 
 /** Every key of `state` that this workflow's schemas refuse, with the path and message. */

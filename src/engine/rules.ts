@@ -233,7 +233,8 @@ export function parseExpiry(text: string): string {
   const m = ISO_DATE.exec(text) ?? ISO_DATE_TIME.exec(text);
   if (!m) {
     if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(text)) throw refuse("has no time zone (add Z or an offset such as +01:00)");
-    throw refuse("is not an ISO 8601 date");
+    // Basic (20270228), week, ordinal and hour-only forms are ISO 8601 too, but not taken: say which form is.
+    throw refuse("is not an ISO 8601 date in the form taken here (YYYY-MM-DD, or YYYY-MM-DDThh:mm[:ss[.fff]] with Z or ±hh:mm)");
   }
   const [, y, mo, d, h = "00", mi = "00", sec = "00"] = m;
   const year = Number(y);

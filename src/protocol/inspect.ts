@@ -35,6 +35,18 @@ export const InspectSuperstepSchema = z.object({
   steps: z.array(InspectStepSchema),
 });
 
+/** A business rule as a context or a commit step got it (RuleInForce). */
+export const InspectRuleInForceSchema = z.object({
+  id: z.string(),
+  statement: z.string(),
+  value: json,
+  sourceCase: z.string().optional(),
+  proposedBy: z.string(),
+  confirmedBy: z.string(),
+  confirmedAt: z.string(),
+  expiresAt: z.string().optional(),
+});
+
 /** A model call of an agent step, as recorded: what `replay --step` and `export-eval --step` take. */
 export const InspectAgentCallSchema = z.object({
   /** The agent call id, `<run>:<superstep>:<executor>` (`#1`, `#2`… when one executor gets several messages in one superstep). */
@@ -67,19 +79,13 @@ export const InspectAgentCallSchema = z.object({
   /** Calls recorded before rules were kept whole: which rules, as confirmed when. */
   rules: z.array(z.object({ id: z.string(), confirmedAt: z.string() })).optional(),
   /** The business rules the context was built with, exactly as it got them. */
-  rulesInForce: z
-    .array(
-      z.object({
-        id: z.string(),
-        statement: z.string(),
-        value: json,
-        sourceCase: z.string().optional(),
-        proposedBy: z.string(),
-        confirmedBy: z.string(),
-        confirmedAt: z.string(),
-        expiresAt: z.string().optional(),
-      }),
-    )
+  rulesInForce: z.array(InspectRuleInForceSchema).optional(),
+  /** Where those rules came from: the rule book when the call ran, or (a recorded replay) the call it replays. */
+  rulesFrom: z
+    .discriminatedUnion("from", [
+      z.object({ from: z.literal("in force") }),
+      z.object({ from: z.literal("recorded"), agentCallId: z.string() }),
+    ])
     .optional(),
   extracts: z.array(z.object({ key: z.string(), from: z.string(), source: z.string(), sourceVersion: z.string() })).optional(),
   /** The model's answer text, as received. */
@@ -106,7 +112,17 @@ export const InspectVerdictSchema = z.object({
   citedFacts: z.array(z.string()),
   verdict: z.enum(["accepted", "rejected", "escalated"]),
   reason: z.string(),
-  rules: z.array(z.object({ name: z.string(), ok: z.boolean(), message: z.string() })),
+  /** Each commit rule's result; `businessRules`: the ids of the business rules it read. */
+  rules: z.array(z.object({ name: z.string(), ok: z.boolean(), message: z.string(), businessRules: z.array(z.string()).optional() })),
+  /** The business rules the commit step was given (from its agent call, else those in force) and which of them it read. */
+  businessRules: z
+    .object({
+      from: z.enum(["agent call", "in force"]),
+      given: z.array(InspectRuleInForceSchema),
+      used: z.array(z.string()),
+      byApply: z.array(z.string()).optional(),
+    })
+    .optional(),
   /** What the commit step applied: key -> before and after. */
   diff: z.record(z.string(), z.object({ before: json.optional(), after: json })),
   at: z.string(),
@@ -207,6 +223,8 @@ export const InspectRequestSchema = z.object({
   answeredAt: z.string().optional(),
   /** The superstep the answer was delivered in. */
   answeredSuperstep: z.number().int().optional(),
+  /** The run that took the answer, when it is another one (a branch, which supersedes this run). */
+  answeredIn: z.string().optional(),
 });
 
 /** How the case stands: the run's status and who decided it, the rules or a person. */

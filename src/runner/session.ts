@@ -5,6 +5,7 @@ import type { AgentReplay, EngineHooks } from "../engine/task";
 import { RunControl } from "../engine/control";
 import { caseIdOf, defaultCaseFile } from "../engine/caseName";
 import { Engine, type RunResult } from "../engine/engine";
+import { findWaiting } from "../engine/resumePlan";
 import { CasefileError, errorMessage } from "../engine/errors";
 import type { ModelProvider } from "../engine/model";
 import { withRunModel } from "../engine/modelChoice";
@@ -187,8 +188,9 @@ function resolveWorkflowPath(store: CaseStore, caseFile: string, command: Exclud
   } else if (command.kind === "replay") {
     runId = findAgentCall(store, caseFile, command.agentCallId).runId;
   } else {
-    runId = store.listRuns().find((r) => store.latestCheckpoint(r.id)?.waiting.some((w) => w.id === command.requestId))?.id;
-    if (!runId) throw new CasefileError("UNKNOWN_REQUEST", `no run in ${caseFile} is waiting on request "${command.requestId}"`);
+    // The run the answer goes to, as Engine.respond finds it: an answered request is refused here
+    // naming its first answer, before any workflow is loaded.
+    runId = findWaiting(store, command.requestId).checkpoint.runId;
   }
   const recorded = store.getRun(runId)?.workflow.path;
   if (!recorded) throw new CasefileError("USAGE", `run "${runId}" did not record its workflow file: pass --workflow`);

@@ -70,7 +70,8 @@ function businessRulesView(verdict: VerdictRecord): DecisionView["businessRules"
         confirmedAt: r.confirmedAt,
         expiresAt: r.expiresAt ?? null,
         used,
-        usedBy: byRules.length ? byRules : used ? ["apply"] : [],
+        // A verdict recorded before apply's reads were kept apart: a read no rule made was apply's.
+        usedBy: b.byApply ? [...byRules, ...(b.byApply.includes(r.id) ? ["apply"] : [])] : byRules.length ? byRules : used ? ["apply"] : [],
       };
     }),
   };

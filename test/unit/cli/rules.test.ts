@@ -72,6 +72,15 @@ describe("business rules: casefile rules CLI and the runner's rule book", () => 
       history.events.map((e) => `${e.data.op} by ${e.data.by}`),
       ["added by agent:review", "confirmed by tester", "edited by li", "deleted by li"],
     );
+    // The text history says what an edit changed, as the audit trail records it.
+    const text = (await cli(["rules", book, "history", id])).out.split("\n");
+    assert.match(
+      text[2]!,
+      new RegExp(
+        `  ${id}  edited by li: statement "Supplier 3 invoices per pallet" -> "Supplier 3 invoices per pallet of 48 cartons"; confirmation by tester withdrawn$`,
+      ),
+      "the edit line names the field, before and after",
+    );
 
     // What each run's agent was given: nothing before the confirmation, the rule after it.
     const contextOf = async (file: string): Promise<string> => {

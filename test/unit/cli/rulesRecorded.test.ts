@@ -8,6 +8,7 @@ import { main } from "../../../src/cli/main";
 import { parseOwnJson } from "../../../src/engine/evalCase";
 import type { AgentCallRecord, VerdictRecord } from "../../../src/engine/records";
 import { buildSuperstepDetail } from "../../../src/extension/viewModel";
+import { InspectOutputSchema } from "../../../src/protocol/inspect";
 import { SuperstepDetailSchema } from "../../../src/protocol/webview";
 
 /**
@@ -169,8 +170,25 @@ describe("business rules recorded with the step", function () {
       [id],
     );
     assert.deepEqual(v.businessRules!.used, [id]);
+    assert.deepEqual(v.businessRules!.byApply, [id], "apply read the value too, to compute the cartons");
     assert.deepEqual(v.rules[0]!.businessRules, [id], "the commit rule that read the value names it");
     assert.equal(v.diff.cartons!.after, 120, "apply computed 3 pallets x 40 cartons from the rule's value");
+
+    // inspect says it too: the rules the verdict was given, which it read, and by which commit rule.
+    const json = InspectOutputSchema.parse(JSON.parse(await ok(["inspect", caseFile, "--json"])));
+    const seen = json.runs[0]!.verdicts[0]!;
+    assert.deepEqual(
+      [seen.businessRules?.from, seen.businessRules?.given.map((r) => r.id), seen.businessRules?.used, seen.rules[0]!.businessRules],
+      ["agent call", [id], [id], [id]],
+      "inspect --json keeps the verdict's business rules",
+    );
+    assert.deepEqual(json.runs[0]!.agentCalls[0]!.rulesFrom, { from: "in force" });
+    const text = await ok(["inspect", caseFile]);
+    assert.match(text, new RegExp(`rule perPalletRuleKnown: ok: cartons per pallet from ${id}  \\(read ${id}\\)`));
+    assert.match(
+      text,
+      new RegExp(`business rules given \\(as its agent call recorded them\\): ${id}; read: ${id} \\(by apply: ${id}\\)\n`),
+    );
 
     // The Run Inspector shows which business rules the verdict used, parsed as the webview parses it.
     const store = await openCaseFile(caseFile, { readOnly: true });
@@ -189,7 +207,7 @@ describe("business rules recorded with the step", function () {
             confirmedAt: v.businessRules!.given[0]!.confirmedAt,
             expiresAt: "2099-12-31T00:00:00.000Z",
             used: true,
-            usedBy: ["perPalletRuleKnown"],
+            usedBy: ["perPalletRuleKnown", "apply"],
           },
         ],
       });
@@ -208,13 +226,36 @@ describe("business rules recorded with the step", function () {
     assert.match(recorded.out, /: completed at superstep/);
     assert.match(
       recorded.out,
-      new RegExp(`replay  : .* -> ACCEPTED  1 business rule recorded with ${call.id.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`),
+      new RegExp(`replay  : .* -> ACCEPTED  1 business rule \\(${id}\\) recorded with ${call.id.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`),
     );
 
     await ok(["rules", book, "delete", id, "--by", "li"]);
+    const none = await cli(["replay", caseFile, "--step", call.id, "--mode", "live"]);
+    assert.equal(none.code, 0, none.out + none.err);
+    assert.match(none.out, /replay  : .* -> ESCALATED  0 business rules in force when it ran/);
+
+    // A live replay names the rules it used: today's, not the recorded call's.
+    const added = await ok([
+      "rules",
+      book,
+      "add",
+      "--statement",
+      "48 cartons a pallet now",
+      "--value",
+      '{"cartonsPerPallet":48}',
+      "--by",
+      "li",
+    ]);
+    const id2 = /added (rule-[0-9a-f]+)/.exec(added)![1]!;
+    await ok(["rules", book, "confirm", id2, "--by", "maria"]);
     const live = await cli(["replay", caseFile, "--step", call.id, "--mode", "live"]);
     assert.equal(live.code, 0, live.out + live.err);
-    assert.match(live.out, /replay  : .* -> ESCALATED  0 business rules in force when it ran/);
+    assert.match(live.out, new RegExp(`original: .*  1 business rule \\(${id}\\) in force when it ran`), "the original names its rule");
+    assert.match(
+      live.out,
+      new RegExp(`replay  : .* -> ACCEPTED  1 business rule \\(${id2}\\) in force when it ran`),
+      "the live replay names today's",
+    );
 
     const { calls, verdicts } = await records(caseFile);
     const branches = calls.filter((c) => c.id !== call.id);
@@ -223,6 +264,7 @@ describe("business rules recorded with the step", function () {
       [
         ["recorded", { from: "recorded", agentCallId: call.id }, 1],
         ["live", { from: "in force" }, 0],
+        ["live", { from: "in force" }, 1],
       ],
     );
     assert.equal(branches[0]!.hash, call.hash, "the recorded replay rebuilt the very same context");
@@ -232,6 +274,7 @@ describe("business rules recorded with the step", function () {
         ["accepted", 1],
         ["accepted", 1],
         ["escalated", 0],
+        ["accepted", 1],
       ],
     );
   });
@@ -317,6 +360,10 @@ describe("casefile rules: expiry, confirmation and refusals that leave nothing b
       ["2027-02-28T12:00:00", /expiry "2027-02-28T12:00:00" has no time zone/],
       ["2027-02-28T24:00:00Z", /names a time that does not exist/],
       ["Feb 28 2027", /expiry "Feb 28 2027" is not an ISO 8601 date/],
+      // ISO 8601's basic and week forms, and an offset without its colon: refused saying which form is taken.
+      ["20270228", /expiry "20270228" is not an ISO 8601 date in the form taken here \(YYYY-MM-DD, or YYYY-MM-DDThh:mm/],
+      ["2027-W09-1", /expiry "2027-W09-1" is not an ISO 8601 date in the form taken here/],
+      ["2027-02-28T10:00+0100", /expiry "2027-02-28T10:00\+0100" is not an ISO 8601 date in the form taken here .* with Z or ±hh:mm\)/],
       ["2001-01-01", /expiry "2001-01-01" is already past/],
     ] as const) {
       const r = await cli(["rules", book, "add", "--statement", "s", "--expires", value, "--by", "li"]);

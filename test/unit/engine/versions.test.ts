@@ -105,6 +105,108 @@ describe("versions: a request is answered once", () => {
   });
 });
 
+describe("versions: a request is answered once, whatever branch waits on it", () => {
+  const approval = (version: number, extra: Partial<WorkflowSpec> = {}): Workflow =>
+    defineWorkflow({
+      name: "approval",
+      version,
+      state: { decision: z.string() },
+      start: "ask",
+      executors: {
+        ask: request({
+          owns: ["decision"],
+          prompt: () => ({ title: "Approve the refund?" }),
+          onAnswer: (answer, ctx) => ctx.write("decision", answer.decision),
+        }),
+      },
+      edges: [],
+      ...(version > 1 ? { migrations: { 2: (s) => s } } : {}),
+      ...extra,
+    });
+  const statuses = () => onDisk((s) => Object.fromEntries(s.listRuns().map((r) => [r.id, [r.status, r.supersededBy ?? null]])));
+
+  async function waitingWithV2Branch(): Promise<{ v1: string; v2: string; requestId: string; checkpoint: string }> {
+    const waited = await engine(approval(1))((e) => e.run());
+    const requestId = await onDisk((s) => s.latestCheckpoint(waited.runId)!.waiting[0]!.id);
+    const branch = await engine(approval(2))((e) => e.resume(waited.checkpointId));
+    assert.equal(branch.status, "waiting", "the migrated branch waits on the request it inherited");
+    return { v1: waited.runId, v2: branch.runId, requestId, checkpoint: waited.checkpointId };
+  }
+
+  it("answered in the v1 run, the v2 branch a resume made waiting on it is superseded, not left waiting", async () => {
+    const { v1, v2, requestId } = await waitingWithV2Branch();
+    const answered = await engine(approval(1))((e) => e.respond(requestId, { decision: "approve" }, { by: "ana" }));
+    assert.equal(answered.runId, v1, "the v1 workflow answers the v1 run in place");
+    assert.deepEqual(await statuses(), { [v1]: ["completed", null], [v2]: ["superseded", v1] }, "no run is left waiting");
+    await assert.rejects(
+      engine(approval(2))((e) => e.respond(requestId, { decision: "reject" }, { by: "bo" })),
+      (err: Error & { code?: string }) => err.code === "REQUEST_ANSWERED" && err.message.includes(`by ana at `),
+      "the v2 branch cannot take a second answer",
+    );
+  });
+
+  it("answered by the v2 workflow, the v2 branch takes it in place and the v1 run is superseded by it", async () => {
+    const { v1, v2, requestId } = await waitingWithV2Branch();
+    const answered = await engine(approval(2))((e) => e.respond(requestId, { decision: "reject" }, { by: "bo" }));
+    assert.equal(answered.runId, v2, "the branch of this version continues; no third run");
+    assert.deepEqual(await statuses(), { [v1]: ["superseded", v2], [v2]: ["completed", null] });
+  });
+
+  it("a resume of a checkpoint waiting on an answered request is refused naming the answer, and makes no run", async () => {
+    const { requestId, checkpoint } = await waitingWithV2Branch();
+    const answered = await engine(approval(1))((e) => e.respond(requestId, { decision: "approve" }, { by: "ana" }));
+    const before = await statuses();
+    for (const wf of [approval(1), approval(2)]) {
+      await assert.rejects(
+        engine(wf)((e) => e.resume(checkpoint)),
+        (err: Error & { code?: string }) => {
+          assert.equal(err.code, "REQUEST_ANSWERED");
+          assert.match(
+            err.message,
+            new RegExp(
+              `already answered \\{"decision":"approve"\\} by ana at \\S+, in run ${answered.runId}; checkpoint "${checkpoint}" waits on it`,
+            ),
+          );
+          assert.match(err.message, /resume from a checkpoint before superstep 1 to ask it again/);
+          return true;
+        },
+      );
+    }
+    assert.deepEqual(await statuses(), before, "the refused resumes changed no run and made none");
+  });
+
+  it("a version without the request step refuses a resume waiting on it, unless a migration drops it", async () => {
+    const waited = await engine(approval(1))((e) => e.run());
+    const noAsk = (migrations: WorkflowSpec["migrations"]) =>
+      approval(2, {
+        state: { decision: z.string() },
+        start: "decide",
+        executors: { decide: code({ owns: ["decision"], run: (ctx) => ctx.write("decision", "auto") }) },
+        migrations,
+      });
+    await assert.rejects(
+      engine(noAsk({ 2: (s) => s }))((e) => e.resume(waited.checkpointId)),
+      (err: Error & { code?: string }) => {
+        assert.equal(err.code, "UNDELIVERABLE_MESSAGE");
+        assert.match(
+          err.message,
+          new RegExp(`waits on request "${waited.runId}:1:ask" of executor "ask", which version 2 of "approval" no longer has`),
+        );
+        assert.match(err.message, /messages: \{ "ask": null \}/);
+        return true;
+      },
+    );
+    assert.equal((await onDisk((s) => s.listRuns())).length, 1, "the refused resume made no branch");
+    const dropped = await engine(noAsk({ 2: { messages: { ask: null } } }))((e) => e.resume(waited.checkpointId));
+    assert.equal(dropped.status, "completed");
+    assert.match(
+      dropped.warnings.join("\n"),
+      /dropped waiting request ".*:1:ask" of removed request step "ask", as the migration to version 2 says/,
+    );
+    assert.deepEqual(await onDisk((s) => s.latestCheckpoint(dropped.runId)!.waiting), [], "the branch waits on nothing");
+  });
+});
+
 describe("versions: messages for removed executors", () => {
   // v1: first -> second, where second fails, so the checkpoint after `first` holds its message.
   const v1 = () =>
