@@ -160,9 +160,12 @@ export class CasefileDebugging implements vscode.Disposable {
 
   /**
    * Continue, Step (one superstep), Stop or Pause for the casefile session, from the Run
-   * Inspector's buttons or the status bar (commands.ts stepControl). The debug toolbar's own
-   * commands when the session is the focused one (VS Code's view of it then follows), else the
-   * same DAP requests sent to it. False when no casefile session runs: RunSessions is asked next.
+   * Inspector's buttons or the status bar (commands.ts stepControl): the same DAP requests the
+   * toolbar sends, sent to the session itself. Not the toolbar's commands: they act on VS Code's
+   * focused thread, and just after a stop (VS Code still asking for the threads, or js-debug's
+   * session starting beside it) there was none and the click did nothing. The adapter says
+   * `continued`, so the toolbar and Call Stack follow. False when no casefile session runs:
+   * RunSessions is asked next.
    */
   control(action: ControlAction): boolean {
     const focused = vscode.debug.activeDebugSession;
@@ -173,11 +176,6 @@ export class CasefileDebugging implements vscode.Disposable {
     this.log.info(`debug control: ${action} (${t.session.name})`);
     if (action === "stop") {
       void vscode.debug.stopDebugging(t.session);
-      return true;
-    }
-    if (focused?.id === t.session.id) {
-      const command = { continue: "continue", step: "stepOver", pause: "pause" }[action];
-      void vscode.commands.executeCommand(`workbench.action.debug.${command}`);
       return true;
     }
     const request = { continue: "continue", step: "next", pause: "pause" }[action];
@@ -220,6 +218,9 @@ export class CasefileDebugging implements vscode.Disposable {
       // The user's code only: never the runner's, the engine's or Node's own frames.
       skipFiles: ["<node_internals>/**", `${vscode.Uri.joinPath(this.extension.extensionUri, "dist").fsPath}/**`],
       continueOnAttach: true,
+      ...(process.env.CASEFILE_JSDEBUG_TRACE
+        ? { trace: { logFile: path.join(process.env.CASEFILE_JSDEBUG_TRACE, `${Date.now()}-${body.port}.log`) } }
+        : {}),
       __casefileChild: e.session.id,
       ...(typeof body.pid === "number" ? { __casefileRunnerPid: body.pid } : {}),
     };
