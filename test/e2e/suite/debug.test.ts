@@ -241,6 +241,55 @@ describe("Debugging the invoice example with F5", function () {
     }
   });
 
+  /** Waits until VS Code's focused thread is one of `session`'s (after a stop, once VS Code has fetched its threads), as F10/F11 need. */
+  async function focusedOn(session: vscode.DebugSession): Promise<void> {
+    const focused = (): boolean => {
+      const item = vscode.debug.activeStackItem;
+      return vscode.debug.activeDebugSession?.id === session.id && item !== undefined && item.session.id === session.id;
+    };
+    for (let i = 0; i < 100 && !focused(); i++) await sleep(100);
+    assert.ok(focused(), `VS Code focuses the stopped ${session.type} session (focused: ${vscode.debug.activeDebugSession?.type})`);
+  }
+
+  it("Step Into at a boundary stops on the first line of variance's run() in the editor; Continue and Step Out there return to the next boundary", async () => {
+    try {
+      await stopAll();
+      vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
+      const entry = await debugAtEntry("INV-1002");
+      // Before variance: Step Over from the entry (load runs).
+      await focusedOn(entry.session);
+      const beforeVariance = await stopAfter("workbench.action.debug.stepOver");
+      assert.match((await frames(beforeVariance))[0]?.name ?? "", /variance/, "paused before variance");
+      // F11: js-debug stops on run()'s first line, in the user's file, and the editor shows it.
+      await focusedOn(beforeVariance.session);
+      const intoVariance = await stopAfter("workbench.action.debug.stepInto", "pwa-node");
+      const firstLine = lineOf("const inv = ctx.state.invoice!.value;");
+      const [top] = await frames(intoVariance);
+      assert.equal(pathOf(top?.source?.path), workflow.fsPath, "the source map leads to the user's file");
+      assert.equal(top?.line, firstLine + 1, "Step Into stops on the first line of variance's run()");
+      await editorShows(firstLine);
+      // F5 in js-debug: the superstep finishes and the casefile session stops at the next boundary.
+      await focusedOn(intoVariance.session);
+      const beforePropose = await stopAfter("workbench.action.debug.continue");
+      assert.equal(beforePropose.reason, "step", "Step Into is a step: the run pauses at the next boundary");
+      assert.match((await frames(beforePropose))[0]?.name ?? "", /propose/, "paused before propose");
+      // Again into propose (an agent: its context() is the first of its code called), then Shift+F11 in js-debug.
+      await focusedOn(beforePropose.session);
+      const intoPropose = await stopAfter("workbench.action.debug.stepInto", "pwa-node");
+      const contextLine = lineOf("context: (s) =>");
+      assert.equal((await frames(intoPropose))[0]?.line, contextLine + 1, "Step Into stops in propose's context()");
+      await focusedOn(intoPropose.session);
+      const beforeDecide = await stopAfter("workbench.action.debug.stepOut");
+      assert.match(
+        (await frames(beforeDecide))[0]?.name ?? "",
+        /decide/,
+        "Step Out of the executor's code comes back at the next boundary",
+      );
+    } finally {
+      await stopAll();
+    }
+  });
+
   it("a breakpoint inside variance's run() binds in js-debug, stops there, and the editor shows the paused line", async () => {
     try {
       const { inCode, pctLine, inRun } = await stopInVarianceRun("INV-1002");
