@@ -167,16 +167,21 @@ export class CasefileDebugSession extends LoggingDebugSession {
     super.dispatchRequest(request);
   }
 
-  /** `casefile/executorDebuggerAttached`: the client's JavaScript debugger is attached to the runner with this pid. */
+  /** `casefile/executorDebuggerAttached`: the client's JavaScript debugger is attached to the runner with this pid (or, `failed`, could not be). */
   protected override customRequest(command: string, response: DebugProtocol.Response, args: unknown): void {
     if (command !== EXECUTOR_DEBUGGER_ATTACHED)
       return this.refuse(response, "UNKNOWN_REQUEST", `the Casefile debug adapter has no request "${command}"`);
     const parsed = ExecutorDebuggerAttachedSchema.safeParse(args);
     if (!parsed.success)
       return this.refuse(response, "INVALID_REQUEST", `${command} needs the runner's pid: ${parsed.error.issues[0]!.message}`);
-    const live = this.stepping.live;
-    if (live?.debuggerAttached(parsed.data.pid))
-      this.console(`executor code: a debugger is attached to the runner (pid ${parsed.data.pid})`);
+    const { pid, failed } = parsed.data;
+    if (this.stepping.live?.debuggerAttached(pid, failed === undefined))
+      this.console(
+        failed === undefined
+          ? `executor code: a debugger is attached to the runner (pid ${pid})`
+          : `executor code: no debugger could attach to the runner (pid ${pid}): ${failed}; breakpoints in executor code will not bind`,
+        failed === undefined ? "console" : "stderr",
+      );
     this.sendResponse(response);
   }
 

@@ -285,6 +285,16 @@ describe("Debugging the invoice example with F5", function () {
         /decide/,
         "Step Out of the executor's code comes back at the next boundary",
       );
+      // Nothing of the step-into is left armed: Step Over from here is one superstep again, js-debug not stopping.
+      await focusedOn(beforeDecide.session);
+      const seen = stops.length;
+      await vscode.commands.executeCommand("workbench.action.debug.stepOver");
+      const after = await nextStop("*", seen);
+      assert.equal(
+        after.session.type,
+        "casefile",
+        `Step Over stops at the next boundary, not in executor code (${after.session.type}:${after.reason})`,
+      );
     } finally {
       await stopAll();
     }
