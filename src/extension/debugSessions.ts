@@ -226,6 +226,7 @@ export class CasefileDebugging implements vscode.Disposable {
       // The user's code only: never the runner's, the engine's or Node's own frames.
       skipFiles: ["<node_internals>/**", `${vscode.Uri.joinPath(this.extension.extensionUri, "dist").fsPath}/**`],
       continueOnAttach: true,
+      // For a failing debug e2e test: CASEFILE_JSDEBUG_TRACE=<dir> in the editor's environment writes js-debug's own CDP/DAP log there.
       ...(process.env.CASEFILE_JSDEBUG_TRACE
         ? { trace: { logFile: path.join(process.env.CASEFILE_JSDEBUG_TRACE, `${Date.now()}-${body.port}.log`) } }
         : {}),
