@@ -268,6 +268,15 @@ describe("Debugging the invoice example with F5", function () {
       assert.equal(pathOf(top?.source?.path), workflow.fsPath, "the source map leads to the user's file");
       assert.equal(top?.line, firstLine + 1, "Step Into stops on the first line of variance's run()");
       await editorShows(firstLine);
+      if (browserAvailable()) {
+        // As a person sees it: the editor marks the paused line, the Call Stack has js-debug's frame under the casefile session.
+        const checks = await askBrowser({
+          name: "debug-step-into",
+          waitFor: ".debug-top-stack-frame-line",
+          read: { callStack: ".debug-call-stack .monaco-list-row" },
+        });
+        assert.equal(checks.found, true, checks.error);
+      }
       // F5 in js-debug: the superstep finishes and the casefile session stops at the next boundary.
       await focusedOn(intoVariance.session);
       const beforePropose = await stopAfter("workbench.action.debug.continue");
