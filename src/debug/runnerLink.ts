@@ -66,6 +66,7 @@ export class RunnerLink {
   /** Set when supersteps wait for a JavaScript debugger to attach: resolves once it has, or on timeout. */
   private readonly ready?: Promise<void>;
   private attached?: () => void;
+  private waiting = false;
 
   constructor(opts: RunnerLinkOptions, host: RunnerLinkHost) {
     this.skipFirst = opts.skipFirst;
@@ -85,7 +86,10 @@ export class RunnerLink {
     });
     const ms = opts.waitForDebuggerMs;
     if (opts.inspect && ms !== undefined) {
-      this.ready = new Promise<void>((r) => (this.attached = r));
+      this.waiting = true;
+      this.ready = new Promise<void>((r) => (this.attached = r)).then(() => {
+        this.waiting = false;
+      });
       const timer = setTimeout(() => {
         host.console(
           `executor code: no debugger attached to the runner within ${ms / 1000} s: breakpoints in executor code may not bind`,
@@ -104,22 +108,26 @@ export class RunnerLink {
    * it); `into`: Step Into, pausing on the first line of the executor code it calls.
    */
   release(into = false): void {
-    const go = (): void => (into ? this.handle.send({ type: "stepInto" }) : this.handle.control("step"));
+    // Into only with a debugger attached (not one that failed to attach or never came): none would show where it stopped.
+    const go = (): void => (into && this.debuggerAttachedYet ? this.handle.send({ type: "stepInto" }) : this.handle.control("step"));
     if (!this.ready) return go();
     void this.ready.then(() => {
       if (!this.handedOff) go();
     });
   }
 
-  /** Supersteps of this runner wait for a JavaScript debugger to attach (the editor attaches js-debug itself). */
+  /** Supersteps of this runner still wait for a JavaScript debugger to attach (the editor attaches js-debug itself). */
   get waitsForDebugger(): boolean {
-    return this.ready !== undefined;
+    return this.waiting;
   }
 
-  /** The client's JavaScript debugger is attached to the process with this pid: true when it is this runner. */
-  debuggerAttached(pid: number): boolean {
+  /**
+   * The client's JavaScript debugger is attached to the process with this pid (`ok`), or could not
+   * be: either way its supersteps wait no longer. True when it is this runner.
+   */
+  debuggerAttached(pid: number, ok = true): boolean {
     if (this.handle.pid !== pid) return false;
-    this.debuggerAttachedYet = true;
+    if (ok) this.debuggerAttachedYet = true;
     this.attached?.();
     return true;
   }

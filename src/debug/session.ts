@@ -1,5 +1,14 @@
 import path from "node:path";
-import { Breakpoint, InitializedEvent, LoggingDebugSession, OutputEvent, Response, Source, TerminatedEvent } from "@vscode/debugadapter";
+import {
+  Breakpoint,
+  ContinuedEvent,
+  InitializedEvent,
+  LoggingDebugSession,
+  OutputEvent,
+  Response,
+  Source,
+  TerminatedEvent,
+} from "@vscode/debugadapter";
 import type { DebugProtocol } from "@vscode/debugprotocol";
 import { EXCEPTION_FILTERS, EXECUTOR_DEBUGGER_ATTACHED, ExecutorDebuggerAttachedSchema, type ExceptionFilter } from "../protocol/debug";
 import { dapRequestProblem } from "../protocol/dapRequests";
@@ -158,51 +167,61 @@ export class CasefileDebugSession extends LoggingDebugSession {
     super.dispatchRequest(request);
   }
 
-  /** `casefile/executorDebuggerAttached`: the client's JavaScript debugger is attached to the runner with this pid. */
+  /** `casefile/executorDebuggerAttached`: the client's JavaScript debugger is attached to the runner with this pid (or, `failed`, could not be). */
   protected override customRequest(command: string, response: DebugProtocol.Response, args: unknown): void {
     if (command !== EXECUTOR_DEBUGGER_ATTACHED)
       return this.refuse(response, "UNKNOWN_REQUEST", `the Casefile debug adapter has no request "${command}"`);
     const parsed = ExecutorDebuggerAttachedSchema.safeParse(args);
     if (!parsed.success)
       return this.refuse(response, "INVALID_REQUEST", `${command} needs the runner's pid: ${parsed.error.issues[0]!.message}`);
-    const live = this.stepping.live;
-    if (live?.debuggerAttached(parsed.data.pid))
-      this.console(`executor code: a debugger is attached to the runner (pid ${parsed.data.pid})`);
+    const { pid, failed } = parsed.data;
+    if (this.stepping.live?.debuggerAttached(pid, failed === undefined))
+      this.console(
+        failed === undefined
+          ? `executor code: a debugger is attached to the runner (pid ${pid})`
+          : `executor code: no debugger could attach to the runner (pid ${pid}): ${failed}; breakpoints in executor code will not bind`,
+        failed === undefined ? "console" : "stderr",
+      );
     this.sendResponse(response);
   }
 
-  protected override continueRequest(response: DebugProtocol.ContinueResponse): Promise<void> {
-    return this.goOn(response, "continue", "CANNOT_CONTINUE", { allThreadsContinued: true });
+  protected override continueRequest(response: DebugProtocol.ContinueResponse, args: DebugProtocol.ContinueArguments): Promise<void> {
+    return this.goOn(response, "continue", "CANNOT_CONTINUE", { allThreadsContinued: true }, { threadId: args.threadId });
   }
 
-  protected override nextRequest(response: DebugProtocol.NextResponse): Promise<void> {
-    return this.goOn(response, "step", "CANNOT_STEP");
+  protected override nextRequest(response: DebugProtocol.NextResponse, args: DebugProtocol.NextArguments): Promise<void> {
+    return this.goOn(response, "step", "CANNOT_STEP", undefined, { threadId: args.threadId });
   }
 
   /**
    * Step Into at a boundary: with debugExecutorCode and js-debug attached, the runner pauses on the
    * first line of the executor code the superstep calls (js-debug shows it); otherwise it is Next.
    */
-  protected override stepInRequest(response: DebugProtocol.StepInResponse): Promise<void> {
-    return this.goOn(response, "step", "CANNOT_STEP", undefined, { into: true });
+  protected override stepInRequest(response: DebugProtocol.StepInResponse, args: DebugProtocol.StepInArguments): Promise<void> {
+    return this.goOn(response, "step", "CANNOT_STEP", undefined, { into: true, threadId: args.threadId });
   }
 
-  protected override stepOutRequest(response: DebugProtocol.StepOutResponse): Promise<void> {
-    return this.goOn(response, "step", "CANNOT_STEP");
+  protected override stepOutRequest(response: DebugProtocol.StepOutResponse, args: DebugProtocol.StepOutArguments): Promise<void> {
+    return this.goOn(response, "step", "CANNOT_STEP", undefined, { threadId: args.threadId });
   }
 
-  /** Continue, Next, Step In/Out, Restart Frame: go forwards, or refuse saying why not. */
+  /**
+   * Continue, Next, Step In/Out, Restart Frame: go forwards, or refuse saying why not. Says
+   * `continued` too: the editor's status bar and Run Inspector send these requests to the session
+   * directly (src/extension/debugSessions.ts), and VS Code's toolbar and Call Stack then follow.
+   */
   private async goOn<R extends DebugProtocol.Response>(
     response: R,
     intent: Intent,
     code: string,
     body?: R["body"],
-    opts: { branch?: boolean; from?: string; into?: boolean } = {},
+    opts: { branch?: boolean; from?: string; into?: boolean; threadId?: number } = {},
   ): Promise<void> {
     const problem = await this.stepping.forward(intent, opts);
     if (problem) return this.refuse(response, code, problem);
     if (body) response.body = body;
     this.sendResponse(response);
+    if (!this.ended) this.sendEvent(new ContinuedEvent(opts.threadId ?? 1, true));
   }
 
   protected override pauseRequest(response: DebugProtocol.PauseResponse): void {

@@ -18,11 +18,10 @@ export function inlineAdapter(opts: {
     runnerPath: opts.runnerPath,
     env: opts.env,
     // js-debug is attached by debugSessions.ts, which says when (casefile/executorDebuggerAttached).
+    // Step Into at a boundary then pauses js-debug on the first line of the executor code the
+    // superstep calls (src/runner/stepInto.ts): the editor shows it, Continue or Step Out there
+    // comes back to this session at the next boundary.
     waitForExecutorDebugger: true,
-    // Off in the editor for now: with executor functions made steppable-into, js-debug stopped
-    // surfacing pauses in code-server after a few sessions (the run stayed paused, its
-    // breakpoints in run() unreported). Step Into is Next here; `casefile dap` has it.
-    stepIntoExecutorCode: false,
     answerModelRequest: (request) => answerWithLanguageModel(request, opts.log),
   });
   return new vscode.DebugAdapterInlineImplementation(session);

@@ -33,10 +33,18 @@ interface Tracked {
   child?: vscode.DebugSession;
 }
 
+/** A runner js-debug is attaching to: `tell` says to its casefile session, once, that it is attached (or why not). */
+interface Attaching {
+  casefile: vscode.DebugSession;
+  tell(failed?: string): void;
+}
+
 export type DebugResult = { ok: true; message: string } | { ok: false; reason: string };
 
 export class CasefileDebugging implements vscode.Disposable {
   private readonly sessions = new Map<string, Tracked>();
+  /** Runner pid → its attach in progress (onCustomEvent starts it, trackChild follows js-debug's sessions). */
+  private readonly attaching = new Map<number, Attaching>();
   private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
   private readonly disposables: vscode.Disposable[] = [];
 
@@ -160,9 +168,12 @@ export class CasefileDebugging implements vscode.Disposable {
 
   /**
    * Continue, Step (one superstep), Stop or Pause for the casefile session, from the Run
-   * Inspector's buttons or the status bar (commands.ts stepControl). The debug toolbar's own
-   * commands when the session is the focused one (VS Code's view of it then follows), else the
-   * same DAP requests sent to it. False when no casefile session runs: RunSessions is asked next.
+   * Inspector's buttons or the status bar (commands.ts stepControl): the same DAP requests the
+   * toolbar sends, sent to the session itself. Not the toolbar's commands: they act on VS Code's
+   * focused thread, and just after a stop (VS Code still asking for the threads, or js-debug's
+   * session starting beside it) there was none and the click did nothing. The adapter says
+   * `continued`, so the toolbar and Call Stack follow. False when no casefile session runs:
+   * RunSessions is asked next.
    */
   control(action: ControlAction): boolean {
     const focused = vscode.debug.activeDebugSession;
@@ -173,11 +184,6 @@ export class CasefileDebugging implements vscode.Disposable {
     this.log.info(`debug control: ${action} (${t.session.name})`);
     if (action === "stop") {
       void vscode.debug.stopDebugging(t.session);
-      return true;
-    }
-    if (focused?.id === t.session.id) {
-      const command = { continue: "continue", step: "stepOver", pause: "pause" }[action];
-      void vscode.commands.executeCommand(`workbench.action.debug.${command}`);
       return true;
     }
     const request = { continue: "continue", step: "next", pause: "pause" }[action];
@@ -220,10 +226,15 @@ export class CasefileDebugging implements vscode.Disposable {
       // The user's code only: never the runner's, the engine's or Node's own frames.
       skipFiles: ["<node_internals>/**", `${vscode.Uri.joinPath(this.extension.extensionUri, "dist").fsPath}/**`],
       continueOnAttach: true,
+      // For a failing debug e2e test: CASEFILE_JSDEBUG_TRACE=<dir> in the editor's environment writes js-debug's own CDP/DAP log there.
+      ...(process.env.CASEFILE_JSDEBUG_TRACE
+        ? { trace: { logFile: path.join(process.env.CASEFILE_JSDEBUG_TRACE, `${Date.now()}-${body.port}.log`) } }
+        : {}),
       __casefileChild: e.session.id,
       ...(typeof body.pid === "number" ? { __casefileRunnerPid: body.pid } : {}),
     };
     this.log.info(`debug: attaching js-debug to the runner on ${String(attach.address)}:${body.port}`);
+    if (typeof body.pid === "number") this.attaching.set(body.pid, this.teller(e.session, body.pid));
     // Not `compact`: VS Code would then move the focus to the child as it starts, and the toolbar's
     // Step Over and the Debug Console would go to js-debug while the casefile session is the paused one.
     const ok = await vscode.debug.startDebugging(e.session.workspaceFolder, attach, {
@@ -231,41 +242,69 @@ export class CasefileDebugging implements vscode.Disposable {
       lifecycleManagedByParent: true,
       consoleMode: vscode.DebugConsoleMode.MergeWithParent,
     });
-    if (!ok) this.log.warn("debug: js-debug did not attach to the runner: breakpoints in executor code will not bind");
+    if (!ok) {
+      this.log.warn("debug: js-debug did not attach to the runner: breakpoints in executor code will not bind");
+      if (typeof body.pid === "number") this.attaching.get(body.pid)?.tell("VS Code did not start js-debug's attach session");
+    }
+  }
+
+  /**
+   * What tells the casefile session, once, that js-debug is attached to its runner (its supersteps
+   * may start, breakpoints set) or could not attach (they start at once, without it, instead of
+   * after the adapter's 30 s wait).
+   */
+  private teller(casefile: vscode.DebugSession, pid: number): Attaching {
+    const attaching: Attaching = {
+      casefile,
+      tell: (failed) => {
+        if (this.attaching.get(pid) !== attaching) return;
+        this.attaching.delete(pid);
+        if (failed) this.log.warn(`debug: js-debug did not attach to the runner (pid ${pid}): ${failed}`);
+        else this.log.info(`debug: js-debug attached to the runner (pid ${pid}), breakpoints set`);
+        void casefile.customRequest(EXECUTOR_DEBUGGER_ATTACHED, { pid, ...(failed ? { failed } : {}) }).then(undefined, (err: unknown) => {
+          this.log.warn(`debug: ${EXECUTOR_DEBUGGER_ATTACHED}: ${String(err)}`);
+        });
+      },
+    };
+    return attaching;
   }
 
   /**
    * Follows each js-debug session under a casefile session. js-debug's attach session starts a
    * session of its own for the runner process; once that one has answered `attach`, its
    * breakpoints are set, and the casefile session may let the runner's supersteps start
-   * (the adapter waits for this, src/debug/session.ts).
+   * (the adapter waits for this, src/debug/session.ts). An attach that fails, or an attach
+   * session that ends before its runner's session is ready, is told too.
    */
   private trackChild(s: vscode.DebugSession): vscode.DebugAdapterTracker | undefined {
     let attachSession: vscode.DebugSession | undefined = s;
     while (attachSession && attachSession.configuration.__casefileChild === undefined) attachSession = attachSession.parentSession;
-    if (!attachSession || attachSession === s) return undefined;
-    const casefile = this.sessions.get(String(attachSession.configuration.__casefileChild))?.session;
-    const pid = attachSession.configuration.__casefileRunnerPid as number | undefined;
-    if (!casefile || pid === undefined) return undefined;
+    const pid = attachSession?.configuration.__casefileRunnerPid as number | undefined;
+    const attaching = pid === undefined ? undefined : this.attaching.get(pid);
+    if (!attaching) return undefined;
+    const failedAttach = (m: { command?: string; success?: boolean; message?: string }): boolean =>
+      m.command === "attach" && m.success === false ? (attaching.tell(`js-debug: ${m.message ?? "attach failed"}`), true) : false;
+    if (attachSession === s)
+      return {
+        onDidSendMessage: (m: { type?: string; command?: string; success?: boolean; message?: string }) => {
+          if (m.type === "response") failedAttach(m);
+        },
+        onWillStopSession: () => attaching.tell("js-debug's attach session ended before the runner's session was ready"),
+        onExit: () => attaching.tell("js-debug's attach session ended before the runner's session was ready"),
+      };
     // The runner goes on once the session has both answered `attach` and been told its
     // breakpoints (the client's `configurationDone`, sent after every setBreakpoints): on a cold
     // start either may come first, and a breakpoint not yet set when a superstep runs is missed.
     const seen = new Set<string>();
-    let told = false;
     return {
-      onDidSendMessage: (m: { type?: string; command?: string; success?: boolean }) => {
-        if (told || m.type !== "response" || (m.command !== "attach" && m.command !== "configurationDone")) return;
+      onDidSendMessage: (m: { type?: string; command?: string; success?: boolean; message?: string }) => {
+        if (m.type !== "response" || (m.command !== "attach" && m.command !== "configurationDone")) return;
+        if (failedAttach(m)) return;
         seen.add(m.command);
-        // Told either way: a failed attach must not hold the runner until the adapter's timeout.
-        if (m.command === "attach" && !m.success)
-          this.log.warn(`debug: js-debug did not attach to the runner (pid ${pid}): breakpoints in executor code will not bind`);
-        else if (seen.size < 2) return;
-        else this.log.info(`debug: js-debug attached to the runner (pid ${pid}), breakpoints set`);
-        told = true;
-        void casefile.customRequest(EXECUTOR_DEBUGGER_ATTACHED, { pid }).then(undefined, (err: unknown) => {
-          this.log.warn(`debug: ${EXECUTOR_DEBUGGER_ATTACHED}: ${String(err)}`);
-        });
+        if (seen.size === 2) attaching.tell();
       },
+      onWillStopSession: () => attaching.tell("js-debug's session for the runner ended before it was ready"),
+      onExit: () => attaching.tell("js-debug's session for the runner ended before it was ready"),
     };
   }
 
@@ -276,6 +315,7 @@ export class CasefileDebugging implements vscode.Disposable {
   }
 
   private onTerminated(s: vscode.DebugSession): void {
+    for (const [pid, a] of this.attaching) if (a.casefile.id === s.id) this.attaching.delete(pid);
     if (!this.sessions.delete(s.id)) return;
     if (this.sessions.size === 0) {
       this.status.hide();

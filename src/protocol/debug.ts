@@ -78,9 +78,11 @@ export const INSPECTOR_EVENT = "casefile/inspector";
  * inspector `casefile/inspector` announced (its breakpoints set). An adapter created with
  * `waitForExecutorDebugger` lets no superstep of that runner start before it (or a timeout), so a
  * breakpoint in an executor's run() cannot be missed because js-debug was still attaching.
+ * `failed` (why): the client's debugger could not attach; the supersteps go on at once without it
+ * (breakpoints in executor code unbound, Step Into is Next), rather than after the timeout.
  */
 export const EXECUTOR_DEBUGGER_ATTACHED = "casefile/executorDebuggerAttached";
-export const ExecutorDebuggerAttachedSchema = z.object({ pid: z.number().int() });
+export const ExecutorDebuggerAttachedSchema = z.object({ pid: z.number().int(), failed: z.string().min(1).optional() });
 
 /** The exception-breakpoint filters the adapter offers (initialize's exceptionBreakpointFilters). */
 export const EXCEPTION_FILTERS = [

@@ -205,6 +205,32 @@ describe("the extension's adapter waits for js-debug before the first superstep 
     await assert.rejects(dc.customRequest("casefile/executorDebuggerAttached", { port: 1 }), /INVALID_REQUEST: .*needs the runner's pid/);
   });
 
+  it("a debugger that could not attach (failed) lets the supersteps go at once, saying why; Step Into there is Next, never a pause no one resumes", async () => {
+    // The wait is a minute: the run reaching its next boundary within the test's time shows it did not wait.
+    const { dc, output } = await session(60_000);
+    const entry = dc.waitForEvent("stopped");
+    const inspector = await launch(dc, path.join(dir, "failed-attach.casefile"), { stopOnEntry: true });
+    const pid = Number((inspector as DebugProtocol.Event).body.pid);
+    const threadId = ((await entry) as DebugProtocol.StoppedEvent).body.threadId!;
+    // Step Into while js-debug is still attaching: the superstep waits for the word ...
+    const next = dc.waitForEvent("stopped", 20_000);
+    await dc.stepInRequest({ threadId });
+    // ... which says it could not attach: the superstep runs as a Next (no one-shot breakpoint with no debugger to show it).
+    await dc.customRequest("casefile/executorDebuggerAttached", { pid, failed: "js-debug: Cannot connect to the target" });
+    const stopped = ((await next) as DebugProtocol.StoppedEvent).body;
+    assert.equal(stopped.reason, "step", JSON.stringify(stopped));
+    assert.match(stopped.description ?? "", /paused before superstep 2/, "the run went on to the next boundary at once");
+    assert.ok(
+      output.some((l) => l.includes(`no debugger could attach to the runner (pid ${pid}): js-debug: Cannot connect to the target`)),
+      output.join(""),
+    );
+    assert.equal(
+      output.some((l) => l.includes("a debugger is attached")),
+      false,
+      "a failed attach is not reported as attached",
+    );
+  });
+
   it("with no debugger attached, the run goes on after the timeout and the Debug Console says why", async () => {
     const { dc, output } = await session(500);
     const ended = dc.waitForEvent("terminated");
