@@ -16,6 +16,12 @@ export interface Io {
   out: (line: string) => void;
   err: (line: string) => void;
   env: NodeJS.ProcessEnv;
+  /**
+   * Aborted when a reader of the output has gone (stdout or stderr's pipe closed early:
+   * `casefile inspect F | head -1`); later lines to it are dropped. processIo.ts sets it for the
+   * process's streams; commands that run on (a run, a worker) stop at their next boundary.
+   */
+  closed?: AbortSignal;
 }
 
 export type Command = (args: string[], io: Io) => Promise<number>;
