@@ -76,6 +76,30 @@ export function acquireLock(caseFile: string, fs: CaseFileFs = nodeFs): LockHand
   });
 }
 
+/** How often a writer that waits for the lock (`waitMs`) looks again. */
+const WAIT_POLL_MS = 50;
+
+/**
+ * `acquireLock`, but a lock another process holds is waited for, up to `waitMs`, before
+ * CASE_FILE_LOCKED is thrown (saying how long it waited). For short writers that a person may
+ * well run twice at once (two `respond`s to one request, two `rules` edits): the second then
+ * sees what the first wrote instead of a lock error. `waitMs` 0 is acquireLock.
+ */
+export async function acquireLockWaiting(caseFile: string, waitMs: number, fs: CaseFileFs = nodeFs): Promise<LockHandle> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      return acquireLock(caseFile, fs);
+    } catch (e) {
+      if (!(e instanceof CasefileError) || e.code !== "CASE_FILE_LOCKED" || waitMs <= 0) throw e;
+      if (Date.now() >= deadline) {
+        throw new CasefileError("CASE_FILE_LOCKED", `${e.message} (still locked after waiting ${waitMs / 1000} s)`, e.details);
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(WAIT_POLL_MS, Math.max(1, deadline - Date.now()))));
+    }
+  }
+}
+
 /**
  * Reads the lock another process holds. Returns it if it is stale (its process is gone), throws
  * CASE_FILE_LOCKED naming the holder if it may be live, and undefined if it disappeared.

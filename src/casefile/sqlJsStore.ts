@@ -9,7 +9,7 @@ import { nodeFs, type CaseFileFs } from "./caseFileFs";
 import type { PreparedBatch } from "./batch";
 import { JournalWriter, corrupt, journalPath, readJournal } from "./journal";
 import type { JournalScan } from "./journal";
-import { acquireLock } from "./lock";
+import { acquireLock, acquireLockWaiting } from "./lock";
 import type { LockHandle } from "./lock";
 import { SCHEMA_VERSION, createSchema, ensureIndexes, migrate } from "./schema";
 import type { StoredMeta } from "./schema";
@@ -29,6 +29,8 @@ export interface OpenOptions {
   compactAtBytes?: number;
   /** The file-system calls of a writer (journal, compaction, lock); default node:fs. Tests wrap it to simulate power loss. */
   fs?: CaseFileFs;
+  /** A writer finding the file locked waits this long for it (lock.ts's acquireLockWaiting) before CASE_FILE_LOCKED. Default 0. */
+  waitForLockMs?: number;
 }
 
 const DEFAULT_COMPACT_AT = 8 * 1024 * 1024;
@@ -113,7 +115,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     let loaded = loadDatabase(SQL, file, opts.tenant);
     let lock: LockHandle;
     try {
-      lock = acquireLock(file, fs);
+      lock = await acquireLockWaiting(file, opts.waitForLockMs ?? 0, fs);
     } catch (e) {
       loaded.db.close();
       throw e;

@@ -1,3 +1,4 @@
+import os from "node:os";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { CasefileError } from "../engine/errors";
 import type { Json } from "../engine/records";
@@ -15,6 +16,12 @@ export interface Io {
   out: (line: string) => void;
   err: (line: string) => void;
   env: NodeJS.ProcessEnv;
+  /**
+   * Aborted when a reader of the output has gone (stdout or stderr's pipe closed early:
+   * `casefile inspect F | head -1`); later lines to it are dropped. processIo.ts sets it for the
+   * process's streams; commands that run on (a run, a worker) stop at their next boundary.
+   */
+  closed?: AbortSignal;
 }
 
 export type Command = (args: string[], io: Io) => Promise<number>;
@@ -68,4 +75,21 @@ export function providerConfigOf(raw: Json, what: string): ProviderConfig {
 export function tokenBudgetOption(value: string | undefined, io: Io): TokenBudget | undefined {
   if (value !== undefined) return defaultBudgetOf(value, "--token-budget");
   return defaultBudgetOf(io.env.CASEFILE_TOKEN_BUDGET, "CASEFILE_TOKEN_BUDGET");
+}
+
+/**
+ * Who is acting, for the name an audit record carries (`respond`'s answer, every `rules` change):
+ * `--by NAME`, else $USER, else $USERNAME (Windows), else the OS account's login name; undefined
+ * when there is none (a uid without a passwd entry). `rules` refuses a change without a name;
+ * `respond` records the answer without one.
+ */
+export function actingUser(by: string | undefined, io: Io): string | undefined {
+  if (by !== undefined && by.trim() === "") throw new CasefileError("USAGE", "--by needs a name");
+  const named = [by, io.env.USER, io.env.USERNAME].find((n) => n !== undefined && n.trim() !== "");
+  if (named !== undefined) return named;
+  try {
+    return os.userInfo().username || undefined;
+  } catch {
+    return undefined; // no passwd entry for this uid
+  }
 }

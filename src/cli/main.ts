@@ -1,6 +1,7 @@
 import { baselineWasmOnly } from "../casefile/sqlite";
 import { fileError, isCasefileError, isErrnoError } from "../engine/errors";
 import type { Command, Io } from "./args";
+import { EXIT_OUTPUT_CLOSED, processIo } from "./processIo";
 import { RULES_USAGE } from "./rulesUsage";
 
 /**
@@ -8,7 +9,8 @@ import { RULES_USAGE } from "./rulesUsage";
  *
  * Exit codes: 0 the command did what was asked (a run completed or is waiting for a person);
  * 1 the run ended failed or stopped; 2 usage error; 3 refused (bad case file, invalid input,
- * workflow error...). Errors are one line on stderr: `casefile: CODE: message`.
+ * workflow error...); 141 its stdout or stderr closed early (processIo.ts). Errors are one line
+ * on stderr: `casefile: CODE: message`.
  */
 
 export type { Command, Io };
@@ -163,12 +165,10 @@ export async function main(argv: string[], io: Io): Promise<number> {
 /** Entry point of bin/casefile.js: the process's arguments, streams and exit code. */
 export function cli(): void {
   baselineWasmOnly();
-  void main(process.argv.slice(2), {
-    out: (l) => process.stdout.write(l + "\n"),
-    err: (l) => process.stderr.write(l + "\n"),
-    env: process.env,
-  }).then((code) => {
-    process.exitCode = code;
+  // A pipe closed early ends the command quietly (processIo.ts), whatever code it returns.
+  const io = processIo(process.env);
+  void main(process.argv.slice(2), io).then((code) => {
+    process.exitCode = io.outputClosed() ? EXIT_OUTPUT_CLOSED : code;
   });
 }
 

@@ -61,6 +61,8 @@ export const worker: Command = async (args, io) => {
   const onSignal = (): void => stop.abort();
   process.once("SIGTERM", onSignal);
   process.once("SIGINT", onSignal);
+  // Its output's reader gone (a pipe closed): stop as on SIGTERM, each case at a superstep boundary.
+  io.closed?.addEventListener("abort", onSignal, { once: true });
   try {
     const report = await runWorker(workflow, {
       url: storeUrl("worker", values.store),
@@ -78,6 +80,7 @@ export const worker: Command = async (args, io) => {
     io.out(`worker: ${report.finished} case(s) run to a stop, ${report.lost} lease(s) lost`);
     return 0;
   } finally {
+    io.closed?.removeEventListener("abort", onSignal);
     process.off("SIGTERM", onSignal);
     process.off("SIGINT", onSignal);
   }

@@ -1,3 +1,4 @@
+import { RunControl } from "../engine/control";
 import { CasefileError } from "../engine/errors";
 import type { EventRecord } from "../engine/records";
 import type { Io } from "./args";
@@ -21,11 +22,18 @@ export function eventsAsJsonl(io: Io): boolean {
  * The engine logs a warning when it finds it and reports it again as a warning event once the
  * superstep that carries it is durable; other warning events (a stale extract) are never logged.
  * Each warning is printed once: an event whose warning was logged is not printed again.
+ * `control` is the run's: it stops the run at its next superstep boundary once `io.closed` aborts.
  */
-export function reporter(io: Io): { log: (message: string) => void; onEvent: (event: EventRecord) => void } {
+export function reporter(io: Io): { log: (message: string) => void; onEvent: (event: EventRecord) => void; control: RunControl } {
   const logged: string[] = [];
   const jsonl = eventsAsJsonl(io);
+  // Nobody reads the output any more: the superstep under way finishes on the record, then the
+  // run stops (`stopped`, resumable), rather than running on unseen or dying half-way.
+  const control = new RunControl();
+  if (io.closed?.aborted) control.stopAfterSuperstep();
+  else io.closed?.addEventListener("abort", () => control.stopAfterSuperstep(), { once: true });
   return {
+    control,
     log: (m) => {
       if (m.startsWith("warning: ")) logged.push(m.slice("warning: ".length));
       io.err(m);

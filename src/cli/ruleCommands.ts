@@ -1,6 +1,8 @@
 import { existsSync, rmSync } from "node:fs";
 import path from "node:path";
 import { journalPath, lockPath, openCaseFile } from "../casefile/index";
+import { openRuleBookFile } from "../runner/ruleBook";
+import { SHORT_WRITER_LOCK_WAIT_MS } from "../runner/storeLocation";
 import { CasefileError } from "../engine/errors";
 import type { Json, RuleRecord } from "../engine/records";
 import {
@@ -14,7 +16,7 @@ import {
   ruleState,
   type RuleChanges,
 } from "../engine/rules";
-import { jsonOption, parseOptions, type Command, type Io } from "./args";
+import { actingUser, jsonOption, parseOptions, type Command, type Io } from "./args";
 import { RULES_USAGE } from "./rulesUsage";
 
 /**
@@ -40,7 +42,7 @@ type Sub = (book: string, args: string[], io: Io) => Promise<number>;
 const SUBCOMMANDS: Record<string, Sub> = {
   async list(book, args, io) {
     const { values } = parseOptions(args, { all: { type: "boolean" }, json: { type: "boolean" } }, 0);
-    const store = await openCaseFile(book, { readOnly: true });
+    const store = await openRuleBookFile(book, { readOnly: true });
     try {
       const now = new Date().toISOString();
       const listed = store.listRules(values.all === true).map((r) => ({ ...r, state: ruleState(r, now) }));
@@ -129,7 +131,7 @@ const SUBCOMMANDS: Record<string, Sub> = {
 
   async history(book, args, io) {
     const { values, positionals } = parseOptions(args, { json: { type: "boolean" } }, 1);
-    const store = await openCaseFile(book, { readOnly: true });
+    const store = await openRuleBookFile(book, { readOnly: true });
     try {
       const id = positionals[0];
       const events = ruleHistory(store, id);
@@ -151,13 +153,15 @@ const SUBCOMMANDS: Record<string, Sub> = {
 };
 
 /**
- * Opens the book as its writer (its lock keeps two editors from interleaving) and always closes
- * it. A book this call created is removed again (with its journal) when the change is refused:
- * a refusal leaves nothing behind.
+ * Opens the book as its writer (its lock keeps two editors from interleaving; the second waits
+ * for the first, up to SHORT_WRITER_LOCK_WAIT_MS) and always closes it. A book this call
+ * created is removed again (with its journal) when the change is refused: a refusal leaves
+ * nothing behind.
  */
 async function withBook(book: string, create: boolean, change: (store: Awaited<ReturnType<typeof openCaseFile>>) => void): Promise<number> {
   const created = create && !existsSync(book);
-  const store = await openCaseFile(book, { create });
+  const opts = { waitForLockMs: SHORT_WRITER_LOCK_WAIT_MS };
+  const store = create ? await openCaseFile(book, { ...opts, create }) : await openRuleBookFile(book, opts);
   try {
     change(store);
   } catch (e) {
@@ -175,9 +179,9 @@ function ruleId(positionals: string[], sub: string): string {
   return id;
 }
 
-/** Who makes a change: --by, else the login name; an audit event without a name is refused. */
+/** Who makes a change (args.ts's actingUser); an audit event without a name is refused. */
 function who(by: string | undefined, io: Io): string {
-  const name = by ?? io.env.USER ?? io.env.USERNAME;
+  const name = actingUser(by, io);
   if (!name) throw new CasefileError("USAGE", "say who makes this change with --by NAME");
   return name;
 }

@@ -1,4 +1,3 @@
-import os from "node:os";
 import type { Json } from "../engine/records";
 import type { ProviderConfig, RunCommand } from "../protocol/runner";
 import { runSession, type SessionResult } from "../runner/session";
@@ -6,6 +5,7 @@ import { STORE_OPTIONS, locationFromOptions, type StoreLocation } from "../runne
 import { CasefileError } from "../engine/errors";
 import { otelSettings } from "../otel/config";
 import {
+  actingUser,
   jsonOption as jsonArg,
   parseOptions as parse,
   providerOption as providerArg,
@@ -149,7 +149,7 @@ export const sessionCommands = {
     if (!location || !values.request || values.answer === undefined)
       throw new CasefileError("USAGE", "respond needs a case file (or --store URL --case ID), --request ID and --answer JSON");
     if (location.kind === "postgres") {
-      const queued = await respondToQueuedCase(location, values.request, jsonArg(values.answer, "answer"), values.by ?? osUser(), io);
+      const queued = await respondToQueuedCase(location, values.request, jsonArg(values.answer, "answer"), actingUser(values.by, io), io);
       if (queued !== undefined) return queued;
     }
     return session(
@@ -158,7 +158,7 @@ export const sessionCommands = {
         caseFile: caseFileOf(location),
         requestId: values.request,
         answer: jsonArg(values.answer, "answer"),
-        by: values.by ?? osUser(),
+        by: actingUser(values.by, io),
         workflowPath: values.workflow,
       },
       providerArg(values.provider, io),
@@ -202,15 +202,6 @@ async function respondToQueuedCase(
     return 0;
   } finally {
     queue.close();
-  }
-}
-
-/** Who answers a request from a terminal when --by is not given: the OS user. */
-function osUser(): string | undefined {
-  try {
-    return os.userInfo().username;
-  } catch {
-    return undefined; // no passwd entry for this uid: the answer is recorded without a name
   }
 }
 

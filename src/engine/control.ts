@@ -43,6 +43,16 @@ export class RunControl {
   }
 
   /**
+   * Stops at the next superstep boundary without aborting what runs now: the superstep under way
+   * finishes and is committed, then the run ends `stopped`. The CLI calls it when nobody reads its
+   * output any more (a pipe closed early), where a model call already paid for should be kept.
+   */
+  stopAfterSuperstep(): void {
+    this.stopped = true;
+    this.release();
+  }
+
+  /**
    * Called by the engine before each superstep: resolves true to run it, false to stop.
    * `onPause` is called each time the run comes to rest, so the host can show it.
    */

@@ -60,6 +60,8 @@ export type ErrorCode =
   | "UNKNOWN_RULE"
   /** Confirming a rule whose expiry has passed: it would put nothing in force. */
   | "RULE_EXPIRED"
+  /** Confirming a rule already confirmed whose statement and value have not changed since: who and when are named. */
+  | "RULE_CONFIRMED"
   /** A rule's proposer confirming it without --self-confirm. */
   | "SELF_CONFIRMATION"
   // case files

@@ -112,8 +112,9 @@ export interface ConfirmOptions {
 
 /**
  * A person confirms a rule: from now until it expires, it enters contexts. Refused for a rule
- * already expired (it would enter no context: extend its expiry first) and for the rule's own
- * proposer unless `selfConfirm`.
+ * already expired (it would enter no context: extend its expiry first), for a rule already
+ * confirmed (RULE_CONFIRMED, naming who and when: a re-confirmation would re-stamp confirmedAt
+ * for a rule whose meaning has not changed), and for the rule's own proposer unless `selfConfirm`.
  */
 export function confirmRule(
   store: CaseStore,
@@ -129,6 +130,15 @@ export function confirmRule(
       "RULE_EXPIRED",
       `rule "${id}" expired at ${before.expiresAt}: confirming it would put nothing in force; give it a new expiry first (rules edit ${id} --expires DATE|never)`,
       { rule: id, expiresAt: before.expiresAt },
+    );
+  }
+  // editRule withdraws the confirmation when the statement or value changes, so a confirmed rule
+  // still says what was confirmed: confirming it again would only move confirmedAt (and who).
+  if (before.confirmedBy !== undefined) {
+    throw new CasefileError(
+      "RULE_CONFIRMED",
+      `rule "${id}" is already confirmed by ${before.confirmedBy} at ${before.confirmedAt ?? "an unrecorded time"}, and its statement and value have not changed since; nothing to confirm`,
+      { rule: id, confirmedBy: before.confirmedBy, confirmedAt: before.confirmedAt },
     );
   }
   const self = before.proposedBy === by;

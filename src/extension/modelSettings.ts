@@ -62,6 +62,9 @@ export function pickLanguageModel<M extends LanguageModelInfo>(requested: string
   const offered = models.map((m) => `${m.family} (${m.id})`);
   throw new Error(
     `no language model is available in this editor (vscode.lm) for model "${requested}"` +
-      (offered.length ? `; it offers: ${offered.join(", ")}; set casefile.model to one of these families` : ": it offers none"),
+      (offered.length
+        ? `; it offers: ${offered.join(", ")}; set casefile.model to one of these families` +
+          ` (a step that pins "${requested}" refuses any other: remove its pin first)`
+        : ": it offers none"),
   );
 }

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { openCaseFile, type SqlJsStore } from "../casefile/index";
+import { openCaseFile, type OpenOptions, type SqlJsStore } from "../casefile/index";
+import { CasefileError } from "../engine/errors";
 
 /**
  * Finds and opens the rule book a session's agent steps read their business rules from:
@@ -14,7 +15,23 @@ export async function openRuleBook(workflowPath: string, env: NodeJS.ProcessEnv)
   const file = explicit ? path.resolve(explicit) : path.join(path.dirname(workflowPath), "rules.casefile");
   // A book named explicitly must exist (a typo should not silently drop every rule).
   if (!explicit && !existsSync(file)) return undefined;
-  return openCaseFile(file, { readOnly: true });
+  return openRuleBookFile(file, { readOnly: true }, "CASEFILE_RULES");
+}
+
+/**
+ * Opens a rule book (a case file holding rules) that must exist: a missing one is refused as a
+ * rule book, not as "no case file". Called for $CASEFILE_RULES and by every `casefile rules`
+ * subcommand but `add`, which makes the book. `namedBy` says where the path came from.
+ */
+export function openRuleBookFile(file: string, opts: OpenOptions, namedBy?: string): Promise<SqlJsStore> {
+  if (!existsSync(file)) {
+    throw new CasefileError(
+      "NOT_A_CASE_FILE",
+      `no rule book at ${file}${namedBy ? ` (named by ${namedBy})` : ""}; \`casefile rules ${file} add --statement TEXT\` makes one`,
+      { file },
+    );
+  }
+  return openCaseFile(file, { ...opts, create: false });
 }
 
 /**

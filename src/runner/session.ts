@@ -21,7 +21,7 @@ import { loadWorkflow } from "./bundle";
 import { compactAtFromEnv, openRuleBook } from "./ruleBook";
 import { withStepInto, type StepInto } from "./stepInto";
 import type { Workflow } from "../engine/workflow";
-import { locationLabel, openLocation, type StoreLocation } from "./storeLocation";
+import { SHORT_WRITER_LOCK_WAIT_MS, locationLabel, openLocation, type StoreLocation } from "./storeLocation";
 
 export interface SessionOptions {
   control?: RunControl;
@@ -87,6 +87,9 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
     create: command.kind === "run",
     tenant: opts.tenant,
     compactAtBytes: compactAtFromEnv(env),
+    // Two people answering one request at once: the second waits for the first's lock, then is
+    // refused naming the first answer (REQUEST_ANSWERED), rather than told the file is locked.
+    ...(command.kind === "respond" ? { waitForLockMs: SHORT_WRITER_LOCK_WAIT_MS } : {}),
   });
   let ruleBook: SqlJsStore | undefined;
   let traced: RunRecords | undefined;

@@ -19,11 +19,19 @@ export interface OpenedCase {
   warnings: string[];
 }
 
+/**
+ * How long a short writer a person may run twice at once (`respond`, a `rules` change) waits for
+ * a case file another writer holds before CASE_FILE_LOCKED; a run or resume does not wait.
+ */
+export const SHORT_WRITER_LOCK_WAIT_MS = 10_000;
+
 export interface LocationOpenOptions {
   readOnly?: boolean;
   create?: boolean;
   tenant?: string;
   compactAtBytes?: number;
+  /** A case file another writer holds is waited for this long (case files only; SqlJsStore's OpenOptions). */
+  waitForLockMs?: number;
 }
 
 export function locationLabel(loc: StoreLocation): string {

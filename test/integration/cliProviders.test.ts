@@ -6,7 +6,8 @@ import { runCli, tempDir } from "./helpers";
 
 /**
  * The CLI as a user runs it: a warning is printed once (the engine logs it and reports it as an
- * event), and a pinned model refuses a run naming another one, in one line, exit 3.
+ * event), and a pinned model refuses a run naming another one, in one line, exit 3, with the
+ * advice the provider allows.
  */
 
 function flow(dir: string, name: string, extra: string): string {
@@ -83,8 +84,28 @@ export default defineWorkflow({
     assert.equal(r.code, 3, r.stderr);
     assert.equal(
       r.stderr.trim(),
-      'casefile: MODEL_PINNED: the run names model "llama3.1", but agent step "propose" pins "gpt-4o": drop the model from --provider (or casefile.model), name the pinned model, or remove pin from the step',
+      'casefile: MODEL_PINNED: the run names model "llama3.1", but agent step "propose" pins "gpt-4o": drop "model" from --provider (in the editor: clear casefile.model), set it to "gpt-4o", or remove pin from the step',
     );
     assert.equal(existsSync(file), false);
+
+    // On Azure the deployment is required: the advice is to name a deployment of the pinned model.
+    const azure = await runCli(
+      [
+        "run",
+        workflow,
+        "--case-file",
+        file,
+        "--provider",
+        '{"kind":"azure","endpoint":"http://127.0.0.1:9","deployment":"prod-4o-mini","apiVersion":"2024-10-21"}',
+      ],
+      { AZURE_OPENAI_API_KEY: "x" },
+    );
+    assert.equal(azure.code, 3, azure.stderr);
+    assert.equal(
+      azure.stderr.trim(),
+      'casefile: MODEL_PINNED: the run names model "prod-4o-mini", but agent step "propose" pins "gpt-4o": Azure calls the deployment named ' +
+        '("deployment" in --provider; in the editor: casefile.model), which cannot be left out: use a deployment named "gpt-4o", or remove pin from the step',
+    );
+    assert.equal(existsSync(file), false, "the refused Azure run left no case file");
   });
 });

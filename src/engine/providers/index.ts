@@ -2,6 +2,7 @@ import path from "node:path";
 import type { ProviderConfig } from "../../protocol/runner";
 import { CasefileError } from "../errors";
 import type { ModelProvider } from "../model";
+import type { RunModel } from "../modelChoice";
 import { OpenAICompatibleProvider } from "./openai";
 import { ScriptedProvider } from "./scripted";
 
@@ -24,17 +25,17 @@ export interface CreateProviderOptions {
  * family for the editor's Language Model API; none for the scripted provider. It replaces each
  * agent step's model unless the step pins its own (src/engine/modelChoice.ts).
  */
-export function runModelOf(config: ProviderConfig | undefined): string | undefined {
+export function runModelOf(config: ProviderConfig | undefined): RunModel | undefined {
   switch (config?.kind) {
     case undefined:
     case "scripted":
       return undefined;
     case "openai":
-      return config.model || undefined;
+      return config.model ? { model: config.model, provider: "openai" } : undefined;
     case "azure":
-      return config.deployment || undefined;
+      return config.deployment ? { model: config.deployment, provider: "azure" } : undefined;
     case "vscode-lm":
-      return config.family || undefined;
+      return config.family ? { model: config.family, provider: "vscode-lm" } : undefined;
     default: {
       const never: never = config;
       return never;

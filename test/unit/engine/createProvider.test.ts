@@ -164,10 +164,13 @@ describe("createProvider", () => {
       const config = { kind: "openai", baseUrl: `${url}/v1`, model: "from-config" } as const;
       await createProvider(config, { workflowPath: "/w/f.ts", env: { OPENAI_API_KEY: key } }).complete({ ...request, model: "" });
       assert.equal(seen.at(-1)!.model, "from-config");
-      assert.equal(runModelOf(config), "from-config");
+      assert.deepEqual(runModelOf(config), { model: "from-config", provider: "openai" });
       assert.equal(runModelOf({ kind: "openai", baseUrl: `${url}/v1` }), undefined);
-      assert.equal(runModelOf({ kind: "azure", endpoint: url, deployment: "dep", apiVersion: "2024-10-21" }), "dep");
-      assert.equal(runModelOf({ kind: "vscode-lm", family: "gpt-4o" }), "gpt-4o");
+      assert.deepEqual(runModelOf({ kind: "azure", endpoint: url, deployment: "dep", apiVersion: "2024-10-21" }), {
+        model: "dep",
+        provider: "azure",
+      });
+      assert.deepEqual(runModelOf({ kind: "vscode-lm", family: "gpt-4o" }), { model: "gpt-4o", provider: "vscode-lm" });
       assert.equal(runModelOf({ kind: "scripted" }), undefined);
       assert.equal(runModelOf(undefined), undefined);
     });

@@ -24,12 +24,24 @@ describe("casefile.model in the editor", () => {
     );
   });
 
-  it("refuses a step that pins another model, naming it", () => {
-    const config = providerFromSettingValues({ provider: "openai", model: "llama3.1" });
-    assert.throws(
-      () => modelFor("propose", { model: "gpt-4o", pin: true }, runModelOf(config)),
-      (e: Error & { code?: string }) => e.code === "MODEL_PINNED" && /agent step "propose" pins "gpt-4o"/.test(e.message),
-    );
+  it("refuses a step that pins another model, naming it, with the advice the provider allows", () => {
+    const advice: Record<string, RegExp> = {
+      // An OpenAI-compatible model and the vscode-lm family may be cleared; Azure's deployment may not.
+      openai:
+        /agent step "propose" pins "gpt-4o": drop "model" from --provider \(in the editor: clear casefile\.model\), set it to "gpt-4o"/,
+      azure:
+        /agent step "propose" pins "gpt-4o": Azure calls the deployment named .*cannot be left out: use a deployment named "gpt-4o", or remove pin/,
+      "vscode-lm": /agent step "propose" pins "gpt-4o": clear casefile\.model \(the family asked of the editor's language models\)/,
+    };
+    for (const [provider, expected] of Object.entries(advice)) {
+      const config = providerFromSettingValues({ provider, baseUrl: "https://example.openai.azure.com", model: "llama3.1" });
+      assert.throws(
+        () => modelFor("propose", { model: "gpt-4o", pin: true }, runModelOf(config)),
+        (e: Error & { code?: string }) =>
+          e.code === "MODEL_PINNED" && expected.test(e.message) && (provider !== "azure" || !/drop/.test(e.message)),
+        provider,
+      );
+    }
   });
 
   it("vscode-lm answers with the editor's model of the family the request names, else by id; never another", () => {
@@ -41,7 +53,7 @@ describe("casefile.model in the editor", () => {
     assert.equal(pickLanguageModel("copilot-gpt-4o-mini", offered).id, "copilot-gpt-4o-mini");
     assert.throws(
       () => pickLanguageModel("llama3.1", offered),
-      /^Error: no language model is available in this editor \(vscode\.lm\) for model "llama3\.1"; it offers: gpt-4o-mini \(copilot-gpt-4o-mini\), claude-sonnet \(copilot-claude-sonnet-4\); set casefile\.model/,
+      /^Error: no language model is available in this editor \(vscode\.lm\) for model "llama3\.1"; it offers: gpt-4o-mini \(copilot-gpt-4o-mini\), claude-sonnet \(copilot-claude-sonnet-4\); set casefile\.model to one of these families \(a step that pins "llama3\.1" refuses any other: remove its pin first\)$/,
     );
     assert.throws(
       () => pickLanguageModel("llama3.1", []),
