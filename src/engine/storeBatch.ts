@@ -67,7 +67,11 @@ export function valueKey(run: string, key: string, version: number): string {
 export type PreparedBatch = { [T in TableName]-?: NonNullable<CommitBatch[T]> };
 
 export interface PrepareContext {
-  /** Whether an append-only table already holds a row with this identity. */
+  /**
+   * Whether an append-only table already holds a row with this identity. A store whose tables
+   * refuse a second row themselves (SqlJsStore: a primary key on each identity, inside the
+   * commit's transaction) answers false and raises `alreadyStored` when its insert is refused.
+   */
   exists(table: TableName, key: string): boolean;
   /** The seq to give the batch's first event (or, when replaying, the least seq it may carry). */
   nextEventSeq: number;
@@ -111,7 +115,7 @@ export function prepareBatch(batch: CommitBatch, ctx: PrepareContext): PreparedB
       if (recordProblem) throw invalid(recordProblem);
       if (key !== undefined && !spec.upsert) {
         if (seenInBatch.has(key)) throw invalid(`${label} appears twice in the batch; ${table} are append-only`);
-        if (ctx.exists(table, key)) throw invalid(`${label} already exists; ${table} are append-only and cannot be replaced`);
+        if (ctx.exists(table, key)) throw alreadyStored(table, key);
         seenInBatch.add(key);
       }
       out[table].push(copyJson(r, label));
@@ -243,6 +247,20 @@ export function summarize(cp: Checkpoint): CheckpointSummary {
   };
   if (cp.parentId !== undefined) s.parentId = cp.parentId;
   return s;
+}
+
+/**
+ * The identity batch.ts checks for a row of an append-only table (undefined for upsert tables and
+ * facts, which have none): what `alreadyStored` names.
+ */
+export function appendOnlyKey(table: TableName, row: object): string | undefined {
+  const spec = SPECS[table];
+  return spec.upsert ? undefined : spec.key?.(row as Record<string, unknown>);
+}
+
+/** The refusal of a row whose identity an append-only table already holds. */
+export function alreadyStored(table: TableName, key: string): CasefileError {
+  return invalid(`${table} row ${key} already exists; ${table} are append-only and cannot be replaced`);
 }
 
 /** The error readValues raises when a checkpoint points at a value the store does not hold. */

@@ -29,13 +29,13 @@ import { SqlJsStore } from "../../src/casefile";
 import { TABLES, prepareBatch } from "../../src/casefile/batch";
 import type { PreparedBatch } from "../../src/casefile/batch";
 import { SCHEMA_V1_SQL, WRITE_SQL, createSchema, writeParams } from "../../src/casefile/schema";
-import type { SqlParam } from "../../src/casefile/schema";
+import type { WriteParam } from "../../src/casefile/schema";
 import { loadSqlJs } from "../../src/casefile/sqlite";
 import type { CommitBatch } from "../../src/engine/store";
 
 // better-sqlite3 is a devDependency without type declarations here; the few calls used are typed locally.
 interface BsStatement {
-  run(...params: SqlParam[]): unknown;
+  run(...params: WriteParam[]): unknown;
 }
 interface BsDatabase {
   pragma(source: string): unknown;
@@ -169,7 +169,7 @@ function prepared(i: number): PreparedBatch {
   return b;
 }
 
-function writeRows(run: (sql: string, params: SqlParam[]) => void, b: PreparedBatch): void {
+function writeRows(run: (sql: string, params: WriteParam[]) => void, b: PreparedBatch): void {
   for (const table of TABLES) for (const row of b[table] as object[]) run(WRITE_SQL[table], writeParams(table, row));
 }
 
@@ -187,13 +187,13 @@ async function prefill(file: string, bs3File: string, target: number): Promise<n
   bs3.pragma("synchronous = FULL");
   for (const sql of SCHEMA_V1_SQL) bs3.exec(sql);
   const bsStmts = new Map<string, BsStatement>();
-  const bsRun = (sql: string, p: SqlParam[]): void => {
+  const bsRun = (sql: string, p: WriteParam[]): void => {
     let s = bsStmts.get(sql);
     if (!s) bsStmts.set(sql, (s = bs3.prepare(sql)));
     s.run(...p);
   };
   const sjStmts = new Map<string, ReturnType<typeof db.prepare>>();
-  const sjRun = (sql: string, p: SqlParam[]): void => {
+  const sjRun = (sql: string, p: WriteParam[]): void => {
     let s = sjStmts.get(sql);
     if (!s) sjStmts.set(sql, (s = db.prepare(sql)));
     s.run(p);
@@ -309,7 +309,7 @@ function betterSqlite3(file: string, first: number, label: string): Contender {
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = FULL");
   const stmts = new Map<string, BsStatement>();
-  const run = (sql: string, p: SqlParam[]): void => {
+  const run = (sql: string, p: WriteParam[]): void => {
     let s = stmts.get(sql);
     if (!s) stmts.set(sql, (s = db.prepare(sql)));
     s.run(...p);
@@ -340,7 +340,7 @@ async function measureExportEach(file: string, next: number, label: string, reps
   const fileBytes = statSync(file).size;
   const db = new SQL.Database(readFileSync(file));
   const stmts = new Map<string, ReturnType<typeof db.prepare>>();
-  const run = (sql: string, p: SqlParam[]): void => {
+  const run = (sql: string, p: WriteParam[]): void => {
     let s = stmts.get(sql);
     if (!s) stmts.set(sql, (s = db.prepare(sql)));
     s.run(p);
