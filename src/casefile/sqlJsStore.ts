@@ -64,9 +64,12 @@ export class SqlJsStore extends SqlTables implements CaseStore {
   ) {
     super(db, file);
     // The database lives in sql.js memory and our journal is what makes commits durable, so
-    // SQLite's own rollback journal need only support ROLLBACK (MEMORY) and never sync.
+    // SQLite's own rollback journal need only support ROLLBACK (MEMORY) and never sync. No other
+    // connection ever sees this in-memory file, so the lock is held for good (EXCLUSIVE): no
+    // transaction pays for taking it or for checking that the cache is still current.
     db.run("PRAGMA journal_mode = MEMORY");
     db.run("PRAGMA synchronous = OFF");
+    db.run("PRAGMA locking_mode = EXCLUSIVE");
     this.nextJournalSeq = info.journalSeq + 1;
     this.nextEventSeq = this.lastEventSeq() + 1;
     this.dbFileBytes = existsSync(file) ? statSync(file).size : 0;

@@ -186,54 +186,63 @@ function checkpointProblem(r: Record<string, unknown>, label: string): string | 
  * turned into text only for an error message.
  */
 export function copyJson(value: unknown, label: string): Json {
-  const path: (string | number)[] = [];
-  const ancestors: object[] = [];
-  const at = (): string => label + path.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("");
-  const copy = (v: unknown): Json => {
-    switch (typeof v) {
-      case "string":
-      case "boolean":
-        return v;
-      case "number":
-        if (!Number.isFinite(v)) throw invalid(`${at()}: ${v} is not a JSON number`);
-        return v;
-      case "object": {
-        if (v === null) return null;
-        if (ancestors.includes(v)) throw invalid(`${at()}: circular reference`);
-        ancestors.push(v);
-        let result: Json;
-        if (Array.isArray(v)) {
-          const arr: Json[] = new Array(v.length);
-          for (let i = 0; i < v.length; i++) {
-            path.push(i);
-            if (!(i in v) || v[i] === undefined) throw invalid(`${at()}: undefined in an array is not JSON`);
-            arr[i] = copy(v[i]);
-            path.pop();
-          }
-          result = arr;
-        } else {
-          const proto = Object.getPrototypeOf(v);
-          if (proto !== Object.prototype && proto !== null) {
-            throw invalid(`${at()}: a ${proto?.constructor?.name ?? "non-plain"} object is not JSON (store plain data only)`);
-          }
-          const obj: { [k: string]: Json } = {};
-          for (const k in v) {
-            const member = (v as Record<string, unknown>)[k];
-            if (member === undefined || !Object.prototype.hasOwnProperty.call(v, k)) continue;
-            path.push(k);
-            obj[k] = copy(member);
-            path.pop();
-          }
-          result = obj;
+  return copyValue(value, { label, path: [], ancestors: [] });
+}
+
+/** copyJson's walk; one function at module level, so a copy allocates no closures. */
+interface CopyState {
+  label: string;
+  path: (string | number)[];
+  ancestors: object[];
+}
+
+function copyValue(v: unknown, st: CopyState): Json {
+  switch (typeof v) {
+    case "string":
+    case "boolean":
+      return v;
+    case "number":
+      if (!Number.isFinite(v)) throw invalid(`${copyPath(st)}: ${v} is not a JSON number`);
+      return v;
+    case "object": {
+      if (v === null) return null;
+      if (st.ancestors.includes(v)) throw invalid(`${copyPath(st)}: circular reference`);
+      st.ancestors.push(v);
+      let result: Json;
+      if (Array.isArray(v)) {
+        const arr: Json[] = new Array(v.length);
+        for (let i = 0; i < v.length; i++) {
+          st.path.push(i);
+          if (!(i in v) || v[i] === undefined) throw invalid(`${copyPath(st)}: undefined in an array is not JSON`);
+          arr[i] = copyValue(v[i], st);
+          st.path.pop();
         }
-        ancestors.pop();
-        return result;
+        result = arr;
+      } else {
+        const proto = Object.getPrototypeOf(v);
+        if (proto !== Object.prototype && proto !== null) {
+          throw invalid(`${copyPath(st)}: a ${proto?.constructor?.name ?? "non-plain"} object is not JSON (store plain data only)`);
+        }
+        const obj: { [k: string]: Json } = {};
+        for (const k in v) {
+          const member = (v as Record<string, unknown>)[k];
+          if (member === undefined || !Object.prototype.hasOwnProperty.call(v, k)) continue;
+          st.path.push(k);
+          obj[k] = copyValue(member, st);
+          st.path.pop();
+        }
+        result = obj;
       }
-      default:
-        throw invalid(`${at()}: a ${typeof v} is not JSON`);
+      st.ancestors.pop();
+      return result;
     }
-  };
-  return copy(value);
+    default:
+      throw invalid(`${copyPath(st)}: a ${typeof v} is not JSON`);
+  }
+}
+
+function copyPath(st: CopyState): string {
+  return st.label + st.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("");
 }
 
 export function summarize(cp: Checkpoint): CheckpointSummary {
