@@ -39,9 +39,9 @@ export class SqlTables {
   ) {}
 
   /**
-   * Writes every row and the journal sequence number, inside the caller's transaction (commit, replay). Returns
-   * the batch as JSON, `JSON.stringify(batch)` to the byte, made from the rows' JSON written to
-   * the `data` columns (commit appends it to the journal: each row is serialised once).
+   * Writes every row and the journal sequence number inside the caller's transaction (commit,
+   * replay). Returns the batch as JSON (what `JSON.stringify(batch)` gives), made of the rows' JSON
+   * written to the `data` columns: commit journals it, so each row is serialised once.
    *
    * A row an append-only table already holds is refused by that table's primary key, inside the
    * caller's transaction: INVALID_BATCH naming the row (alreadyStored), as a check before the
