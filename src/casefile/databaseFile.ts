@@ -1,9 +1,10 @@
-import { readFileSync, statSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readSync, statSync } from "node:fs";
 import type { Stats } from "node:fs";
 import path from "node:path";
 import type { Database, SqlJsStatic } from "sql.js";
 import { CasefileError, errorMessage, isCasefileError, onFile } from "../engine/errors";
 import type { CaseFileFs } from "./caseFileFs";
+import { journalPath } from "./journal";
 import { SCHEMA_VERSION, readMeta } from "./schema";
 import type { StoredMeta } from "./schema";
 
@@ -28,8 +29,8 @@ export interface Loaded {
 export function loadDatabase(SQL: SqlJsStatic, file: string, tenant: string | undefined): Loaded {
   const stat = onFile("read", file, () => statSync(file));
   if (stat.isDirectory()) throw new CasefileError("NOT_A_CASE_FILE", `${file} is not a case file: it is a directory`, { file });
-  const bytes = onFile("read", file, () => readFileSync(file));
-  if (bytes.length < 100 || !bytes.subarray(0, 16).equals(SQLITE_HEADER)) {
+  const bytes = onFile("read", file, () => readWithRoom(file));
+  if (bytes.length < 100 || !Buffer.from(bytes.buffer, 0, 16).equals(SQLITE_HEADER)) {
     const what = bytes.length === 0 ? "it is empty" : "it is not a SQLite database";
     throw new CasefileError("NOT_A_CASE_FILE", `${file} is not a case file: ${what}`, { file });
   }
@@ -76,6 +77,38 @@ export function loadDatabase(SQL: SqlJsStatic, file: string, tenant: string | un
   } catch (e) {
     db.close();
     throw isCasefileError(e) ? e : corruptDb(file, errorMessage(e));
+  }
+}
+
+/**
+ * The database file's bytes for `new SQL.Database`, at the start of a buffer with room to grow.
+ * sql.js copies its argument into its in-memory file system with `data.slice(0, length)`, and
+ * that file system grows a file by copying all of it into a buffer an eighth larger: so the first
+ * commit after open, or the journal's replay, copied the whole database again (100 MB at 100 MB,
+ * tens of ms, in every open and every resume). The view returned answers that one slice with the
+ * whole buffer, so the file grows into the room behind it (the journal's size and an eighth of
+ * the database, as the file system itself would have grown it, without the copy); any other
+ * read of it gets the file's bytes as from any Uint8Array. The room costs address space until
+ * it is written: untouched zero pages are not resident.
+ */
+function readWithRoom(file: string): Uint8Array {
+  const fd = openSync(file, "r");
+  try {
+    const size = fstatSync(fd).size;
+    const journal = statIfExists(journalPath(file))?.size ?? 0;
+    const whole = new Uint8Array(size + Math.max(size >>> 3, 2 * journal, 1 << 20));
+    let got = 0;
+    while (got < size) {
+      const n = readSync(fd, whole, got, size - got, got);
+      if (n === 0) break; // cut shorter while we read: what was read is the file (and fails the checks if damaged)
+      got += n;
+    }
+    const bytes = whole.subarray(0, got);
+    bytes.slice = (start?: number, end?: number) =>
+      start === 0 && end === got ? whole : Uint8Array.prototype.slice.call(bytes, start, end);
+    return bytes;
+  } finally {
+    closeSync(fd);
   }
 }
 

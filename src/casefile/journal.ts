@@ -48,13 +48,14 @@ function checksum(header: Buffer, payload: Buffer): Buffer {
 }
 
 export function encodeRecord(seq: number, payloadJson: string): Buffer {
-  const payload = Buffer.from(payloadJson, "utf8");
-  const buf = Buffer.alloc(HEADER_BYTES + payload.length);
+  // One buffer, the payload encoded straight into it (every byte of it is written below).
+  const length = Buffer.byteLength(payloadJson, "utf8");
+  const buf = Buffer.allocUnsafe(HEADER_BYTES + length);
   MAGIC.copy(buf, 0);
-  buf.writeUInt32LE(payload.length, 4);
+  buf.writeUInt32LE(length, 4);
   buf.writeBigUInt64LE(BigInt(seq), 8);
-  payload.copy(buf, HEADER_BYTES);
-  checksum(buf, payload).copy(buf, 16);
+  buf.write(payloadJson, HEADER_BYTES, "utf8");
+  checksum(buf, buf.subarray(HEADER_BYTES)).copy(buf, 16);
   return buf;
 }
 

@@ -179,34 +179,40 @@ export function migrate(db: Database, from: number, file: string, migrations: re
 }
 
 export type SqlParam = string | number | null;
+/** A parameter of WRITE_SQL: the `data` column's JSON is handed over as its UTF-8 bytes. */
+export type WriteParam = SqlParam | Uint8Array;
 
 /**
  * The statement that writes one row of each table. Runs, intents and rules are upserted with
  * ON CONFLICT DO UPDATE rather than INSERT OR REPLACE, so a row keeps its rowid (and with it its
  * place in every list) when its status changes.
+ *
+ * The `data` JSON is bound as its UTF-8 bytes and cast to TEXT in SQL (stored as TEXT, the same
+ * bytes): sql.js turns a string parameter into UTF-8 with a loop in JavaScript, a blob with one
+ * copy, and a superstep's rows are mostly `data` (replaying an 8 MB journal: ~40 ms less).
  */
 export const WRITE_SQL: Record<TableName, string> = {
   runs:
-    "INSERT INTO runs (id, parent_run_id, status, created_at, data) VALUES (?, ?, ?, ?, ?) " +
+    "INSERT INTO runs (id, parent_run_id, status, created_at, data) VALUES (?, ?, ?, ?, CAST(? AS TEXT)) " +
     "ON CONFLICT (id) DO UPDATE SET parent_run_id = excluded.parent_run_id, status = excluded.status, created_at = excluded.created_at, data = excluded.data",
   checkpoints:
-    "INSERT INTO checkpoints (id, run_id, superstep, parent_id, created_at, pending, waiting, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-  values: "INSERT INTO state_values (run, key, version, data) VALUES (?, ?, ?, ?)",
-  steps: "INSERT INTO steps (id, run_id, superstep, data) VALUES (?, ?, ?, ?)",
-  facts: "INSERT INTO facts (run_id, key, version, superstep, data) VALUES (?, ?, ?, ?, ?)",
-  agentCalls: "INSERT INTO agent_calls (id, run_id, superstep, hash, data) VALUES (?, ?, ?, ?, ?)",
-  verdicts: "INSERT INTO verdicts (id, run_id, superstep, agent_call_id, data) VALUES (?, ?, ?, ?, ?)",
+    "INSERT INTO checkpoints (id, run_id, superstep, parent_id, created_at, pending, waiting, data) VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT))",
+  values: "INSERT INTO state_values (run, key, version, data) VALUES (?, ?, ?, CAST(? AS TEXT))",
+  steps: "INSERT INTO steps (id, run_id, superstep, data) VALUES (?, ?, ?, CAST(? AS TEXT))",
+  facts: "INSERT INTO facts (run_id, key, version, superstep, data) VALUES (?, ?, ?, ?, CAST(? AS TEXT))",
+  agentCalls: "INSERT INTO agent_calls (id, run_id, superstep, hash, data) VALUES (?, ?, ?, ?, CAST(? AS TEXT))",
+  verdicts: "INSERT INTO verdicts (id, run_id, superstep, agent_call_id, data) VALUES (?, ?, ?, ?, CAST(? AS TEXT))",
   intents:
-    "INSERT INTO intents (id, run_id, status, data) VALUES (?, ?, ?, ?) " +
+    "INSERT INTO intents (id, run_id, status, data) VALUES (?, ?, ?, CAST(? AS TEXT)) " +
     "ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, status = excluded.status, data = excluded.data",
   rules:
-    "INSERT INTO rules (id, deleted, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET deleted = excluded.deleted, data = excluded.data",
-  events: "INSERT INTO events (seq, run_id, superstep, type, data) VALUES (?, ?, ?, ?, ?)",
+    "INSERT INTO rules (id, deleted, data) VALUES (?, ?, CAST(? AS TEXT)) ON CONFLICT (id) DO UPDATE SET deleted = excluded.deleted, data = excluded.data",
+  events: "INSERT INTO events (seq, run_id, superstep, type, data) VALUES (?, ?, ?, ?, CAST(? AS TEXT))",
 };
 
-/** The parameters of WRITE_SQL[table] for one (validated) row. */
-export function writeParams(table: TableName, row: object): SqlParam[] {
-  const data = JSON.stringify(row);
+/** The parameters of WRITE_SQL[table] for one (validated) row; `json` is the row's JSON, when the caller has it. */
+export function writeParams(table: TableName, row: object, json: string = JSON.stringify(row)): WriteParam[] {
+  const data = Buffer.from(json, "utf8");
   switch (table) {
     case "runs": {
       const r = row as RunRecord;

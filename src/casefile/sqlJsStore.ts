@@ -66,9 +66,12 @@ export class SqlJsStore extends SqlTables implements CaseStore {
   ) {
     super(db, file);
     // The database lives in sql.js memory and our journal is what makes commits durable, so
-    // SQLite's own rollback journal need only support ROLLBACK (MEMORY) and never sync.
+    // SQLite's own rollback journal need only support ROLLBACK (MEMORY) and never sync. No other
+    // connection ever sees this in-memory file, so the lock is held for good (EXCLUSIVE): no
+    // transaction pays for taking it or for checking that the cache is still current.
     db.run("PRAGMA journal_mode = MEMORY");
     db.run("PRAGMA synchronous = OFF");
+    db.run("PRAGMA locking_mode = EXCLUSIVE");
     this.nextJournalSeq = info.journalSeq + 1;
     this.nextEventSeq = this.lastEventSeq() + 1;
     this.dbFileBytes = existsSync(file) ? statSync(file).size : 0;
@@ -283,11 +286,39 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     return "reopened";
   }
 
-  /** Applies the journal records the database does not hold yet, checking they follow on. */
+  /**
+   * Applies the journal records the database does not hold yet, checking they follow on, in one
+   * transaction: pages touched by many records (indexes, the meta row) are written once, not once
+   * a record. A record that cannot be applied rolls back the lot; the caller (open, refresh)
+   * then discards this database, so none of the journal is half applied.
+   */
   private replay(scan: JournalScan, refreshing = false): void {
     const jfile = journalPath(this.file);
-    for (const rec of scan.records) {
-      if (rec.seq <= this.info.journalSeq) continue; // already folded in by a compaction
+    const fresh = scan.records.filter((rec) => rec.seq > this.info.journalSeq); // older ones: folded in by a compaction
+    const at = { ...this.info, nextJournalSeq: this.nextJournalSeq, nextEventSeq: this.nextEventSeq, uncompacted: { ...this.uncompacted } };
+    if (fresh.length) this.db.run("BEGIN");
+    try {
+      this.replayRecords(fresh, jfile);
+      if (fresh.length) this.db.run("COMMIT");
+    } catch (e) {
+      this.rollback();
+      this.info.journalSeq = at.journalSeq;
+      this.nextJournalSeq = at.nextJournalSeq;
+      this.nextEventSeq = at.nextEventSeq;
+      this.uncompacted = at.uncompacted;
+      throw e;
+    }
+    // A reader refreshing meets the record a writer is appending right now: not worth a warning.
+    if (scan.tornTailAt !== undefined && !refreshing) {
+      const action = this.readOnly ? "ignored" : "truncated";
+      this.warnings.push(
+        `journal ${jfile}: ${scan.fileLength - scan.tornTailAt} bytes of an incomplete last record at byte ${scan.tornTailAt} ${action}`,
+      );
+    }
+  }
+
+  private replayRecords(records: JournalScan["records"], jfile: string): void {
+    for (const rec of records) {
       if (rec.seq !== this.info.journalSeq + 1) {
         throw corrupt(
           jfile,
@@ -297,12 +328,9 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       }
       let batch: PreparedBatch;
       try {
-        batch = prepareBatch(rec.payload as CommitBatch, {
-          exists: (t, k) => this.rowExists(t, k),
-          nextEventSeq: this.nextEventSeq,
-          keepEventSeqs: true,
-        });
-        this.applyBatch(batch, rec.seq);
+        // A row the database already holds is refused by its primary key (writeRows).
+        batch = prepareBatch(rec.payload as CommitBatch, { exists: () => false, nextEventSeq: this.nextEventSeq, keepEventSeqs: true });
+        this.writeRows(batch, rec.seq);
       } catch (e) {
         throw corrupt(jfile, rec.offset, `record at byte ${rec.offset} (sequence ${rec.seq}) cannot be applied: ${errorMessage(e)}`);
       }
@@ -311,13 +339,6 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       this.countUncompacted(batch);
       const lastEvent = batch.events[batch.events.length - 1];
       if (lastEvent) this.nextEventSeq = lastEvent.seq! + 1;
-    }
-    // A reader refreshing meets the record a writer is appending right now: not worth a warning.
-    if (scan.tornTailAt !== undefined && !refreshing) {
-      const action = this.readOnly ? "ignored" : "truncated";
-      this.warnings.push(
-        `journal ${jfile}: ${scan.fileLength - scan.tornTailAt} bytes of an incomplete last record at byte ${scan.tornTailAt} ${action}`,
-      );
     }
   }
 
@@ -335,7 +356,8 @@ export class SqlJsStore extends SqlTables implements CaseStore {
    */
   commit(batch: CommitBatch): void {
     const journal = this.writable();
-    const prepared = prepareBatch(batch, { exists: (t, k) => this.rowExists(t, k), nextEventSeq: this.nextEventSeq });
+    // A row an append-only table already holds is refused by its primary key (writeRows).
+    const prepared = prepareBatch(batch, { exists: () => false, nextEventSeq: this.nextEventSeq });
     if (TABLES.every((t) => prepared[t].length === 0)) return;
     const seq = this.nextJournalSeq;
     // Rows are applied in a transaction first, so a batch the database refuses never reaches
@@ -343,8 +365,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     // append fails the transaction is rolled back: the batch is all there or not at all.
     this.db.run("BEGIN");
     try {
-      this.writeRows(prepared, seq);
-      journal.append(seq, JSON.stringify(prepared));
+      journal.append(seq, this.writeRows(prepared, seq));
       this.db.run("COMMIT");
     } catch (e) {
       this.rollback();

@@ -15,7 +15,7 @@ import type {
 } from "../engine/records";
 import type { AgentCallSummary, CheckpointSummary } from "../engine/store";
 import { CasefileError, errorMessage } from "../engine/errors";
-import { TABLES, missingValue, storedRowProblem } from "./batch";
+import { TABLES, alreadyStored, appendOnlyKey, missingValue, storedRowProblem } from "./batch";
 import type { PreparedBatch, TableName } from "./batch";
 import { WRITE_SQL, writeParams } from "./schema";
 import type { SqlParam } from "./schema";
@@ -38,27 +38,38 @@ export class SqlTables {
     protected readonly file: string,
   ) {}
 
-  /** Writes every row and the journal sequence number in one transaction: all of it or none. */
-  protected applyBatch(batch: PreparedBatch, journalSeq: number): void {
-    this.db.run("BEGIN");
-    try {
-      this.writeRows(batch, journalSeq);
-      this.db.run("COMMIT");
-    } catch (e) {
-      this.rollback();
-      throw e;
-    }
-  }
-
-  /** The rows of applyBatch without the transaction, for a caller that holds one open. */
-  protected writeRows(batch: PreparedBatch, journalSeq: number): void {
+  /**
+   * Writes every row and the journal sequence number inside the caller's transaction (commit,
+   * replay). Returns the batch as JSON (what `JSON.stringify(batch)` gives), made of the rows' JSON
+   * written to the `data` columns: commit journals it, so each row is serialised once.
+   *
+   * A row an append-only table already holds is refused by that table's primary key, inside the
+   * caller's transaction: INVALID_BATCH naming the row (alreadyStored), as a check before the
+   * write would say, without a lookup per row.
+   */
+  protected writeRows(batch: PreparedBatch, journalSeq: number): string {
+    const tables: string[] = [];
     for (const table of TABLES) {
       const rows = batch[table] as object[];
-      if (rows.length === 0) continue;
-      const stmt = this.statement(WRITE_SQL[table]);
-      for (const row of rows) stmt.run(writeParams(table, row));
+      const json: string[] = new Array(rows.length);
+      if (rows.length) {
+        const stmt = this.statement(WRITE_SQL[table]);
+        for (let i = 0; i < rows.length; i++) {
+          const row = rows[i]!;
+          json[i] = JSON.stringify(row);
+          try {
+            stmt.run(writeParams(table, row, json[i]));
+          } catch (e) {
+            const key = appendOnlyKey(table, row);
+            if (key !== undefined && (e as { code?: unknown }).code === "SQLITE_CONSTRAINT_PRIMARYKEY") throw alreadyStored(table, key);
+            throw e;
+          }
+        }
+      }
+      tables.push(`"${table}":[${json.join(",")}]`);
     }
     this.statement("UPDATE meta SET journal_seq = ? WHERE id = 1").run([journalSeq]);
+    return `{${tables.join(",")}}`;
   }
 
   /** Rolls back the open transaction, if SQLite has not already ended it after an error. */
@@ -67,26 +78,6 @@ export class SqlTables {
       this.db.run("ROLLBACK");
     } catch {
       // "no transaction is active": nothing to undo.
-    }
-  }
-
-  /** Whether an append-only table already holds this identity (the identities batch.ts checks). */
-  protected rowExists(table: TableName, key: string): boolean {
-    switch (table) {
-      case "checkpoints":
-        return this.has("SELECT 1 FROM checkpoints WHERE id = ?", [key]);
-      case "values": {
-        const [run, k, version] = JSON.parse(key) as [string, string, number];
-        return this.has("SELECT 1 FROM state_values WHERE run = ? AND key = ? AND version = ?", [run, k, version]);
-      }
-      case "steps":
-        return this.has("SELECT 1 FROM steps WHERE id = ?", [key]);
-      case "agentCalls":
-        return this.has("SELECT 1 FROM agent_calls WHERE id = ?", [key]);
-      case "verdicts":
-        return this.has("SELECT 1 FROM verdicts WHERE id = ?", [key]);
-      default:
-        return false;
     }
   }
 
@@ -289,10 +280,6 @@ export class SqlTables {
       stmt.reset();
     }
     return rows;
-  }
-
-  private has(sql: string, params: SqlParam[]): boolean {
-    return this.query(sql, params).length > 0;
   }
 
   /**

@@ -17,8 +17,9 @@ export function agentCallCounts(store: CaseStore, run: RunRecord): Map<string, n
   for (let r: RunRecord | undefined = run; r;) {
     for (const c of store.listAgentCalls(r.id)) if (c.superstep <= upTo) counts.set(c.executor, (counts.get(c.executor) ?? 0) + 1);
     if (!r.parentRunId || !r.parentCheckpointId) break;
-    const forkedAt = store.listCheckpoints(r.parentRunId).find((c) => c.id === r!.parentCheckpointId);
-    if (!forkedAt) break;
+    // One lookup by id, not a list of the parent's checkpoints (10,000 rows for a long run).
+    const forkedAt = store.getCheckpoint(r.parentCheckpointId);
+    if (forkedAt?.runId !== r.parentRunId) break;
     upTo = Math.min(upTo, forkedAt.superstep);
     r = store.getRun(r.parentRunId);
   }

@@ -67,7 +67,11 @@ export function valueKey(run: string, key: string, version: number): string {
 export type PreparedBatch = { [T in TableName]-?: NonNullable<CommitBatch[T]> };
 
 export interface PrepareContext {
-  /** Whether an append-only table already holds a row with this identity. */
+  /**
+   * Whether an append-only table already holds a row with this identity. A store whose tables
+   * refuse a second row themselves (SqlJsStore: a primary key on each identity, inside the
+   * commit's transaction) answers false and raises `alreadyStored` when its insert is refused.
+   */
   exists(table: TableName, key: string): boolean;
   /** The seq to give the batch's first event (or, when replaying, the least seq it may carry). */
   nextEventSeq: number;
@@ -111,7 +115,7 @@ export function prepareBatch(batch: CommitBatch, ctx: PrepareContext): PreparedB
       if (recordProblem) throw invalid(recordProblem);
       if (key !== undefined && !spec.upsert) {
         if (seenInBatch.has(key)) throw invalid(`${label} appears twice in the batch; ${table} are append-only`);
-        if (ctx.exists(table, key)) throw invalid(`${label} already exists; ${table} are append-only and cannot be replaced`);
+        if (ctx.exists(table, key)) throw alreadyStored(table, key);
         seenInBatch.add(key);
       }
       out[table].push(copyJson(r, label));
@@ -182,54 +186,63 @@ function checkpointProblem(r: Record<string, unknown>, label: string): string | 
  * turned into text only for an error message.
  */
 export function copyJson(value: unknown, label: string): Json {
-  const path: (string | number)[] = [];
-  const ancestors: object[] = [];
-  const at = (): string => label + path.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("");
-  const copy = (v: unknown): Json => {
-    switch (typeof v) {
-      case "string":
-      case "boolean":
-        return v;
-      case "number":
-        if (!Number.isFinite(v)) throw invalid(`${at()}: ${v} is not a JSON number`);
-        return v;
-      case "object": {
-        if (v === null) return null;
-        if (ancestors.includes(v)) throw invalid(`${at()}: circular reference`);
-        ancestors.push(v);
-        let result: Json;
-        if (Array.isArray(v)) {
-          const arr: Json[] = new Array(v.length);
-          for (let i = 0; i < v.length; i++) {
-            path.push(i);
-            if (!(i in v) || v[i] === undefined) throw invalid(`${at()}: undefined in an array is not JSON`);
-            arr[i] = copy(v[i]);
-            path.pop();
-          }
-          result = arr;
-        } else {
-          const proto = Object.getPrototypeOf(v);
-          if (proto !== Object.prototype && proto !== null) {
-            throw invalid(`${at()}: a ${proto?.constructor?.name ?? "non-plain"} object is not JSON (store plain data only)`);
-          }
-          const obj: { [k: string]: Json } = {};
-          for (const k in v) {
-            const member = (v as Record<string, unknown>)[k];
-            if (member === undefined || !Object.prototype.hasOwnProperty.call(v, k)) continue;
-            path.push(k);
-            obj[k] = copy(member);
-            path.pop();
-          }
-          result = obj;
+  return copyValue(value, { label, path: [], ancestors: [] });
+}
+
+/** copyJson's walk; one function at module level, so a copy allocates no closures. */
+interface CopyState {
+  label: string;
+  path: (string | number)[];
+  ancestors: object[];
+}
+
+function copyValue(v: unknown, st: CopyState): Json {
+  switch (typeof v) {
+    case "string":
+    case "boolean":
+      return v;
+    case "number":
+      if (!Number.isFinite(v)) throw invalid(`${copyPath(st)}: ${v} is not a JSON number`);
+      return v;
+    case "object": {
+      if (v === null) return null;
+      if (st.ancestors.includes(v)) throw invalid(`${copyPath(st)}: circular reference`);
+      st.ancestors.push(v);
+      let result: Json;
+      if (Array.isArray(v)) {
+        const arr: Json[] = new Array(v.length);
+        for (let i = 0; i < v.length; i++) {
+          st.path.push(i);
+          if (!(i in v) || v[i] === undefined) throw invalid(`${copyPath(st)}: undefined in an array is not JSON`);
+          arr[i] = copyValue(v[i], st);
+          st.path.pop();
         }
-        ancestors.pop();
-        return result;
+        result = arr;
+      } else {
+        const proto = Object.getPrototypeOf(v);
+        if (proto !== Object.prototype && proto !== null) {
+          throw invalid(`${copyPath(st)}: a ${proto?.constructor?.name ?? "non-plain"} object is not JSON (store plain data only)`);
+        }
+        const obj: { [k: string]: Json } = {};
+        for (const k in v) {
+          const member = (v as Record<string, unknown>)[k];
+          if (member === undefined || !Object.prototype.hasOwnProperty.call(v, k)) continue;
+          st.path.push(k);
+          obj[k] = copyValue(member, st);
+          st.path.pop();
+        }
+        result = obj;
       }
-      default:
-        throw invalid(`${at()}: a ${typeof v} is not JSON`);
+      st.ancestors.pop();
+      return result;
     }
-  };
-  return copy(value);
+    default:
+      throw invalid(`${copyPath(st)}: a ${typeof v} is not JSON`);
+  }
+}
+
+function copyPath(st: CopyState): string {
+  return st.label + st.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("");
 }
 
 export function summarize(cp: Checkpoint): CheckpointSummary {
@@ -243,6 +256,20 @@ export function summarize(cp: Checkpoint): CheckpointSummary {
   };
   if (cp.parentId !== undefined) s.parentId = cp.parentId;
   return s;
+}
+
+/**
+ * The identity batch.ts checks for a row of an append-only table (undefined for upsert tables and
+ * facts, which have none): what `alreadyStored` names.
+ */
+export function appendOnlyKey(table: TableName, row: object): string | undefined {
+  const spec = SPECS[table];
+  return spec.upsert ? undefined : spec.key?.(row as Record<string, unknown>);
+}
+
+/** The refusal of a row whose identity an append-only table already holds. */
+export function alreadyStored(table: TableName, key: string): CasefileError {
+  return invalid(`${table} row ${key} already exists; ${table} are append-only and cannot be replaced`);
 }
 
 /** The error readValues raises when a checkpoint points at a value the store does not hold. */

@@ -1,7 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { TABLES, prepareBatch } from "../../src/casefile/batch";
 import { WRITE_SQL, createSchema, writeParams } from "../../src/casefile/schema";
-import type { SqlParam } from "../../src/casefile/schema";
 import { loadSqlJs } from "../../src/casefile/sqlite";
 import type { CommitBatch } from "../../src/engine/store";
 
@@ -157,7 +156,7 @@ export async function writeBigCaseFile(file: string, targetBytes: number): Promi
         const sql = WRITE_SQL[table];
         let s = stmts.get(sql);
         if (!s) stmts.set(sql, (s = db.prepare(sql)));
-        s.run(writeParams(table, row) as SqlParam[]);
+        s.run(writeParams(table, row));
       }
     }
   };

@@ -5,6 +5,8 @@
  *                 write, fsync, rename) amortised over the commits its policy lets pass between two
  *   export-each   sql.js writing the whole database out after every superstep (export + write + fsync)
  *   better-sqlite3  native SQLite, WAL, synchronous=FULL, same schema and rows
+ *   bare append   the journal record ours writes for the superstep, appended with write + fsync
+ *                 and nothing else: the floor a durable commit stands on (ours' commit / this <= 2)
  * Run: npx tsx test/bench/durability.bench.ts   (npm run bench:durability)
  * Prints medians and writes test/bench/results/durability.json. Times are for this machine only;
  * no test asserts them.
@@ -26,16 +28,17 @@ import {
 import os from "node:os";
 import path from "node:path";
 import { SqlJsStore } from "../../src/casefile";
+import { encodeRecord } from "../../src/casefile/journal";
 import { TABLES, prepareBatch } from "../../src/casefile/batch";
 import type { PreparedBatch } from "../../src/casefile/batch";
 import { SCHEMA_V1_SQL, WRITE_SQL, createSchema, writeParams } from "../../src/casefile/schema";
-import type { SqlParam } from "../../src/casefile/schema";
+import type { WriteParam } from "../../src/casefile/schema";
 import { loadSqlJs } from "../../src/casefile/sqlite";
 import type { CommitBatch } from "../../src/engine/store";
 
 // better-sqlite3 is a devDependency without type declarations here; the few calls used are typed locally.
 interface BsStatement {
-  run(...params: SqlParam[]): unknown;
+  run(...params: WriteParam[]): unknown;
 }
 interface BsDatabase {
   pragma(source: string): unknown;
@@ -169,7 +172,7 @@ function prepared(i: number): PreparedBatch {
   return b;
 }
 
-function writeRows(run: (sql: string, params: SqlParam[]) => void, b: PreparedBatch): void {
+function writeRows(run: (sql: string, params: WriteParam[]) => void, b: PreparedBatch): void {
   for (const table of TABLES) for (const row of b[table] as object[]) run(WRITE_SQL[table], writeParams(table, row));
 }
 
@@ -187,13 +190,13 @@ async function prefill(file: string, bs3File: string, target: number): Promise<n
   bs3.pragma("synchronous = FULL");
   for (const sql of SCHEMA_V1_SQL) bs3.exec(sql);
   const bsStmts = new Map<string, BsStatement>();
-  const bsRun = (sql: string, p: SqlParam[]): void => {
+  const bsRun = (sql: string, p: WriteParam[]): void => {
     let s = bsStmts.get(sql);
     if (!s) bsStmts.set(sql, (s = bs3.prepare(sql)));
     s.run(...p);
   };
   const sjStmts = new Map<string, ReturnType<typeof db.prepare>>();
-  const sjRun = (sql: string, p: SqlParam[]): void => {
+  const sjRun = (sql: string, p: WriteParam[]): void => {
     let s = sjStmts.get(sql);
     if (!s) sjStmts.set(sql, (s = db.prepare(sql)));
     s.run(p);
@@ -240,6 +243,8 @@ interface Row {
   reps: number;
   medianMs: number;
   meanMs: number;
+  /** ours only: the commit alone, without its share of compaction. */
+  commitMedianMs?: number;
   /** ours only: opening the file (read, integrity check, journal replay). */
   openMs?: number;
   note?: string;
@@ -294,11 +299,42 @@ async function ours(file: string, first: number, label: string): Promise<Contend
         reps: times.length,
         medianMs: median(times) + amortised,
         meanMs: mean(times) + amortised,
+        commitMedianMs: median(times),
         openMs,
         note:
           `open ${openMs.toFixed(0)} ms; commit median ${median(times).toFixed(3)} ms + compaction ` +
           `${median(compactions).toFixed(0)} ms / ${commitsPerCompaction.toFixed(0)} commits = ${amortised.toFixed(3)} ms`,
       };
+    },
+  };
+}
+
+/**
+ * The floor under any durable commit: the bytes ours journals for a superstep (its record, built
+ * outside the timing) appended to a file with one write and one fsync, nothing else.
+ */
+function appendFsync(file: string, first: number, label: string): Contender {
+  const fd = openSync(file, "a");
+  let i = first;
+  const times: number[] = [];
+  const variant = "bare append+fsync of the same bytes";
+  return {
+    variant,
+    sizeLabel: label,
+    fileBytes: 0,
+    times,
+    next() {
+      const record = encodeRecord(i, JSON.stringify(prepared(i)));
+      i++;
+      return () => {
+        let written = 0;
+        while (written < record.length) written += writeSync(fd, record, written, record.length - written);
+        fsyncSync(fd);
+      };
+    },
+    finish() {
+      closeSync(fd);
+      return { variant, sizeLabel: label, fileBytes: 0, reps: times.length, medianMs: median(times), meanMs: mean(times) };
     },
   };
 }
@@ -309,7 +345,7 @@ function betterSqlite3(file: string, first: number, label: string): Contender {
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = FULL");
   const stmts = new Map<string, BsStatement>();
-  const run = (sql: string, p: SqlParam[]): void => {
+  const run = (sql: string, p: WriteParam[]): void => {
     let s = stmts.get(sql);
     if (!s) stmts.set(sql, (s = db.prepare(sql)));
     s.run(...p);
@@ -340,7 +376,7 @@ async function measureExportEach(file: string, next: number, label: string, reps
   const fileBytes = statSync(file).size;
   const db = new SQL.Database(readFileSync(file));
   const stmts = new Map<string, ReturnType<typeof db.prepare>>();
-  const run = (sql: string, p: SqlParam[]): void => {
+  const run = (sql: string, p: WriteParam[]): void => {
     let s = stmts.get(sql);
     if (!s) stmts.set(sql, (s = db.prepare(sql)));
     s.run(p);
@@ -397,6 +433,7 @@ async function main(): Promise<void> {
     for (const f of files) {
       contenders.push(await ours(f.ours, f.n, f.label));
       contenders.push(betterSqlite3(f.bs3, f.n, f.label));
+      contenders.push(appendFsync(path.join(dir, `append-${f.label.replace(" ", "")}.bin`), f.n, f.label));
     }
     for (const c of contenders) for (let w = 0; w < 10; w++) c.next()(); // warm-up
     for (let round = 0; round < ROUNDS; round++) {
@@ -424,7 +461,7 @@ async function main(): Promise<void> {
 }
 
 function report(rows: Row[], started: number): void {
-  const order = ["ours", "sql.js export", "better-sqlite3"];
+  const order = ["ours", "bare append", "sql.js export", "better-sqlite3"];
   rows.sort(
     (a, b) =>
       a.sizeLabel.localeCompare(b.sizeLabel, undefined, { numeric: true }) ||
@@ -435,10 +472,16 @@ function report(rows: Row[], started: number): void {
   const ours100 = find("ours", "100 MB");
   const better100 = find("better-sqlite3", "100 MB");
   const exp100 = find("sql.js export", "100 MB");
+  const append1 = find("bare append", "1 MB");
+  const append100 = find("bare append", "100 MB");
   const ratios = {
     oursLargeOverSmall: ours100.medianMs / ours1.medianMs,
     oursOverBetterSqlite3Large: ours100.medianMs / better100.medianMs,
     exportEachOverOursLarge: exp100.medianMs / ours100.medianMs,
+    // The commit alone (compaction is a separate, amortised cost) over the bare append+fsync of its bytes.
+    oursCommitOverAppendFsyncSmall: ours1.commitMedianMs! / append1.medianMs,
+    oursCommitOverAppendFsyncLarge: ours100.commitMedianMs! / append100.medianMs,
+    oursOverAppendFsyncLarge: ours100.medianMs / append100.medianMs,
   };
 
   const pad = (s: string, n: number): string => s.padEnd(n);
@@ -462,6 +505,9 @@ function report(rows: Row[], started: number): void {
   );
   console.log(`\nours@100MB / ours@1MB              = ${ratios.oursLargeOverSmall.toFixed(2)}  (target <= 1.5)`);
   console.log(`ours@100MB / better-sqlite3@100MB = ${ratios.oursOverBetterSqlite3Large.toFixed(2)}  (target <= 2)`);
+  console.log(
+    `ours commit / bare append+fsync    = ${ratios.oursCommitOverAppendFsyncSmall.toFixed(2)} at 1 MB, ${ratios.oursCommitOverAppendFsyncLarge.toFixed(2)} at 100 MB  (target <= 2; with compaction amortised ${ratios.oursOverAppendFsyncLarge.toFixed(2)} at 100 MB)`,
+  );
   console.log(`export-each@100MB / ours@100MB    = ${ratios.exportEachOverOursLarge.toFixed(0)}x`);
 
   const resultsDir = path.join(__dirname, "results");
@@ -478,7 +524,7 @@ function report(rows: Row[], started: number): void {
     bytesPerSuperstep: BYTES_PER_SUPERSTEP,
     rows,
     ratios,
-    targets: { oursLargeOverSmall: 1.5, oursOverBetterSqlite3Large: 2 },
+    targets: { oursLargeOverSmall: 1.5, oursOverBetterSqlite3Large: 2, oursCommitOverAppendFsyncLarge: 2 },
     durationS: (Date.now() - started) / 1000,
   };
   writeFileSync(path.join(resultsDir, "durability.json"), JSON.stringify(result, null, 2) + "\n");

@@ -33,7 +33,7 @@ export interface OpenOptions {
   worstReps: number;
   dir: string;
   log: Log;
-  /** Target for ours, ms (1500 at full size). */
+  /** Target for ours, ms (400 at full size, issue 15). */
   oursMaxMs: number;
 }
 

@@ -20,7 +20,7 @@ import { RunControl } from "../../../src/engine/control";
 import { Engine } from "../../../src/engine/engine";
 import type { CommitBatch } from "../../../src/engine/store";
 import { tickGraph, tickWorkflow } from "./graphs";
-import { bytesOnDisk, copyWithSideFiles, median, msSince, now, removeWithSideFiles } from "./measure";
+import { bytesOnDisk, copyWithSideFiles, cpuMsSince, median, msSince, now, removeWithSideFiles } from "./measure";
 import type { Log, Row } from "./measure";
 import { sqliteSaver } from "./overhead";
 
@@ -30,8 +30,8 @@ export interface ResumeOptions {
   reps: number;
   dir: string;
   log: Log;
-  /** Target for each of ours, in ms after opening (50 at full size). */
-  oursMaxMs: number;
+  /** Target for each of ours: at most this many times SqliteSaver's resume from the same point (2, issue 15). */
+  oursMaxRatio: number;
 }
 
 const POINTS = ["first", "middle", "last"] as const;
@@ -114,7 +114,11 @@ async function buildTheirs(file: string, checkpoints: number): Promise<{ ids: Re
  * `firstCommitMs`: until the first batch of the resume is durable (the branch run's start, or the
  * run_resumed event), i.e. loading the checkpoint plus the store's first commit after opening.
  */
-async function resumeOurs(built: string, work: string, id: string): Promise<{ resumeMs: number; openMs: number; firstCommitMs: number }> {
+async function resumeOurs(
+  built: string,
+  work: string,
+  id: string,
+): Promise<{ resumeMs: number; openMs: number; firstCommitMs: number; cpuMs: number }> {
   copyWithSideFiles(built, work);
   const opening = now();
   const store = await SqlJsStore.open(work);
@@ -125,22 +129,26 @@ async function resumeOurs(built: string, work: string, id: string): Promise<{ re
     let firstCommitMs: number | undefined;
     let at: number | undefined;
     let t = now();
+    let cpu = process.cpuUsage();
+    let cpuMs: number | undefined;
     const engine = new Engine(tickWorkflow(), store, {
       control,
       onEvent: (e) => {
         if ((e.type === "run_started" || e.type === "run_resumed") && firstCommitMs === undefined) firstCommitMs = msSince(t);
         if (e.type !== "checkpoint" || resumeMs !== undefined) return;
         resumeMs = msSince(t);
+        cpuMs = cpuMsSince(cpu);
         at = e.superstep;
         control.stop();
       },
     });
     t = now();
+    cpu = process.cpuUsage();
     await engine.resume(id);
     const from = Number(id.slice(id.lastIndexOf(":") + 1));
     if (resumeMs === undefined || at !== from + 1)
       throw new Error(`ours resume from ${id}: first new checkpoint at ${String(at)}, expected ${from + 1}`);
-    return { resumeMs, openMs, firstCommitMs: firstCommitMs ?? NaN };
+    return { resumeMs, openMs, firstCommitMs: firstCommitMs ?? NaN, cpuMs: cpuMs ?? NaN };
   } finally {
     store.close();
     removeWithSideFiles(work);
@@ -188,12 +196,14 @@ export async function resume(o: ResumeOptions): Promise<Row[]> {
   };
   const opens = { ours: [] as number[], theirs: [] as number[] };
   const firstCommits = new Map<Point, number[]>(POINTS.map((p) => [p, []]));
+  const cpus = new Map<Point, number[]>(POINTS.map((p) => [p, []]));
   for (let rep = 0; rep < o.reps; rep++) {
     for (const p of POINTS) {
       const a = await resumeOurs(oursFile, work("casefile"), ourIds[p]);
       const b = await resumeTheirs(theirsFile, work("sqlite"), their.ids[p], their.n[p]);
       samples.ours.get(p)!.push(a.resumeMs);
       firstCommits.get(p)!.push(a.firstCommitMs);
+      cpus.get(p)!.push(a.cpuMs);
       samples.theirs.get(p)!.push(b.resumeMs);
       opens.ours.push(a.openMs);
       opens.theirs.push(b.openMs);
@@ -216,24 +226,25 @@ export async function resume(o: ResumeOptions): Promise<Row[]> {
       theirs,
       theirsLabel: "SqliteSaver as shipped",
       ratio: ours / theirs,
-      target: `ours < ${o.oursMaxMs} ms`,
-      met: ours < o.oursMaxMs,
+      target: `ours/theirs <= ${o.oursMaxRatio}`,
+      met: ours / theirs <= o.oursMaxRatio,
       reps: o.reps,
       samples: { ours: samples.ours.get(p)!, theirs: samples.theirs.get(p)! },
-      note: `ours: ${median(firstCommits.get(p)!).toFixed(1)} ms of it until the resume's first commit is durable`,
+      // The rest of the time is the two fsyncs (the resume's first commit, the new checkpoint) and waiting for a CPU.
+      note: `ours: ${median(firstCommits.get(p)!).toFixed(1)} ms of it until the resume's first commit is durable; CPU ${median(cpus.get(p)!).toFixed(1)} ms`,
     };
   });
-  const first = rows[0]!.ours;
-  const last = rows[2]!.ours;
-  const spread = Math.max(first, last) / Math.min(first, last);
+  // Where in the history a resume starts should not matter: the slowest of the three over the fastest.
+  const spreadOf = (xs: number[]): number => Math.max(...xs) / Math.min(...xs);
+  const spread = spreadOf(rows.map((r) => r.ours));
   rows.push({
     id: "resume.spread",
     scenario: "3 resume",
-    measure: "ours: slower of first and last / faster",
+    measure: "slowest of first, middle and last / fastest",
     unit: "x",
     ours: spread,
     oursLabel: "SqlJsStore",
-    theirs: Math.max(rows[0]!.theirs!, rows[2]!.theirs!) / Math.min(rows[0]!.theirs!, rows[2]!.theirs!),
+    theirs: spreadOf(rows.map((r) => r.theirs!)),
     theirsLabel: "SqliteSaver",
     target: "ours <= 1.5",
     met: spread <= 1.5,

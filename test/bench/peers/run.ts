@@ -16,7 +16,7 @@ export interface Sizes {
   growthOursMaxBytes: number;
   resumeCheckpoints: number;
   resumeReps: number;
-  resumeOursMaxMs: number;
+  resumeOursMaxRatio: number;
   openDbBytes: number;
   openBigValueBytes: number;
   openJournalBytes: number;
@@ -28,7 +28,10 @@ export interface Sizes {
 
 const MB = 1024 * 1024;
 
-/** The sizes issue 6 asks for, with repetitions that keep the whole run near 8 minutes on 2 cores. */
+/**
+ * The sizes issue 6 asks for, with repetitions that keep the whole run near 8 minutes on 2 cores;
+ * the targets of issue 15 (resume within 2x of SqliteSaver from any point, open under 400 ms).
+ */
 export const FULL: Sizes = {
   overheadSupersteps: 5000,
   overheadReps: 3,
@@ -36,15 +39,15 @@ export const FULL: Sizes = {
   growthFactsBytes: 100 * 1024,
   growthOursMaxBytes: 5 * MB,
   resumeCheckpoints: 10_000,
-  resumeReps: 5,
-  resumeOursMaxMs: 50,
+  resumeReps: 9,
+  resumeOursMaxRatio: 2,
   openDbBytes: 100 * MB,
   openBigValueBytes: 1 * MB,
   openJournalBytes: 8 * MB,
   openSmallValueBytes: 8 * 1024,
   openReps: 5,
   openWorstReps: 3,
-  openOursMaxMs: 1500,
+  openOursMaxMs: 400,
 };
 
 export const SCENARIOS = ["overhead", "growth", "resume", "open"] as const;
@@ -64,7 +67,7 @@ export async function runScenarios(sizes: Sizes, dir: string, log: Log, only: re
     growth({ supersteps: sizes.growthSupersteps, factsBytes: sizes.growthFactsBytes, oursMaxBytes: sizes.growthOursMaxBytes, dir, log }),
   );
   await timed("resume", () =>
-    resume({ checkpoints: sizes.resumeCheckpoints, reps: sizes.resumeReps, oursMaxMs: sizes.resumeOursMaxMs, dir, log }),
+    resume({ checkpoints: sizes.resumeCheckpoints, reps: sizes.resumeReps, oursMaxRatio: sizes.resumeOursMaxRatio, dir, log }),
   );
   await timed("open", () =>
     open({

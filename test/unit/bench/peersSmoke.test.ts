@@ -21,14 +21,14 @@ const TINY: Sizes = {
   growthOursMaxBytes: 5 * 1024 * 1024,
   resumeCheckpoints: 40,
   resumeReps: 1,
-  resumeOursMaxMs: 50,
+  resumeOursMaxRatio: 2,
   openDbBytes: 2 * 1024 * 1024,
   openBigValueBytes: 256 * 1024,
   openJournalBytes: 64 * 1024,
   openSmallValueBytes: 4 * 1024,
   openReps: 1,
   openWorstReps: 1,
-  openOursMaxMs: 1500,
+  openOursMaxMs: 400,
 };
 
 describe("bench: Casefile vs LangGraph.js, at a tiny size", function () {
