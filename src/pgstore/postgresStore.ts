@@ -40,6 +40,12 @@ export interface PgOpenOptions {
    * still has this generation, and is refused with LEASE_LOST once another worker took it over.
    */
   fence?: { generation: number };
+  /**
+   * An open connection to the store to use, left open by close(): a worker opens one store per
+   * case it claims, and a new connection each time (a thread, node-postgres, a Postgres backend
+   * warming its caches) cost several times the case's own work. Writers only.
+   */
+  connection?: SyncPgClient;
 }
 
 /** An agent call without its request, response or proposal (the shape of the engine's AgentCallSummary). */
@@ -53,6 +59,9 @@ export interface PgAgentCallSummary {
 }
 
 const S = PG_SCHEMA;
+
+/** Connections whose store schema this process has brought up to date: a store opened on one again skips the check. */
+const migrated = new WeakSet<SyncPgClient>();
 
 /**
  * A CaseStore over one case of a Postgres store (src/pgstore/schema.ts): what a case file holds,
@@ -79,6 +88,8 @@ export class PostgresStore implements CaseStore {
     readonly caseId: string,
     private readonly createdAt: string,
     private readonly fence: { generation: number } | undefined,
+    /** Whether close() ends the connection (false for PgOpenOptions.connection's). */
+    private readonly owned: boolean,
   ) {}
 
   /**
@@ -92,7 +103,10 @@ export class PostgresStore implements CaseStore {
       throw new CasefileError("USAGE", `${where}: a case id is needed to open a case of a Postgres store (--case ID)`);
     }
     const readOnly = opts.readOnly === true;
-    const client = new SyncPgClient(url, { where, settings: readOnly ? { default_transaction_read_only: "on" } : {} });
+    if (opts.connection !== undefined && readOnly) {
+      throw new CasefileError("USAGE", `${where}: a read-only store opens a connection of its own (read-only in Postgres too)`);
+    }
+    const client = opts.connection ?? new SyncPgClient(url, { where, settings: readOnly ? { default_transaction_read_only: "on" } : {} });
     try {
       if (readOnly) {
         const v = wrap(where, "read the schema version", () => storedSchemaVersion(client));
@@ -104,8 +118,9 @@ export class PostgresStore implements CaseStore {
             `${where}: the store has schema v${v}; open it once as a writer to migrate it to v${PG_SCHEMA_VERSION}`,
           );
         }
-      } else {
+      } else if (!migrated.has(client)) {
         wrap(where, "migrate the schema", () => migratePg(client, where));
+        migrated.add(client);
       }
       const tenant = opts.tenant ?? wrap(where, "read the connection's tenant", () => connectionTenant(client)) ?? "";
       const find = (): { created_at: string } | undefined =>
@@ -127,9 +142,9 @@ export class PostgresStore implements CaseStore {
         row = find();
       }
       if (!row) throw unknownCase(where, opts.caseId, tenant);
-      return new PostgresStore(client, where, readOnly, tenant, opts.caseId, row.created_at, opts.fence);
+      return new PostgresStore(client, where, readOnly, tenant, opts.caseId, row.created_at, opts.fence, opts.connection === undefined);
     } catch (e) {
-      client.close();
+      if (opts.connection === undefined) client.close();
       throw e;
     }
   }
@@ -155,7 +170,7 @@ export class PostgresStore implements CaseStore {
     const rows: Partial<Record<TableName, unknown[]>> = {};
     for (const table of TABLES) rows[table] = UPSERT_TABLES.has(table) ? lastOfEach(b[table] as { id: string }[]) : (b[table] as unknown[]);
     try {
-      this.client.transaction([this.lockStatement(), writeStatement(this.tenant, this.caseId, rows)]);
+      this.live().transaction([this.lockStatement(), writeStatement(this.tenant, this.caseId, rows)]);
     } catch (e) {
       if (e instanceof PgError && e.failure.code === "23505") {
         // Rolled back: name the row as every store does ("steps row s1 already exists").
@@ -382,15 +397,21 @@ export class PostgresStore implements CaseStore {
     return out;
   }
 
-  /** Ends the connection. Called by whoever opened the store, when the command or the case is done. */
+  /** Ends the connection (unless it was lent: PgOpenOptions.connection). Called by whoever opened the store, when the command or the case is done. */
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.client.close();
+    if (this.owned) this.client.close();
   }
 
   private read<T>(sql: string, params: PgParam[]): T[] {
-    return wrap(this.where, "read", () => this.client.query<T>(sql, params));
+    return wrap(this.where, "read", () => this.live().query<T>(sql, params));
+  }
+
+  /** The connection, unless this store was closed (a lent connection lives on after it). */
+  private live(): SyncPgClient {
+    if (this.closed) throw new CasefileError("STORE_UNAVAILABLE", `${this.where} case ${this.caseId}: the store was closed`);
+    return this.client;
   }
 
   /**
