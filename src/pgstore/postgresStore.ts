@@ -16,6 +16,7 @@ import type {
 import type { CaseFileMeta, CaseStore, CheckpointSummary, CommitBatch } from "../engine/store";
 import { TABLES, missingValue, prepareBatch, storedRowProblem, valueKey } from "../engine/storeBatch";
 import type { TableName } from "../engine/storeBatch";
+import { packedColumns, unpack } from "./packing";
 import { commitRefused, foreignTenant, redact, unavailable, unknownCase, wrap } from "./pgErrors";
 import { STORED, UPSERT_TABLES, existingKeysQuery, lastOfEach, writeStatement } from "./rows";
 import { PG_SCHEMA, PG_SCHEMA_VERSION, connectionTenant, migratePg, newer, storedSchemaVersion } from "./schema";
@@ -386,11 +387,11 @@ export class PostgresStore implements CaseStore {
     for (const table of TABLES) {
       const { name, identity } = STORED[table];
       const rows = this.read<Record<string, unknown>>(
-        `SELECT data, ${identity.join(", ")} FROM ${S}.${name} WHERE tenant = $1 AND case_id = $2 ORDER BY pos`,
+        `SELECT data, ${selected(table)} FROM ${S}.${name} WHERE tenant = $1 AND case_id = $2 ORDER BY pos`,
         [this.tenant, this.caseId],
       );
       for (const r of rows) {
-        const problem = storedRowProblem(table, r.data);
+        const { problem } = readRecord(table, r);
         if (problem !== undefined) out.push({ table: name, row: Object.fromEntries(identity.map((c) => [c, String(r[c])])), problem });
       }
     }
@@ -422,11 +423,11 @@ export class PostgresStore implements CaseStore {
   private records<T>(table: TableName, rest: string, params: PgParam[]): T[] {
     const { name, identity } = STORED[table];
     const rows = this.read<Record<string, unknown>>(
-      `SELECT data, ${identity.join(", ")} FROM ${S}.${name} WHERE tenant = $1 AND case_id = $2 ${rest}`,
+      `SELECT data, ${selected(table)} FROM ${S}.${name} WHERE tenant = $1 AND case_id = $2 ${rest}`,
       [this.tenant, this.caseId, ...params],
     );
     return rows.map((r) => {
-      const problem = storedRowProblem(table, r.data);
+      const { record, problem } = readRecord(table, r);
       if (problem !== undefined) {
         const row = Object.fromEntries(identity.map((c) => [c, String(r[c])]));
         throw new CasefileError("CORRUPT_CASE_FILE", `${this.where} case ${this.caseId}: ${name} row ${JSON.stringify(row)}: ${problem}`, {
@@ -436,12 +437,25 @@ export class PostgresStore implements CaseStore {
         });
       }
       // An event's seq is the column's (numbered in the commit's transaction); the member is already there, so its place stays.
-      if (table === "events") (r.data as { seq?: number }).seq = r.seq as number;
-      return r.data as T;
+      if (table === "events") (record as { seq?: number }).seq = r.seq as number;
+      return record as T;
     });
   }
 
   private one<T>(table: TableName, rest: string, params: PgParam[]): T | undefined {
     return this.records<T>(table, rest, params)[0];
   }
+}
+
+/** The columns a read of `table` selects beside data: those naming a row, and those holding packed members. */
+function selected(table: TableName): string {
+  return [...new Set([...STORED[table].identity, ...packedColumns(table)])].join(", ");
+}
+
+/** A row's record, unpacked (packing.ts), and what is wrong with it, if anything. */
+function readRecord(table: TableName, row: Record<string, unknown>): { record: unknown; problem?: string } {
+  const record = unpack(table, row.data, row);
+  if (record === undefined) return { record, problem: "the packed record does not fit its table's members (schema v2, packing.ts)" };
+  const problem = storedRowProblem(table, record);
+  return problem === undefined ? { record } : { record, problem };
 }

@@ -13,6 +13,7 @@ import type {
 } from "../engine/records";
 import type { CommitBatch } from "../engine/store";
 import type { TableName } from "../engine/storeBatch";
+import { pack } from "./packing";
 import { PG_SCHEMA } from "./schema";
 import type { PgParam } from "./syncClient";
 
@@ -38,7 +39,7 @@ export const STORED: Record<TableName, { name: string; identity: string[] }> = {
   events: { name: "events", identity: ["run_id", "superstep", "seq"] },
 };
 
-/** $C: the rows' lookup columns (a JSON array of small objects, see `columnsOf`); $T: the records' JSON texts. */
+/** $C: the rows' lookup columns (a JSON array of small objects, see `columnsOf`); $T: the records' JSON texts (packed: packing.ts). */
 const ROWS = "json_array_elements($C::json) WITH ORDINALITY AS t(d, n) JOIN unnest($T::text[]) WITH ORDINALITY AS u(data, m) ON m = n";
 const INT = (f: string): string => `(d->>'${f}')::integer`;
 
@@ -106,7 +107,7 @@ export function writeStatement(
     if (list.length === 0) continue;
     params.push(
       JSON.stringify(list.map((r) => columnsOf(table, r))),
-      list.map((r) => JSON.stringify(r)),
+      list.map((r) => JSON.stringify(pack(table, r))),
     );
     const sql = WRITE_SQL[table].replace("$C", `$${params.length - 1}`).replace("$T", `$${params.length}`);
     parts.push(`w_${table} AS (${sql})`);
