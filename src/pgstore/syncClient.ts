@@ -65,8 +65,18 @@ let broken;
 client.on("error", (e) => { broken = e; });
 const connected = client.connect().catch((e) => { broken = e; });
 const fail = (e) => ({ message: e.message || String(e), code: e.code, detail: e.detail, constraint: e.constraint, label: e.label });
+// Statements with parameters run as named prepared statements: Postgres parses (and, once it
+// finds a generic plan as good, plans) each text once per connection instead of every call. The
+// store's texts are few (one per table set a commit touches, one per read); past a bound, unnamed.
+const names = new Map();
+function named(st) {
+  if (!st.params || st.params.length === 0) return st.sql;
+  let name = names.get(st.sql);
+  if (name === undefined && names.size < 500) names.set(st.sql, (name = "cf" + names.size));
+  return name === undefined ? { text: st.sql, values: st.params } : { name, text: st.sql, values: st.params };
+}
 async function run(st) {
-  const res = await client.query(st.sql, st.params || []);
+  const res = await client.query(named(st));
   const n = res.command === "SELECT" ? res.rows.length : res.rowCount;
   if (st.expectRows !== undefined && n !== st.expectRows) {
     const e = new Error("expected " + st.expectRows + " row(s), got " + n);
