@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { TableName } from "../engine/storeBatch";
 
 /**
@@ -16,14 +17,21 @@ import type { TableName } from "../engine/storeBatch";
  * Unpacking gives the record back with its members in the order they were written.
  */
 
+/**
+ * A member held outside `data`: in a text or integer column of the row (the column the row is
+ * looked up by), or, for a value many rows repeat, once in `shared_values`, named by its hash in
+ * the row's `column`.
+ */
+type Held = { column: string; kind: "text" | "integer" } | { column: string; kind: "shared" };
+
 interface Layout {
   members: readonly string[];
-  /** Members whose value the row holds in a column: the column and its SQL type. */
-  columns: Readonly<Record<string, { column: string; kind: "text" | "integer" }>>;
+  columns: Readonly<Record<string, Held>>;
 }
 
-const text = (column: string) => ({ column, kind: "text" as const });
-const integer = (column: string) => ({ column, kind: "integer" as const });
+const text = (column: string): Held => ({ column, kind: "text" });
+const integer = (column: string): Held => ({ column, kind: "integer" });
+const shared = (column: string): Held => ({ column, kind: "shared" });
 
 const LAYOUTS: Partial<Record<TableName, Layout>> = {
   checkpoints: {
@@ -34,6 +42,7 @@ const LAYOUTS: Partial<Record<TableName, Layout>> = {
       superstep: integer("superstep"),
       parentId: text("parent_id"),
       createdAt: text("created_at"),
+      workflow: shared("workflow_ref"),
     },
   },
   steps: {
@@ -50,20 +59,59 @@ const LAYOUTS: Partial<Record<TableName, Layout>> = {
   },
 };
 
-/** The columns a read of `table` must select for unpack to restore the members they hold. */
-export function packedColumns(table: TableName): string[] {
+/**
+ * What a read of `table` (named `sqlName` in `schema`) selects beside data for unpack to restore
+ * the members held outside it: columns, and a shared value by its hash (as `<column>_value`).
+ */
+export function packedSelect(table: TableName, schema: string, sqlName: string): string[] {
   const layout = LAYOUTS[table];
-  return layout ? Object.values(layout.columns).map((c) => c.column) : [];
+  if (!layout) return [];
+  return Object.values(layout.columns).map((c) =>
+    c.kind !== "shared"
+      ? c.column
+      : `(SELECT v.data FROM ${schema}.shared_values v WHERE v.tenant = ${sqlName}.tenant AND v.case_id = ${sqlName}.case_id ` +
+        `AND v.hash = ${sqlName}.${c.column}) AS ${c.column}_value`,
+  );
+}
+
+/** The name a shared value is held under: the start of the SHA-256 of its JSON text (96 bits). */
+function sharedHash(json: string): string {
+  return createHash("sha256").update(json).digest("base64url").slice(0, 16);
+}
+
+/** A row to write: its `data` as JSON text, the hash each shared member is held under (by column), and those values' JSON texts. */
+export interface PackedRow {
+  data: string;
+  refs: Record<string, string>;
+  shared: { hash: string; json: string }[];
+}
+
+/** The row writeStatement writes for `record` of `table`. */
+export function packRow(table: TableName, record: unknown): PackedRow {
+  const data = pack(table, record);
+  const out: PackedRow = { data: JSON.stringify(data), refs: {}, shared: [] };
+  const layout = LAYOUTS[table];
+  if (!layout || !Array.isArray(data)) return out;
+  for (const [name, held] of Object.entries(layout.columns)) {
+    const value = (record as Record<string, unknown>)[name];
+    if (held.kind !== "shared" || value === undefined) continue;
+    const json = JSON.stringify(value);
+    const hash = sharedHash(json);
+    out.refs[held.column] = hash;
+    out.shared.push({ hash, json });
+  }
+  return out;
 }
 
 const INT32 = 2 ** 31;
 
-function fitsColumn(value: unknown, kind: "text" | "integer"): boolean {
+function fitsColumn(value: unknown, kind: Held["kind"]): boolean {
+  if (kind === "shared") return value !== null && typeof value === "object";
   return kind === "text" ? typeof value === "string" : Number.isSafeInteger(value) && Math.abs(value as number) < INT32;
 }
 
-/** What `data` holds for `record` of `table`: its packed array, or the record itself. Called by writeStatement for every row. */
-export function pack(table: TableName, record: unknown): unknown {
+/** What `data` holds for `record` of `table`: its packed array, or the record itself. */
+function pack(table: TableName, record: unknown): unknown {
   const layout = LAYOUTS[table];
   if (!layout || record === null || typeof record !== "object" || Array.isArray(record)) return record;
   const r = record as Record<string, unknown>;
@@ -84,7 +132,7 @@ export function pack(table: TableName, record: unknown): unknown {
 }
 
 /**
- * The record a row holds: `data` unpacked with the columns of `row` (selected by packedColumns),
+ * The record a row holds: `data` unpacked with the columns of `row` (selected by packedSelect),
  * or `data` as it is when it was stored whole. Undefined when a packed `data` does not fit its
  * table's list (a damaged row: the read refuses it).
  */
@@ -99,8 +147,11 @@ export function unpack(table: TableName, data: unknown, row: Record<string, unkn
     if (((mask as number) & (1 << i)) === 0) continue;
     const name = layout.members[i]!;
     const col = layout.columns[name];
-    if (col !== undefined) out[name] = row[col.column];
-    else if (v < values.length) out[name] = values[v++];
+    if (col !== undefined) {
+      const held = row[col.kind === "shared" ? `${col.column}_value` : col.column];
+      if (held === null || held === undefined) return undefined;
+      out[name] = held;
+    } else if (v < values.length) out[name] = values[v++];
     else return undefined;
   }
   return v === values.length ? out : undefined;

@@ -16,7 +16,7 @@ import type {
 import type { CaseFileMeta, CaseStore, CheckpointSummary, CommitBatch } from "../engine/store";
 import { TABLES, missingValue, prepareBatch, storedRowProblem, valueKey } from "../engine/storeBatch";
 import type { TableName } from "../engine/storeBatch";
-import { packedColumns, unpack } from "./packing";
+import { packedSelect, unpack } from "./packing";
 import { commitRefused, foreignTenant, redact, unavailable, unknownCase, wrap } from "./pgErrors";
 import { STORED, UPSERT_TABLES, existingKeysQuery, lastOfEach, writeStatement } from "./rows";
 import { PG_SCHEMA, PG_SCHEMA_VERSION, connectionTenant, migratePg, newer, storedSchemaVersion } from "./schema";
@@ -449,7 +449,7 @@ export class PostgresStore implements CaseStore {
 
 /** The columns a read of `table` selects beside data: those naming a row, and those holding packed members. */
 function selected(table: TableName): string {
-  return [...new Set([...STORED[table].identity, ...packedColumns(table)])].join(", ");
+  return [...new Set([...STORED[table].identity, ...packedSelect(table, S, STORED[table].name)])].join(", ");
 }
 
 /** A row's record, unpacked (packing.ts), and what is wrong with it, if anything. */

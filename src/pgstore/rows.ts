@@ -13,7 +13,7 @@ import type {
 } from "../engine/records";
 import type { CommitBatch } from "../engine/store";
 import type { TableName } from "../engine/storeBatch";
-import { pack } from "./packing";
+import { packRow } from "./packing";
 import { PG_SCHEMA } from "./schema";
 import type { PgParam } from "./syncClient";
 
@@ -55,9 +55,9 @@ const WRITE_SQL: Record<TableName, string> = {
     "ON CONFLICT (tenant, case_id, id) DO UPDATE SET parent_run_id = excluded.parent_run_id, status = excluded.status, " +
     "created_at = excluded.created_at, data = excluded.data",
   checkpoints:
-    `INSERT INTO ${S}.checkpoints (tenant, case_id, id, run_id, superstep, parent_id, created_at, pending, waiting, data) ` +
+    `INSERT INTO ${S}.checkpoints (tenant, case_id, id, run_id, superstep, parent_id, created_at, pending, waiting, workflow_ref, data) ` +
     `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, d->>'parentId', d->>'createdAt', ` +
-    `${INT("pending")}, ${INT("waiting")}, data::json FROM ${ROWS} ORDER BY n`,
+    `${INT("pending")}, ${INT("waiting")}, d->>'workflow_ref', data::json FROM ${ROWS} ORDER BY n`,
   values:
     `INSERT INTO ${S}.state_values (tenant, case_id, run, key, version, data) ` +
     `SELECT $1, $2, d->>'run', d->>'key', ${INT("version")}, data::json FROM ${ROWS} ORDER BY n`,
@@ -103,14 +103,24 @@ export function writeStatement(
 ): { sql: string; params: PgParam[] } {
   const params: PgParam[] = [tenant, caseId];
   const parts: string[] = [];
+  const shared = new Map<string, string>();
   for (const [table, list] of Object.entries(rows) as [TableName, unknown[]][]) {
     if (list.length === 0) continue;
+    const packed = list.map((r) => packRow(table, r));
+    for (const p of packed) for (const { hash, json } of p.shared) shared.set(hash, json);
     params.push(
-      JSON.stringify(list.map((r) => columnsOf(table, r))),
-      list.map((r) => JSON.stringify(pack(table, r))),
+      JSON.stringify(list.map((r, i) => ({ ...columnsOf(table, r), ...packed[i]!.refs }))),
+      packed.map((p) => p.data),
     );
     const sql = WRITE_SQL[table].replace("$C", `$${params.length - 1}`).replace("$T", `$${params.length}`);
     parts.push(`w_${table} AS (${sql})`);
+  }
+  if (shared.size > 0) {
+    params.push([...shared.keys()], [...shared.values()]);
+    parts.push(
+      `w_shared AS (INSERT INTO ${S}.shared_values (tenant, case_id, hash, data) SELECT $1, $2, h, v::json ` +
+        `FROM unnest($${params.length - 1}::text[], $${params.length}::text[]) AS s(h, v) ON CONFLICT DO NOTHING)`,
+    );
   }
   return { sql: `WITH ${parts.join(", ")} SELECT 1`, params };
 }

@@ -96,20 +96,37 @@ const TENANT_ISOLATION: string[] = [
   `GRANT USAGE ON SCHEMA ${S} TO casefile_tenant`,
   `GRANT SELECT ON ${S}.schema_meta TO casefile_tenant`,
   `GRANT EXECUTE ON FUNCTION ${S}.current_tenant() TO casefile_tenant`,
-  ...TENANT_TABLES.flatMap((t) => [
+  ...TENANT_TABLES.flatMap(isolated),
+];
+
+/** A table of tenants' rows: tenant roles may read and write it, and only their tenant's rows. */
+function isolated(t: string): string[] {
+  return [
     `GRANT SELECT, INSERT, UPDATE ON ${S}.${t} TO casefile_tenant`,
     `ALTER TABLE ${S}.${t} ENABLE ROW LEVEL SECURITY`,
     `DROP POLICY IF EXISTS tenant_isolation ON ${S}.${t}`,
     `CREATE POLICY tenant_isolation ON ${S}.${t} USING (tenant = ${S}.current_tenant()) WITH CHECK (tenant = ${S}.current_tenant())`,
-  ]),
+  ];
+}
+
+/**
+ * v2: how `data` holds a record of the tables written every superstep changes (packing.ts), which
+ * a v1 Casefile could not read: it refuses a v2 store. A value many of a case's rows repeat (a
+ * checkpoint's workflow) is held once in `shared_values`, by the hash of its JSON text, and a row
+ * names it in a column (checkpoints.workflow_ref). The table is internal to the store: no record
+ * of it is pulled or listed.
+ */
+const V2: string[] = [
+  `CREATE TABLE IF NOT EXISTS ${S}.shared_values (tenant text NOT NULL, case_id text NOT NULL, hash text NOT NULL,
+     data json NOT NULL, PRIMARY KEY (tenant, case_id, hash))`,
+  `ALTER TABLE ${S}.checkpoints ADD COLUMN IF NOT EXISTS workflow_ref text`,
+  ...isolated("shared_values"),
 ];
 
 /** Tenant isolation is part of v1: no store without it was ever made. */
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   { to: 1, description: "initial schema, with tenant isolation by row-level security", statements: [...V1, ...TENANT_ISOLATION] },
-  // The tables keep their columns; what changes is how `data` holds a record of the tables written
-  // every superstep (packing.ts), which a v1 Casefile could not read: it refuses a v2 store.
-  { to: 2, description: "checkpoints, steps, state values and events packed without member names", statements: [] },
+  { to: 2, description: "checkpoints, steps, state values and events packed; a checkpoint's workflow held once", statements: V2 },
 ];
 
 /**

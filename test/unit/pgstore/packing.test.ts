@@ -27,8 +27,8 @@ describe("PostgresStore: packed rows (schema v2)", () => {
   it("gives back each record with its members in the order written, its names not stored", async () => {
     const s = await opened("order");
     // Members in the order the engine makes them (a parent after the superstep).
-    const cp = { v: 1 as const, id: "r1:2", runId: "r1", superstep: 2, parentId: "r1:1", ...checkpoint("r1:2", "r1", 2) };
-    cp.keys = { invoice: { version: 2, run: "r1" } };
+    const { v, id, runId, superstep, ...rest } = checkpoint("r1:2", "r1", 2, { keys: { invoice: { version: 2, run: "r1" } } });
+    const cp = { v, id, runId, superstep, parentId: "r1:1", ...rest };
     const failed = { ...step("r1:2:load", "r1", 2), status: "failed" as const, error: { code: "E", message: "no" } };
     s.commit({ checkpoints: [cp], steps: [failed], values: [{ run: "r1", key: "invoice", version: 2, value: { b: 1, a: [2] } }] });
     s.commit({ events: [event("r1", "checkpoint", 2, { checkpoint: "r1:2" })] });
@@ -50,9 +50,29 @@ describe("PostgresStore: packed rows (schema v2)", () => {
     assert.ok(!stored.includes('"runId"') && !stored.includes("r1:1"), `names and column values are not stored again: ${stored}`);
   });
 
+  it("holds a workflow every checkpoint repeats once per case, and gives each checkpoint it back", async () => {
+    const s = await opened("shared");
+    for (let i = 0; i < 3; i++) s.commit({ checkpoints: [checkpoint(`c${i}`, "r1", i)] });
+    s.commit({
+      checkpoints: [checkpoint("c3", "r1", 3, { workflow: { name: "invoice", version: 2, graphHash: "sha256:h", executors: [] } })],
+    });
+    assert.equal(sql("SELECT count(*) FROM casefile.shared_values WHERE case_id = 'shared'"), "2", "one row per distinct workflow");
+    assert.equal(sql("SELECT count(*) FROM casefile.checkpoints WHERE case_id = 'shared' AND data::text LIKE '%graphHash%'"), "0");
+    assert.deepEqual(
+      [0, 1, 2, 3].map((i) => s.getCheckpoint(`c${i}`)!.workflow.version),
+      [1, 1, 1, 2],
+      "each checkpoint's own workflow",
+    );
+    assert.equal(
+      JSON.stringify(s.latestCheckpoint("r1")),
+      JSON.stringify(checkpoint("c3", "r1", 3, { workflow: { name: "invoice", version: 2, graphHash: "sha256:h", executors: [] } })),
+    );
+  });
+
   it("stores whole a record whose members are not in the engine's order, and reads it the same", async () => {
     const s = await opened("unusual");
-    const odd = { superstep: 0, id: "s1", runId: "r1", ...step("s1", "r1", 0) };
+    const { superstep, id, runId, ...rest } = step("s1", "r1", 0);
+    const odd = { superstep, id, runId, ...rest };
     const extra = { ...step("s2", "r1", 0), note: "a member packing does not know" };
     s.commit({ steps: [odd, extra] });
     assert.deepEqual(
