@@ -53,9 +53,11 @@ const LAYOUTS: Partial<Record<TableName, Layout>> = {
     members: ["run", "key", "version", "value"],
     columns: { run: text("run"), key: text("key"), version: integer("version") },
   },
+  // A row holds the consecutive events of one run and superstep a commit made (rows.ts, eventRows):
+  // each event's seq is its place among the row's, counted back from the row's seq, the last.
   events: {
     members: ["runId", "superstep", "type", "at", "data", "seq"],
-    columns: { runId: text("run_id"), superstep: integer("superstep"), type: text("type"), seq: integer("seq") },
+    columns: { runId: text("run_id"), superstep: integer("superstep"), seq: integer("seq") },
   },
 };
 
@@ -110,8 +112,8 @@ function fitsColumn(value: unknown, kind: Held["kind"]): boolean {
   return kind === "text" ? typeof value === "string" : Number.isSafeInteger(value) && Math.abs(value as number) < INT32;
 }
 
-/** What `data` holds for `record` of `table`: its packed array, or the record itself. */
-function pack(table: TableName, record: unknown): unknown {
+/** What `data` holds for `record` of `table` (an event: its element of its row's array): its packed array, or the record itself. */
+export function pack(table: TableName, record: unknown): unknown {
   const layout = LAYOUTS[table];
   if (!layout || record === null || typeof record !== "object" || Array.isArray(record)) return record;
   const r = record as Record<string, unknown>;
@@ -155,4 +157,24 @@ export function unpack(table: TableName, data: unknown, row: Record<string, unkn
     else return undefined;
   }
   return v === values.length ? out : undefined;
+}
+
+/**
+ * The events a row of `events` holds, each with its seq: the row's `data` array (schema v2: `n`
+ * events, the last numbered `seq`), or a v1 row's one event (`n` NULL). Undefined for a row
+ * whose array does not fit (a damaged row).
+ */
+export function unpackEvents(row: Record<string, unknown>): { record: unknown; seq: number }[] | undefined {
+  const last = row.seq as number;
+  if (row.n === null || row.n === undefined) return [{ record: row.data, seq: last }];
+  const n = row.n as number;
+  if (!Array.isArray(row.data) || row.data.length !== n) return undefined;
+  const out: { record: unknown; seq: number }[] = [];
+  for (let i = 0; i < n; i++) {
+    const seq = last - n + 1 + i;
+    const record = unpack("events", row.data[i], { ...row, seq });
+    if (record === undefined) return undefined;
+    out.push({ record, seq });
+  }
+  return out;
 }

@@ -16,7 +16,7 @@ import type {
 import type { CaseFileMeta, CaseStore, CheckpointSummary, CommitBatch } from "../engine/store";
 import { TABLES, missingValue, prepareBatch, storedRowProblem, valueKey } from "../engine/storeBatch";
 import type { TableName } from "../engine/storeBatch";
-import { packedSelect, unpack } from "./packing";
+import { packedSelect, unpack, unpackEvents } from "./packing";
 import { commitRefused, foreignTenant, redact, unavailable, unknownCase, wrap } from "./pgErrors";
 import { STORED, UPSERT_TABLES, existingKeysQuery, lastOfEach, writeStatement } from "./rows";
 import { PG_SCHEMA, PG_SCHEMA_VERSION, connectionTenant, migratePg, newer, storedSchemaVersion } from "./schema";
@@ -366,11 +366,13 @@ export class PostgresStore implements CaseStore {
   }
 
   listEvents(filter: { runId?: string; superstep?: number; afterSeq?: number } = {}): EventRecord[] {
+    // A row's seq is its last event's (eventRows): the rows that end after afterSeq, then their events after it.
+    const after = filter.afterSeq ?? 0;
     return this.records<EventRecord>(
       "events",
       "AND ($3::text IS NULL OR run_id = $3) AND seq > $4 AND ($5::integer IS NULL OR superstep = $5) ORDER BY seq",
-      [filter.runId ?? null, filter.afterSeq ?? 0, filter.superstep ?? null],
-    );
+      [filter.runId ?? null, after, filter.superstep ?? null],
+    ).filter((e) => e.seq! > after);
   }
 
   /**
@@ -391,8 +393,9 @@ export class PostgresStore implements CaseStore {
         [this.tenant, this.caseId],
       );
       for (const r of rows) {
-        const { problem } = readRecord(table, r);
-        if (problem !== undefined) out.push({ table: name, row: Object.fromEntries(identity.map((c) => [c, String(r[c])])), problem });
+        for (const { problem, seq } of readRecords(table, r)) {
+          if (problem !== undefined) out.push({ table: name, row: identityOf(identity, r, seq), problem });
+        }
       }
     }
     return out;
@@ -426,20 +429,23 @@ export class PostgresStore implements CaseStore {
       `SELECT data, ${selected(table)} FROM ${S}.${name} WHERE tenant = $1 AND case_id = $2 ${rest}`,
       [this.tenant, this.caseId, ...params],
     );
-    return rows.map((r) => {
-      const { record, problem } = readRecord(table, r);
-      if (problem !== undefined) {
-        const row = Object.fromEntries(identity.map((c) => [c, String(r[c])]));
-        throw new CasefileError("CORRUPT_CASE_FILE", `${this.where} case ${this.caseId}: ${name} row ${JSON.stringify(row)}: ${problem}`, {
-          table: name,
-          row,
-          problem,
-        });
-      }
-      // An event's seq is the column's (numbered in the commit's transaction); the member is already there, so its place stays.
-      if (table === "events") (record as { seq?: number }).seq = r.seq as number;
-      return record as T;
-    });
+    return rows.flatMap((r) =>
+      readRecords(table, r).map(({ record, problem, seq }) => {
+        if (problem !== undefined) {
+          const row = identityOf(identity, r, seq);
+          throw new CasefileError(
+            "CORRUPT_CASE_FILE",
+            `${this.where} case ${this.caseId}: ${name} row ${JSON.stringify(row)}: ${problem}`,
+            {
+              table: name,
+              row,
+              problem,
+            },
+          );
+        }
+        return record as T;
+      }),
+    );
   }
 
   private one<T>(table: TableName, rest: string, params: PgParam[]): T | undefined {
@@ -447,15 +453,37 @@ export class PostgresStore implements CaseStore {
   }
 }
 
-/** The columns a read of `table` selects beside data: those naming a row, and those holding packed members. */
+/** The columns a read of `table` selects beside data: those naming a row, and those holding packed members (events: how many a row holds). */
 function selected(table: TableName): string {
-  return [...new Set([...STORED[table].identity, ...packedSelect(table, S, STORED[table].name)])].join(", ");
+  const extra = table === "events" ? ["n"] : [];
+  return [...new Set([...STORED[table].identity, ...packedSelect(table, S, STORED[table].name), ...extra])].join(", ");
 }
 
-/** A row's record, unpacked (packing.ts), and what is wrong with it, if anything. */
-function readRecord(table: TableName, row: Record<string, unknown>): { record: unknown; problem?: string } {
+/** A row as a person finds it: its identity columns (an event: its own seq, not its row's last). */
+function identityOf(identity: string[], row: Record<string, unknown>, seq: number | undefined): Record<string, string> {
+  return Object.fromEntries(identity.map((c) => [c, String(c === "seq" && seq !== undefined ? seq : row[c])]));
+}
+
+const UNFIT = "the packed record does not fit its table's members (schema v2, packing.ts)";
+
+/**
+ * The records a row holds, unpacked (packing.ts), each with what is wrong with it, if anything:
+ * one, or an events row's events, each with its seq in place (the store numbered it in the
+ * commit's transaction; the member is already there, so its place stays).
+ */
+function readRecords(table: TableName, row: Record<string, unknown>): { record: unknown; problem?: string; seq?: number }[] {
+  if (table === "events") {
+    const events = unpackEvents(row);
+    if (events === undefined) return [{ record: undefined, problem: UNFIT }];
+    return events.map(({ record, seq }) => {
+      const problem = storedRowProblem(table, record);
+      if (problem !== undefined) return { record, problem, seq };
+      (record as { seq?: number }).seq = seq;
+      return { record, seq };
+    });
+  }
   const record = unpack(table, row.data, row);
-  if (record === undefined) return { record, problem: "the packed record does not fit its table's members (schema v2, packing.ts)" };
+  if (record === undefined) return [{ record, problem: UNFIT }];
   const problem = storedRowProblem(table, record);
-  return problem === undefined ? { record } : { record, problem };
+  return [problem === undefined ? { record } : { record, problem }];
 }

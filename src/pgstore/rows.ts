@@ -13,7 +13,7 @@ import type {
 } from "../engine/records";
 import type { CommitBatch } from "../engine/store";
 import type { TableName } from "../engine/storeBatch";
-import { packRow } from "./packing";
+import { pack, packRow } from "./packing";
 import { PG_SCHEMA } from "./schema";
 import type { PgParam } from "./syncClient";
 
@@ -82,11 +82,11 @@ const WRITE_SQL: Record<TableName, string> = {
     `SELECT $1, $2, d->>'id', (d->>'deleted')::boolean, data::json FROM ${ROWS} ORDER BY n ` +
     "ON CONFLICT (tenant, case_id, id) DO UPDATE SET deleted = excluded.deleted, data = excluded.data",
   // The store numbers events: one more than the case's last seq, in the same transaction (the case
-  // row is locked first, so two writers cannot both take the same numbers). The seq in `data` is a
-  // placeholder; a read puts the column's value in its place.
+  // row is locked first, so two writers cannot both take the same numbers). A row holds the
+  // consecutive events of one run and superstep (eventRows): `seq` is the last one's, `n` how many.
   events:
-    `INSERT INTO ${S}.events (tenant, case_id, seq, run_id, superstep, type, data) ` +
-    `SELECT $1, $2, base.m + n::integer, d->>'runId', ${INT("superstep")}, d->>'type', data::json ` +
+    `INSERT INTO ${S}.events (tenant, case_id, seq, n, run_id, superstep, type, data) ` +
+    `SELECT $1, $2, base.m + (d->>'last')::integer, (d->>'count')::integer, d->>'runId', ${INT("superstep")}, d->>'type', data::json ` +
     `FROM ${ROWS} CROSS JOIN (SELECT coalesce(max(seq), 0) AS m FROM ${S}.events WHERE tenant = $1 AND case_id = $2) base ORDER BY n`,
 };
 
@@ -106,11 +106,17 @@ export function writeStatement(
   const shared = new Map<string, string>();
   for (const [table, list] of Object.entries(rows) as [TableName, unknown[]][]) {
     if (list.length === 0) continue;
-    const packed = list.map((r) => packRow(table, r));
-    for (const p of packed) for (const { hash, json } of p.shared) shared.set(hash, json);
+    const entries =
+      table === "events"
+        ? eventRows(list as EventRecord[])
+        : list.map((r) => {
+            const p = packRow(table, r);
+            for (const { hash, json } of p.shared) shared.set(hash, json);
+            return { columns: { ...columnsOf(table, r), ...p.refs }, data: p.data };
+          });
     params.push(
-      JSON.stringify(list.map((r, i) => ({ ...columnsOf(table, r), ...packed[i]!.refs }))),
-      packed.map((p) => p.data),
+      JSON.stringify(entries.map((e) => e.columns)),
+      entries.map((e) => e.data),
     );
     const sql = WRITE_SQL[table].replace("$C", `$${params.length - 1}`).replace("$T", `$${params.length}`);
     parts.push(`w_${table} AS (${sql})`);
@@ -123,6 +129,27 @@ export function writeStatement(
     );
   }
   return { sql: `WITH ${parts.join(", ")} SELECT 1`, params };
+}
+
+/**
+ * A commit's events as rows of `events`: each run of consecutive events of one run and superstep
+ * (a superstep's step and checkpoint events) is one row, its data the array of the events packed
+ * (packing.ts), so the row's columns and overhead are paid once. `last` is the place of the row's
+ * last event among the commit's, which the INSERT adds to the case's last seq.
+ */
+export function eventRows(events: EventRecord[]): { columns: Record<string, Json | undefined>; data: string }[] {
+  const rows: { columns: Record<string, Json | undefined>; data: unknown[] }[] = [];
+  events.forEach((e, i) => {
+    const row = rows[rows.length - 1];
+    if (row && row.columns.runId === e.runId && row.columns.superstep === e.superstep) {
+      row.data.push(pack("events", e));
+      row.columns.last = i + 1;
+      row.columns.count = (row.columns.count as number) + 1;
+    } else {
+      rows.push({ columns: { ...columnsOf("events", e), last: i + 1, count: 1 }, data: [pack("events", e)] });
+    }
+  });
+  return rows.map((r) => ({ columns: r.columns, data: JSON.stringify(r.data) }));
 }
 
 export const UPSERT_TABLES: ReadonlySet<TableName> = new Set(["runs", "intents", "rules"]);

@@ -120,13 +120,19 @@ const V2: string[] = [
   `CREATE TABLE IF NOT EXISTS ${S}.shared_values (tenant text NOT NULL, case_id text NOT NULL, hash text NOT NULL,
      data json NOT NULL, PRIMARY KEY (tenant, case_id, hash))`,
   `ALTER TABLE ${S}.checkpoints ADD COLUMN IF NOT EXISTS workflow_ref text`,
+  // A row of events holds n consecutive events (NULL: a v1 row, one event); seq is the last one's.
+  `ALTER TABLE ${S}.events ADD COLUMN IF NOT EXISTS n integer`,
   ...isolated("shared_values"),
 ];
 
 /** Tenant isolation is part of v1: no store without it was ever made. */
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   { to: 1, description: "initial schema, with tenant isolation by row-level security", statements: [...V1, ...TENANT_ISOLATION] },
-  { to: 2, description: "checkpoints, steps, state values and events packed; a checkpoint's workflow held once", statements: V2 },
+  {
+    to: 2,
+    description: "checkpoints, steps, state values and events packed; a checkpoint's workflow held once; a superstep's events one row",
+    statements: V2,
+  },
 ];
 
 /**

@@ -69,6 +69,53 @@ describe("PostgresStore: packed rows (schema v2)", () => {
     );
   });
 
+  it("holds a superstep's events in one row, and reads each with its own seq, from any point", async () => {
+    const s = await opened("events");
+    s.commit({ events: [event("r1", "run_started", 0)] });
+    s.commit({
+      events: [
+        event("r1", "step_completed", 1),
+        event("r1", "checkpoint", 1),
+        event("r1", "step_completed", 2),
+        event("r2", "run_started", 2),
+      ],
+    });
+    assert.equal(
+      sql("SELECT string_agg(seq || ':' || n, ',' ORDER BY seq) FROM casefile.events WHERE case_id = 'events'"),
+      "1:1,3:2,4:1,5:1",
+    );
+    const all = s.listEvents();
+    assert.deepEqual(
+      all.map((e) => [e.seq, e.runId, e.superstep, e.type]),
+      [
+        [1, "r1", 0, "run_started"],
+        [2, "r1", 1, "step_completed"],
+        [3, "r1", 1, "checkpoint"],
+        [4, "r1", 2, "step_completed"],
+        [5, "r2", 2, "run_started"],
+      ],
+    );
+    assert.equal(JSON.stringify(all[2]), JSON.stringify({ ...event("r1", "checkpoint", 1), seq: 3 }), "members in the order written");
+    assert.deepEqual(
+      s.listEvents({ afterSeq: 2 }).map((e) => e.seq),
+      [3, 4, 5],
+      "after a seq in the middle of a row: the rest of that row",
+    );
+    assert.deepEqual(
+      s.listEvents({ runId: "r1", superstep: 1 }).map((e) => e.seq),
+      [2, 3],
+    );
+    s.commit({ events: [event("r1", "run_completed", 2)] });
+    assert.equal(s.listEvents().at(-1)!.seq, 6, "numbering goes on from the last event of the last row");
+    sql(`UPDATE casefile.events SET data = '[[8, "x"], [3]]'::json WHERE case_id = 'events' AND seq = 3`);
+    assert.throws(
+      () => s.listEvents(),
+      (e: Error & { code?: string }) =>
+        e.code === "CORRUPT_CASE_FILE" && /events row \{"run_id":"r1","superstep":"1","seq":"2"\}/.test(e.message),
+      "a damaged row is named by its event's seq",
+    );
+  });
+
   it("stores whole a record whose members are not in the engine's order, and reads it the same", async () => {
     const s = await opened("unusual");
     const { superstep, id, runId, ...rest } = step("s1", "r1", 0);
