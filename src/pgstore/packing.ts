@@ -5,9 +5,10 @@ import type { TableName } from "../engine/storeBatch";
  * How a record of a table written every superstep (checkpoints, steps, state values, events) is
  * held in its row's `data` (schema v2): as a JSON array of its members' values in the order the
  * engine makes them, without their names, and without the members the row already holds in its
- * columns (a checkpoint's id, run, superstep, parent and time; an event's run, superstep, type
- * and seq). Those names and duplicates were most of the bytes of a superstep's rows: about 690
- * of the 1,280 bytes of JSON a superstep of the growth benchmark wrote (bench:postgres).
+ * columns (a checkpoint's id, run, superstep, parent and time; an event's run, superstep and
+ * seq) or that the case holds once (a checkpoint's workflow). Those names and duplicates were
+ * most of the bytes of a superstep's rows: about 690 of the 1,280 bytes of JSON a superstep of
+ * the growth benchmark wrote (bench:postgres), and the workflow another 110.
  *
  * The array's first element is a bit mask of the members present (bit i: member i of the table's
  * list); then the values of those present and not held in a column, in list order. A record
