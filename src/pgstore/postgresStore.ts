@@ -14,11 +14,10 @@ import type {
   VerdictRecord,
 } from "../engine/records";
 import type { CaseFileMeta, CaseStore, CheckpointSummary, CommitBatch } from "../engine/store";
-import { TABLES, missingValue, prepareBatch, storedRowProblem, valueKey } from "../engine/storeBatch";
+import { TABLES, missingValue, prepareBatch, valueKey } from "../engine/storeBatch";
 import type { TableName } from "../engine/storeBatch";
-import { packedSelect, unpack, unpackEvents } from "./packing";
 import { commitRefused, foreignTenant, redact, unavailable, unknownCase, wrap } from "./pgErrors";
-import { STORED, UPSERT_TABLES, existingKeysQuery, lastOfEach, writeStatement } from "./rows";
+import { STORED, UPSERT_TABLES, existingKeysQuery, identityOf, lastOfEach, readRecords, selected, writeStatement } from "./rows";
 import { PG_SCHEMA, PG_SCHEMA_VERSION, connectionTenant, migratePg, newer, storedSchemaVersion } from "./schema";
 import { PgError, SyncPgClient } from "./syncClient";
 import type { PgParam, Statement } from "./syncClient";
@@ -61,8 +60,13 @@ export interface PgAgentCallSummary {
 
 const S = PG_SCHEMA;
 
-/** Connections whose store schema this process has brought up to date: a store opened on one again skips the check. */
+/** Connections whose store schema this process has brought up to date: a store opened on one again checks only the version. */
 const migrated = new WeakSet<SyncPgClient>();
+
+/** The version of a store known to have its schema_meta row. */
+function schemaVersionOf(client: SyncPgClient): number {
+  return client.query<{ v: number }>(`SELECT schema_version AS v FROM ${PG_SCHEMA}.schema_meta WHERE id = 1`)[0]?.v ?? 0;
+}
 
 /**
  * A CaseStore over one case of a Postgres store (src/pgstore/schema.ts): what a case file holds,
@@ -119,7 +123,8 @@ export class PostgresStore implements CaseStore {
             `${where}: the store has schema v${v}; open it once as a writer to migrate it to v${PG_SCHEMA_VERSION}`,
           );
         }
-      } else if (!migrated.has(client)) {
+      } else if (!migrated.has(client) || wrap(where, "read the schema version", () => schemaVersionOf(client)) !== PG_SCHEMA_VERSION) {
+        // Once a connection's store is up to date, one query per open checks that no newer Casefile migrated it since.
         wrap(where, "migrate the schema", () => migratePg(client, where));
         migrated.add(client);
       }
@@ -451,39 +456,4 @@ export class PostgresStore implements CaseStore {
   private one<T>(table: TableName, rest: string, params: PgParam[]): T | undefined {
     return this.records<T>(table, rest, params)[0];
   }
-}
-
-/** The columns a read of `table` selects beside data: those naming a row, and those holding packed members (events: how many a row holds). */
-function selected(table: TableName): string {
-  const extra = table === "events" ? ["n"] : [];
-  return [...new Set([...STORED[table].identity, ...packedSelect(table, S, STORED[table].name), ...extra])].join(", ");
-}
-
-/** A row as a person finds it: its identity columns (an event: its own seq, not its row's last). */
-function identityOf(identity: string[], row: Record<string, unknown>, seq: number | undefined): Record<string, string> {
-  return Object.fromEntries(identity.map((c) => [c, String(c === "seq" && seq !== undefined ? seq : row[c])]));
-}
-
-const UNFIT = "the packed record does not fit its table's members (schema v2, packing.ts)";
-
-/**
- * The records a row holds, unpacked (packing.ts), each with what is wrong with it, if anything:
- * one, or an events row's events, each with its seq in place (the store numbered it in the
- * commit's transaction; the member is already there, so its place stays).
- */
-function readRecords(table: TableName, row: Record<string, unknown>): { record: unknown; problem?: string; seq?: number }[] {
-  if (table === "events") {
-    const events = unpackEvents(row);
-    if (events === undefined) return [{ record: undefined, problem: UNFIT }];
-    return events.map(({ record, seq }) => {
-      const problem = storedRowProblem(table, record);
-      if (problem !== undefined) return { record, problem, seq };
-      (record as { seq?: number }).seq = seq;
-      return { record, seq };
-    });
-  }
-  const record = unpack(table, row.data, row);
-  if (record === undefined) return [{ record, problem: UNFIT }];
-  const problem = storedRowProblem(table, record);
-  return [problem === undefined ? { record } : { record, problem }];
 }

@@ -12,8 +12,9 @@ import type {
   VerdictRecord,
 } from "../engine/records";
 import type { CommitBatch } from "../engine/store";
+import { storedRowProblem } from "../engine/storeBatch";
 import type { TableName } from "../engine/storeBatch";
-import { pack, packRow } from "./packing";
+import { pack, packRow, packedSelect, unpack, unpackEvents } from "./packing";
 import { PG_SCHEMA } from "./schema";
 import type { PgParam } from "./syncClient";
 
@@ -267,4 +268,39 @@ export function existingKeysQuery(batch: CommitBatch): { sql: string; params: Pg
     }
   }
   return parts.length === 0 ? undefined : { sql: parts.join(" UNION ALL "), params };
+}
+
+/** The columns a read of `table` selects beside data: those naming a row, and those holding packed members (events: how many a row holds). */
+export function selected(table: TableName): string {
+  const extra = table === "events" ? ["n"] : [];
+  return [...new Set([...STORED[table].identity, ...packedSelect(table, S, STORED[table].name), ...extra])].join(", ");
+}
+
+/** A row as a person finds it: its identity columns (an event: its own seq, not its row's last). */
+export function identityOf(identity: string[], row: Record<string, unknown>, seq: number | undefined): Record<string, string> {
+  return Object.fromEntries(identity.map((c) => [c, String(c === "seq" && seq !== undefined ? seq : row[c])]));
+}
+
+const UNFIT = "the packed record does not fit its table's members (schema v2, packing.ts)";
+
+/**
+ * The records a row holds, unpacked (packing.ts), each with what is wrong with it, if anything:
+ * one, or an events row's events, each with its seq in place (the store numbered it in the
+ * commit's transaction; the member is already there, so its place stays).
+ */
+export function readRecords(table: TableName, row: Record<string, unknown>): { record: unknown; problem?: string; seq?: number }[] {
+  if (table === "events") {
+    const events = unpackEvents(row);
+    if (events === undefined) return [{ record: undefined, problem: UNFIT }];
+    return events.map(({ record, seq }) => {
+      const problem = storedRowProblem(table, record);
+      if (problem !== undefined) return { record, problem, seq };
+      (record as { seq?: number }).seq = seq;
+      return { record, seq };
+    });
+  }
+  const record = unpack(table, row.data, row);
+  if (record === undefined) return [{ record, problem: UNFIT }];
+  const problem = storedRowProblem(table, record);
+  return [problem === undefined ? { record } : { record, problem }];
 }
