@@ -14,10 +14,10 @@ import type {
   VerdictRecord,
 } from "../engine/records";
 import type { CaseFileMeta, CaseStore, CheckpointSummary, CommitBatch } from "../engine/store";
-import { TABLES, missingValue, prepareBatch, storedRowProblem, valueKey } from "../engine/storeBatch";
+import { TABLES, missingValue, prepareBatch, valueKey } from "../engine/storeBatch";
 import type { TableName } from "../engine/storeBatch";
 import { commitRefused, foreignTenant, redact, unavailable, unknownCase, wrap } from "./pgErrors";
-import { STORED, UPSERT_TABLES, existingKeysQuery, lastOfEach, writeStatement } from "./rows";
+import { STORED, UPSERT_TABLES, existingKeysQuery, identityOf, lastOfEach, readRecords, selected, writeStatement } from "./rows";
 import { PG_SCHEMA, PG_SCHEMA_VERSION, connectionTenant, migratePg, newer, storedSchemaVersion } from "./schema";
 import { PgError, SyncPgClient } from "./syncClient";
 import type { PgParam, Statement } from "./syncClient";
@@ -40,6 +40,12 @@ export interface PgOpenOptions {
    * still has this generation, and is refused with LEASE_LOST once another worker took it over.
    */
   fence?: { generation: number };
+  /**
+   * An open connection to the store to use, left open by close(): a worker opens one store per
+   * case it claims, and a new connection each time (a thread, node-postgres, a Postgres backend
+   * warming its caches) cost several times the case's own work. Writers only.
+   */
+  connection?: SyncPgClient;
 }
 
 /** An agent call without its request, response or proposal (the shape of the engine's AgentCallSummary). */
@@ -53,6 +59,14 @@ export interface PgAgentCallSummary {
 }
 
 const S = PG_SCHEMA;
+
+/** Connections whose store schema this process has brought up to date: a store opened on one again checks only the version. */
+const migrated = new WeakSet<SyncPgClient>();
+
+/** The version of a store known to have its schema_meta row. */
+function schemaVersionOf(client: SyncPgClient): number {
+  return client.query<{ v: number }>(`SELECT schema_version AS v FROM ${PG_SCHEMA}.schema_meta WHERE id = 1`)[0]?.v ?? 0;
+}
 
 /**
  * A CaseStore over one case of a Postgres store (src/pgstore/schema.ts): what a case file holds,
@@ -79,6 +93,8 @@ export class PostgresStore implements CaseStore {
     readonly caseId: string,
     private readonly createdAt: string,
     private readonly fence: { generation: number } | undefined,
+    /** Whether close() ends the connection (false for PgOpenOptions.connection's). */
+    private readonly owned: boolean,
   ) {}
 
   /**
@@ -92,7 +108,10 @@ export class PostgresStore implements CaseStore {
       throw new CasefileError("USAGE", `${where}: a case id is needed to open a case of a Postgres store (--case ID)`);
     }
     const readOnly = opts.readOnly === true;
-    const client = new SyncPgClient(url, { where, settings: readOnly ? { default_transaction_read_only: "on" } : {} });
+    if (opts.connection !== undefined && readOnly) {
+      throw new CasefileError("USAGE", `${where}: a read-only store opens a connection of its own (read-only in Postgres too)`);
+    }
+    const client = opts.connection ?? new SyncPgClient(url, { where, settings: readOnly ? { default_transaction_read_only: "on" } : {} });
     try {
       if (readOnly) {
         const v = wrap(where, "read the schema version", () => storedSchemaVersion(client));
@@ -104,8 +123,10 @@ export class PostgresStore implements CaseStore {
             `${where}: the store has schema v${v}; open it once as a writer to migrate it to v${PG_SCHEMA_VERSION}`,
           );
         }
-      } else {
+      } else if (!migrated.has(client) || wrap(where, "read the schema version", () => schemaVersionOf(client)) !== PG_SCHEMA_VERSION) {
+        // Once a connection's store is up to date, one query per open checks that no newer Casefile migrated it since.
         wrap(where, "migrate the schema", () => migratePg(client, where));
+        migrated.add(client);
       }
       const tenant = opts.tenant ?? wrap(where, "read the connection's tenant", () => connectionTenant(client)) ?? "";
       const find = (): { created_at: string } | undefined =>
@@ -127,9 +148,9 @@ export class PostgresStore implements CaseStore {
         row = find();
       }
       if (!row) throw unknownCase(where, opts.caseId, tenant);
-      return new PostgresStore(client, where, readOnly, tenant, opts.caseId, row.created_at, opts.fence);
+      return new PostgresStore(client, where, readOnly, tenant, opts.caseId, row.created_at, opts.fence, opts.connection === undefined);
     } catch (e) {
-      client.close();
+      if (opts.connection === undefined) client.close();
       throw e;
     }
   }
@@ -155,7 +176,7 @@ export class PostgresStore implements CaseStore {
     const rows: Partial<Record<TableName, unknown[]>> = {};
     for (const table of TABLES) rows[table] = UPSERT_TABLES.has(table) ? lastOfEach(b[table] as { id: string }[]) : (b[table] as unknown[]);
     try {
-      this.client.transaction([this.lockStatement(), writeStatement(this.tenant, this.caseId, rows)]);
+      this.live().transaction([this.lockStatement(), writeStatement(this.tenant, this.caseId, rows)]);
     } catch (e) {
       if (e instanceof PgError && e.failure.code === "23505") {
         // Rolled back: name the row as every store does ("steps row s1 already exists").
@@ -350,11 +371,13 @@ export class PostgresStore implements CaseStore {
   }
 
   listEvents(filter: { runId?: string; superstep?: number; afterSeq?: number } = {}): EventRecord[] {
+    // A row's seq is its last event's (eventRows): the rows that end after afterSeq, then their events after it.
+    const after = filter.afterSeq ?? 0;
     return this.records<EventRecord>(
       "events",
       "AND ($3::text IS NULL OR run_id = $3) AND seq > $4 AND ($5::integer IS NULL OR superstep = $5) ORDER BY seq",
-      [filter.runId ?? null, filter.afterSeq ?? 0, filter.superstep ?? null],
-    );
+      [filter.runId ?? null, after, filter.superstep ?? null],
+    ).filter((e) => e.seq! > after);
   }
 
   /**
@@ -371,26 +394,33 @@ export class PostgresStore implements CaseStore {
     for (const table of TABLES) {
       const { name, identity } = STORED[table];
       const rows = this.read<Record<string, unknown>>(
-        `SELECT data, ${identity.join(", ")} FROM ${S}.${name} WHERE tenant = $1 AND case_id = $2 ORDER BY pos`,
+        `SELECT data, ${selected(table)} FROM ${S}.${name} WHERE tenant = $1 AND case_id = $2 ORDER BY pos`,
         [this.tenant, this.caseId],
       );
       for (const r of rows) {
-        const problem = storedRowProblem(table, r.data);
-        if (problem !== undefined) out.push({ table: name, row: Object.fromEntries(identity.map((c) => [c, String(r[c])])), problem });
+        for (const { problem, seq } of readRecords(table, r)) {
+          if (problem !== undefined) out.push({ table: name, row: identityOf(identity, r, seq), problem });
+        }
       }
     }
     return out;
   }
 
-  /** Ends the connection. Called by whoever opened the store, when the command or the case is done. */
+  /** Ends the connection (unless it was lent: PgOpenOptions.connection). Called by whoever opened the store, when the command or the case is done. */
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.client.close();
+    if (this.owned) this.client.close();
   }
 
   private read<T>(sql: string, params: PgParam[]): T[] {
-    return wrap(this.where, "read", () => this.client.query<T>(sql, params));
+    return wrap(this.where, "read", () => this.live().query<T>(sql, params));
+  }
+
+  /** The connection, unless this store was closed (a lent connection lives on after it). */
+  private live(): SyncPgClient {
+    if (this.closed) throw new CasefileError("STORE_UNAVAILABLE", `${this.where} case ${this.caseId}: the store was closed`);
+    return this.client;
   }
 
   /**
@@ -401,23 +431,26 @@ export class PostgresStore implements CaseStore {
   private records<T>(table: TableName, rest: string, params: PgParam[]): T[] {
     const { name, identity } = STORED[table];
     const rows = this.read<Record<string, unknown>>(
-      `SELECT data, ${identity.join(", ")} FROM ${S}.${name} WHERE tenant = $1 AND case_id = $2 ${rest}`,
+      `SELECT data, ${selected(table)} FROM ${S}.${name} WHERE tenant = $1 AND case_id = $2 ${rest}`,
       [this.tenant, this.caseId, ...params],
     );
-    return rows.map((r) => {
-      const problem = storedRowProblem(table, r.data);
-      if (problem !== undefined) {
-        const row = Object.fromEntries(identity.map((c) => [c, String(r[c])]));
-        throw new CasefileError("CORRUPT_CASE_FILE", `${this.where} case ${this.caseId}: ${name} row ${JSON.stringify(row)}: ${problem}`, {
-          table: name,
-          row,
-          problem,
-        });
-      }
-      // An event's seq is the column's (numbered in the commit's transaction); the member is already there, so its place stays.
-      if (table === "events") (r.data as { seq?: number }).seq = r.seq as number;
-      return r.data as T;
-    });
+    return rows.flatMap((r) =>
+      readRecords(table, r).map(({ record, problem, seq }) => {
+        if (problem !== undefined) {
+          const row = identityOf(identity, r, seq);
+          throw new CasefileError(
+            "CORRUPT_CASE_FILE",
+            `${this.where} case ${this.caseId}: ${name} row ${JSON.stringify(row)}: ${problem}`,
+            {
+              table: name,
+              row,
+              problem,
+            },
+          );
+        }
+        return record as T;
+      }),
+    );
   }
 
   private one<T>(table: TableName, rest: string, params: PgParam[]): T | undefined {

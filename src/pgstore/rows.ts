@@ -12,7 +12,9 @@ import type {
   VerdictRecord,
 } from "../engine/records";
 import type { CommitBatch } from "../engine/store";
+import { storedRowProblem } from "../engine/storeBatch";
 import type { TableName } from "../engine/storeBatch";
+import { pack, packRow, packedSelect, unpack, unpackEvents } from "./packing";
 import { PG_SCHEMA } from "./schema";
 import type { PgParam } from "./syncClient";
 
@@ -38,7 +40,7 @@ export const STORED: Record<TableName, { name: string; identity: string[] }> = {
   events: { name: "events", identity: ["run_id", "superstep", "seq"] },
 };
 
-/** $C: the rows' lookup columns (a JSON array of small objects, see `columnsOf`); $T: the records' JSON texts. */
+/** $C: the rows' lookup columns (a JSON array of small objects, see `columnsOf`); $T: the records' JSON texts (packed: packing.ts). */
 const ROWS = "json_array_elements($C::json) WITH ORDINALITY AS t(d, n) JOIN unnest($T::text[]) WITH ORDINALITY AS u(data, m) ON m = n";
 const INT = (f: string): string => `(d->>'${f}')::integer`;
 
@@ -54,9 +56,9 @@ const WRITE_SQL: Record<TableName, string> = {
     "ON CONFLICT (tenant, case_id, id) DO UPDATE SET parent_run_id = excluded.parent_run_id, status = excluded.status, " +
     "created_at = excluded.created_at, data = excluded.data",
   checkpoints:
-    `INSERT INTO ${S}.checkpoints (tenant, case_id, id, run_id, superstep, parent_id, created_at, pending, waiting, data) ` +
+    `INSERT INTO ${S}.checkpoints (tenant, case_id, id, run_id, superstep, parent_id, created_at, pending, waiting, workflow_ref, data) ` +
     `SELECT $1, $2, d->>'id', d->>'runId', ${INT("superstep")}, d->>'parentId', d->>'createdAt', ` +
-    `${INT("pending")}, ${INT("waiting")}, data::json FROM ${ROWS} ORDER BY n`,
+    `${INT("pending")}, ${INT("waiting")}, d->>'workflow_ref', data::json FROM ${ROWS} ORDER BY n`,
   values:
     `INSERT INTO ${S}.state_values (tenant, case_id, run, key, version, data) ` +
     `SELECT $1, $2, d->>'run', d->>'key', ${INT("version")}, data::json FROM ${ROWS} ORDER BY n`,
@@ -81,11 +83,11 @@ const WRITE_SQL: Record<TableName, string> = {
     `SELECT $1, $2, d->>'id', (d->>'deleted')::boolean, data::json FROM ${ROWS} ORDER BY n ` +
     "ON CONFLICT (tenant, case_id, id) DO UPDATE SET deleted = excluded.deleted, data = excluded.data",
   // The store numbers events: one more than the case's last seq, in the same transaction (the case
-  // row is locked first, so two writers cannot both take the same numbers). The seq in `data` is a
-  // placeholder; a read puts the column's value in its place.
+  // row is locked first, so two writers cannot both take the same numbers). A row holds the
+  // consecutive events of one run and superstep (eventRows): `seq` is the last one's, `n` how many.
   events:
-    `INSERT INTO ${S}.events (tenant, case_id, seq, run_id, superstep, type, data) ` +
-    `SELECT $1, $2, base.m + n::integer, d->>'runId', ${INT("superstep")}, d->>'type', data::json ` +
+    `INSERT INTO ${S}.events (tenant, case_id, seq, n, run_id, superstep, type, data) ` +
+    `SELECT $1, $2, base.m + (d->>'last')::integer, (d->>'count')::integer, d->>'runId', ${INT("superstep")}, d->>'type', data::json ` +
     `FROM ${ROWS} CROSS JOIN (SELECT coalesce(max(seq), 0) AS m FROM ${S}.events WHERE tenant = $1 AND case_id = $2) base ORDER BY n`,
 };
 
@@ -102,16 +104,53 @@ export function writeStatement(
 ): { sql: string; params: PgParam[] } {
   const params: PgParam[] = [tenant, caseId];
   const parts: string[] = [];
+  const shared = new Map<string, string>();
   for (const [table, list] of Object.entries(rows) as [TableName, unknown[]][]) {
     if (list.length === 0) continue;
+    const entries =
+      table === "events"
+        ? eventRows(list as EventRecord[])
+        : list.map((r) => {
+            const p = packRow(table, r);
+            for (const { hash, json } of p.shared) shared.set(hash, json);
+            return { columns: { ...columnsOf(table, r), ...p.refs }, data: p.data };
+          });
     params.push(
-      JSON.stringify(list.map((r) => columnsOf(table, r))),
-      list.map((r) => JSON.stringify(r)),
+      JSON.stringify(entries.map((e) => e.columns)),
+      entries.map((e) => e.data),
     );
     const sql = WRITE_SQL[table].replace("$C", `$${params.length - 1}`).replace("$T", `$${params.length}`);
     parts.push(`w_${table} AS (${sql})`);
   }
+  if (shared.size > 0) {
+    params.push([...shared.keys()], [...shared.values()]);
+    parts.push(
+      `w_shared AS (INSERT INTO ${S}.shared_values (tenant, case_id, hash, data) SELECT $1, $2, h, v::json ` +
+        `FROM unnest($${params.length - 1}::text[], $${params.length}::text[]) AS s(h, v) ON CONFLICT DO NOTHING)`,
+    );
+  }
   return { sql: `WITH ${parts.join(", ")} SELECT 1`, params };
+}
+
+/**
+ * A commit's events as rows of `events`: each run of consecutive events of one run and superstep
+ * (a superstep's step and checkpoint events) is one row, its data the array of the events packed
+ * (packing.ts), so the row's columns and overhead are paid once. `last` is the place of the row's
+ * last event among the commit's, which the INSERT adds to the case's last seq.
+ */
+export function eventRows(events: EventRecord[]): { columns: Record<string, Json | undefined>; data: string }[] {
+  const rows: { columns: Record<string, Json | undefined>; data: unknown[] }[] = [];
+  events.forEach((e, i) => {
+    const row = rows[rows.length - 1];
+    if (row && row.columns.runId === e.runId && row.columns.superstep === e.superstep) {
+      row.data.push(pack("events", e));
+      row.columns.last = i + 1;
+      row.columns.count = (row.columns.count as number) + 1;
+    } else {
+      rows.push({ columns: { ...columnsOf("events", e), last: i + 1, count: 1 }, data: [pack("events", e)] });
+    }
+  });
+  return rows.map((r) => ({ columns: r.columns, data: JSON.stringify(r.data) }));
 }
 
 export const UPSERT_TABLES: ReadonlySet<TableName> = new Set(["runs", "intents", "rules"]);
@@ -229,4 +268,39 @@ export function existingKeysQuery(batch: CommitBatch): { sql: string; params: Pg
     }
   }
   return parts.length === 0 ? undefined : { sql: parts.join(" UNION ALL "), params };
+}
+
+/** The columns a read of `table` selects beside data: those naming a row, and those holding packed members (events: how many a row holds). */
+export function selected(table: TableName): string {
+  const extra = table === "events" ? ["n"] : [];
+  return [...new Set([...STORED[table].identity, ...packedSelect(table, S, STORED[table].name), ...extra])].join(", ");
+}
+
+/** A row as a person finds it: its identity columns (an event: its own seq, not its row's last). */
+export function identityOf(identity: string[], row: Record<string, unknown>, seq: number | undefined): Record<string, string> {
+  return Object.fromEntries(identity.map((c) => [c, String(c === "seq" && seq !== undefined ? seq : row[c])]));
+}
+
+const UNFIT = "the packed record does not fit its table's members (schema v2, packing.ts)";
+
+/**
+ * The records a row holds, unpacked (packing.ts), each with what is wrong with it, if anything:
+ * one, or an events row's events, each with its seq in place (the store numbered it in the
+ * commit's transaction; the member is already there, so its place stays).
+ */
+export function readRecords(table: TableName, row: Record<string, unknown>): { record: unknown; problem?: string; seq?: number }[] {
+  if (table === "events") {
+    const events = unpackEvents(row);
+    if (events === undefined) return [{ record: undefined, problem: UNFIT }];
+    return events.map(({ record, seq }) => {
+      const problem = storedRowProblem(table, record);
+      if (problem !== undefined) return { record, problem, seq };
+      (record as { seq?: number }).seq = seq;
+      return { record, seq };
+    });
+  }
+  const record = unpack(table, row.data, row);
+  if (record === undefined) return [{ record, problem: UNFIT }];
+  const problem = storedRowProblem(table, record);
+  return [problem === undefined ? { record } : { record, problem }];
 }

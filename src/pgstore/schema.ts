@@ -96,21 +96,43 @@ const TENANT_ISOLATION: string[] = [
   `GRANT USAGE ON SCHEMA ${S} TO casefile_tenant`,
   `GRANT SELECT ON ${S}.schema_meta TO casefile_tenant`,
   `GRANT EXECUTE ON FUNCTION ${S}.current_tenant() TO casefile_tenant`,
-  ...TENANT_TABLES.flatMap((t) => [
+  ...TENANT_TABLES.flatMap(isolated),
+];
+
+/** A table of tenants' rows: tenant roles may read and write it, and only their tenant's rows. */
+function isolated(t: string): string[] {
+  return [
     `GRANT SELECT, INSERT, UPDATE ON ${S}.${t} TO casefile_tenant`,
     `ALTER TABLE ${S}.${t} ENABLE ROW LEVEL SECURITY`,
     `DROP POLICY IF EXISTS tenant_isolation ON ${S}.${t}`,
     `CREATE POLICY tenant_isolation ON ${S}.${t} USING (tenant = ${S}.current_tenant()) WITH CHECK (tenant = ${S}.current_tenant())`,
-  ]),
-];
+  ];
+}
 
 /**
- * Tenant isolation is part of v1: no store without it was ever made. (The conformance suite checks
- * meta().schemaVersion against the case file's SCHEMA_VERSION, which is 1 too; when either moves,
- * that check must compare each store with its own version.)
+ * v2: how `data` holds a record of the tables written every superstep changes (packing.ts), which
+ * a v1 Casefile could not read: it refuses a v2 store. A value many of a case's rows repeat (a
+ * checkpoint's workflow) is held once in `shared_values`, by the hash of its JSON text, and a row
+ * names it in a column (checkpoints.workflow_ref). The table is internal to the store: no record
+ * of it is pulled or listed.
  */
+const V2: string[] = [
+  `CREATE TABLE IF NOT EXISTS ${S}.shared_values (tenant text NOT NULL, case_id text NOT NULL, hash text NOT NULL,
+     data json NOT NULL, PRIMARY KEY (tenant, case_id, hash))`,
+  `ALTER TABLE ${S}.checkpoints ADD COLUMN IF NOT EXISTS workflow_ref text`,
+  // A row of events holds n consecutive events (NULL: a v1 row, one event); seq is the last one's.
+  `ALTER TABLE ${S}.events ADD COLUMN IF NOT EXISTS n integer`,
+  ...isolated("shared_values"),
+];
+
+/** Tenant isolation is part of v1: no store without it was ever made. */
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   { to: 1, description: "initial schema, with tenant isolation by row-level security", statements: [...V1, ...TENANT_ISOLATION] },
+  {
+    to: 2,
+    description: "checkpoints, steps, state values and events packed; a checkpoint's workflow held once; a superstep's events one row",
+    statements: V2,
+  },
 ];
 
 /**

@@ -54,59 +54,94 @@ type Request = { id: number } & (
 type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
 type Reply = { id: number } & ({ ok: true; rows: Record<string, unknown>[][] } | { ok: false; failure: PgFailure });
 
-/** The worker's code, run with `eval`, so that it needs no file of its own beside a bundle. */
+/**
+ * The connection thread's code, run with `eval`, so that it needs no file of its own beside a
+ * bundle. One thread serves every connection of the process (a worker's queue and its cases'
+ * stores, a command's store and queue): booting a thread and loading node-postgres cost a
+ * fifth of a second of CPU each time. Each connection is its own pg.Client behind its own
+ * message port, answering its requests one at a time, in order.
+ */
 const WORKER_SOURCE = `
-const { workerData } = require("node:worker_threads");
+const { workerData, parentPort } = require("node:worker_threads");
 const pg = require(workerData.pgPath);
-const signal = new Int32Array(workerData.signal);
-const port = workerData.port;
-const client = new pg.Client({ connectionString: workerData.url, options: workerData.options || undefined });
-let broken;
-client.on("error", (e) => { broken = e; });
-const connected = client.connect().catch((e) => { broken = e; });
 const fail = (e) => ({ message: e.message || String(e), code: e.code, detail: e.detail, constraint: e.constraint, label: e.label });
-async function run(st) {
-  const res = await client.query(st.sql, st.params || []);
-  const n = res.command === "SELECT" ? res.rows.length : res.rowCount;
-  if (st.expectRows !== undefined && n !== st.expectRows) {
-    const e = new Error("expected " + st.expectRows + " row(s), got " + n);
-    e.code = "CASEFILE_EXPECT"; e.label = st.label;
-    throw e;
+parentPort.on("message", (open) => serve(open.port, open.url, open.options, new Int32Array(open.signal)));
+function serve(port, url, options, signal) {
+  const client = new pg.Client({ connectionString: url, options: options || undefined });
+  let broken;
+  client.on("error", (e) => { broken = e; });
+  const connected = client.connect().catch((e) => { broken = e; });
+  // Statements with parameters run as named prepared statements: Postgres parses (and, once it
+  // finds a generic plan as good, plans) each text once per connection instead of every call. The
+  // store's texts are few (one per table set a commit touches, one per read); past a bound, unnamed.
+  const names = new Map();
+  function named(st) {
+    if (!st.params || st.params.length === 0) return st.sql;
+    let name = names.get(st.sql);
+    if (name === undefined && names.size < 500) names.set(st.sql, (name = "cf" + names.size));
+    return name === undefined ? { text: st.sql, values: st.params } : { name, text: st.sql, values: st.params };
   }
-  return res.rows;
-}
-async function answer(req) {
-  await connected;
-  if (broken) return { ok: false, failure: fail(broken) };
-  try {
-    if (req.kind === "query") return { ok: true, rows: [await run(req.statement)] };
-    await client.query("BEGIN");
-    try {
-      const rows = [];
-      for (const st of req.statements) rows.push(await run(st));
-      await client.query("COMMIT");
-      return { ok: true, rows };
-    } catch (e) {
-      await client.query("ROLLBACK").catch(() => {});
+  async function run(st) {
+    const res = await client.query(named(st));
+    const n = res.command === "SELECT" ? res.rows.length : res.rowCount;
+    if (st.expectRows !== undefined && n !== st.expectRows) {
+      const e = new Error("expected " + st.expectRows + " row(s), got " + n);
+      e.code = "CASEFILE_EXPECT"; e.label = st.label;
       throw e;
     }
-  } catch (e) {
-    return { ok: false, failure: fail(e) };
+    return res.rows;
   }
-}
-// One request at a time, in order: a request sent after an earlier one timed out waits for it
-// rather than running inside its transaction. Each reply carries its request's id.
-let chain = Promise.resolve();
-port.on("message", (req) => {
-  chain = chain.then(async () => {
-    const reply = req.kind === "close" ? await client.end().then(() => ({ ok: true, rows: [] }), (e) => ({ ok: false, failure: fail(e) })) : await answer(req);
-    port.postMessage({ ...reply, id: req.id });
-    Atomics.store(signal, 0, 1);
-    Atomics.notify(signal, 0);
-    if (req.kind === "close") port.close();
+  async function answer(req) {
+    await connected;
+    if (broken) return { ok: false, failure: fail(broken) };
+    try {
+      if (req.kind === "query") return { ok: true, rows: [await run(req.statement)] };
+      await client.query("BEGIN");
+      try {
+        const rows = [];
+        for (const st of req.statements) rows.push(await run(st));
+        await client.query("COMMIT");
+        return { ok: true, rows };
+      } catch (e) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw e;
+      }
+    } catch (e) {
+      return { ok: false, failure: fail(e) };
+    }
+  }
+  // One request at a time, in order: a request sent after an earlier one timed out waits for it
+  // rather than running inside its transaction. Each reply carries its request's id.
+  let chain = Promise.resolve();
+  port.on("message", (req) => {
+    chain = chain.then(async () => {
+      const reply = req.kind === "close" ? await client.end().then(() => ({ ok: true, rows: [] }), (e) => ({ ok: false, failure: fail(e) })) : await answer(req);
+      port.postMessage({ ...reply, id: req.id });
+      Atomics.store(signal, 0, 1);
+      Atomics.notify(signal, 0);
+      if (req.kind === "close") port.close();
+    });
   });
-});
+}
 `;
+
+/** The process's connection thread, started with its first connection. */
+let hub: Worker | undefined;
+
+function connectionThread(): Worker {
+  if (hub) return hub;
+  const thread = new Worker(WORKER_SOURCE, { eval: true, workerData: { pgPath: pgModulePath() } });
+  // It does not keep the process alive: a caller that forgets close() still exits.
+  thread.unref();
+  // A thread that died answers nothing (its connections' calls time out); the next connection starts another.
+  const gone = (): void => {
+    if (hub === thread) hub = undefined;
+  };
+  thread.on("error", gone);
+  thread.on("exit", gone);
+  hub = thread;
+  return thread;
+}
 
 /**
  * Where the worker loads node-postgres from: the bundle of it beside this code's bundle in dist/
@@ -128,7 +163,6 @@ export interface SyncClientOptions {
 }
 
 export class SyncPgClient {
-  private readonly worker: Worker;
   private readonly port: MessagePort;
   private readonly signal = new Int32Array(new SharedArrayBuffer(4));
   private readonly timeoutMs: number;
@@ -145,13 +179,8 @@ export class SyncPgClient {
     const options = Object.entries(opts.settings ?? {})
       .map(([k, v]) => `-c ${k}=${v}`)
       .join(" ");
-    this.worker = new Worker(WORKER_SOURCE, {
-      eval: true,
-      workerData: { url, options, pgPath: pgModulePath(), signal: this.signal.buffer, port: port2 },
-      transferList: [port2],
-    });
-    // Neither keeps the process alive: a caller that forgets close() still exits.
-    this.worker.unref();
+    connectionThread().postMessage({ port: port2, url, options, signal: this.signal.buffer }, [port2]);
+    // Nor does the port keep the process alive.
     this.port.unref();
   }
 
@@ -165,7 +194,7 @@ export class SyncPgClient {
     return this.call({ kind: "transaction", statements });
   }
 
-  /** Ends the connection and the worker; called by the store's close(). */
+  /** Ends the connection (the thread serves the process's others); called by the store's close(). */
   close(): void {
     if (this.closed) return;
     try {
@@ -174,7 +203,7 @@ export class SyncPgClient {
       // A connection that never opened has nothing to end.
     } finally {
       this.closed = true;
-      void this.worker.terminate();
+      this.port.close();
     }
   }
 

@@ -8,7 +8,7 @@ import { createProvider } from "../engine/providers/index";
 import type { ModelProvider } from "../engine/model";
 import type { EventRecord, RunRecord } from "../engine/records";
 import { PostgresStore } from "../pgstore/index";
-import { PgQueue, storeAway, type Claim, type QueueStatus } from "../pgstore/index";
+import { PgQueue, SyncPgClient, redact, storeAway, type Claim, type QueueStatus } from "../pgstore/index";
 import type { ProviderConfig } from "../protocol/runner";
 import { loadWorkflow } from "./bundle";
 import { hooksFromEnv } from "./session";
@@ -65,6 +65,15 @@ export async function runWorker(workflowPath: string, opts: WorkerOptions): Prom
   const report: WorkerReport = { finished: 0, lost: 0 };
   let idleSince = Date.now();
   let outage = false;
+  // One connection for the cases' stores, shared by every slot: each of its calls blocks this
+  // thread until answered (SyncPgClient), so slots never interleave inside one, and a connection
+  // per case (a thread, node-postgres loaded, a Postgres backend) cost more than the case itself.
+  // A case that ends in an error drops it (it may be what broke); the next case opens another.
+  let connection: SyncPgClient | undefined;
+  const dropConnection = (): void => {
+    connection?.close();
+    connection = undefined;
+  };
   const slot = async (): Promise<void> => {
     while (!opts.signal?.aborted) {
       let claim: Claim | undefined;
@@ -109,7 +118,13 @@ export async function runWorker(workflowPath: string, opts: WorkerOptions): Prom
     );
     let store: PostgresStore | undefined;
     try {
-      store = await PostgresStore.open(opts.url, { caseId: claim.caseId, tenant: claim.tenant, fence: { generation: claim.generation } });
+      connection ??= new SyncPgClient(opts.url, { where: redact(opts.url) });
+      store = await PostgresStore.open(opts.url, {
+        caseId: claim.caseId,
+        tenant: claim.tenant,
+        fence: { generation: claim.generation },
+        connection,
+      });
       const onEvent = opts.onEvent ? (e: EventRecord): void => opts.onEvent!(claim.caseId, e) : undefined;
       const status = await advance(store, claim, workflow, provider, control, file, env, log, onEvent);
       if (leaseLost || !queue.release(claim, status)) {
@@ -122,6 +137,7 @@ export async function runWorker(workflowPath: string, opts: WorkerOptions): Prom
         log(`worker ${owner}: case ${claim.caseId}: ${status}`);
       }
     } catch (e) {
+      if (!(isCasefileError(e) && e.code === "LEASE_LOST")) dropConnection();
       if (isCasefileError(e) && e.code === "LEASE_LOST") {
         report.lost++;
         log(`worker ${owner}: case ${claim.caseId}: LEASE_LOST: ${e.message}; stopped the case`);
@@ -153,6 +169,7 @@ export async function runWorker(workflowPath: string, opts: WorkerOptions): Prom
   try {
     await Promise.all(Array.from({ length: Math.max(1, opts.concurrency ?? 1) }, slot));
   } finally {
+    dropConnection();
     queue.close();
   }
   return report;

@@ -18,7 +18,7 @@
  * Writes test/bench/results/postgres.json.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startErp } from "../../examples/erp/server";
@@ -60,13 +60,65 @@ function schemaBytes(c: PgCluster, db: string, schema: string): number {
 
 // ---- 1. scaling
 
-async function casesPerSecond(c: PgCluster, workers: number, cases: number): Promise<number> {
+/**
+ * CPU seconds, from /proc (Linux): this process's children once reaped (the workers), the
+ * postmaster's with its reaped backends (Postgres), and every core's busy time (the machine,
+ * whoever ran). Beside cases/s they say whether a run was bound by CPU, and by whose.
+ */
+interface CpuClock {
+  workers: number;
+  postgres: number;
+  bench: number;
+  machine: number;
+  at: number;
+}
+
+const TICK = 100; // USER_HZ
+function procTimes(file: string, fields: number[]): number {
+  try {
+    const f = readFileSync(file, "utf8").split(") ")[1]!.split(" ");
+    return fields.reduce((sum, i) => sum + Number(f[i - 3]), 0) / TICK;
+  } catch {
+    return Number.NaN;
+  }
+}
+function cpuClock(c: PgCluster): CpuClock {
+  let machine = Number.NaN;
+  try {
+    const t = readFileSync("/proc/stat", "utf8").split("\n")[0]!.split(/\s+/).slice(1).map(Number);
+    machine = (t[0]! + t[1]! + t[2]! + t[5]! + t[6]!) / TICK; // user nice system irq softirq
+  } catch {
+    // Not Linux: only cases/s is printed.
+  }
+  const me = process.cpuUsage();
+  return {
+    workers: procTimes("/proc/self/stat", [16, 17]),
+    postgres: procTimes(`/proc/${c.pid()}/stat`, [14, 15, 16, 17]),
+    bench: (me.user + me.system) / 1e6,
+    machine,
+    at: Date.now(),
+  };
+}
+type CpuSpent = Omit<CpuClock, "at"> & { wall: number };
+function cpuSince(c: PgCluster, t0: CpuClock): CpuSpent {
+  const t = cpuClock(c);
+  return {
+    workers: t.workers - t0.workers,
+    postgres: t.postgres - t0.postgres,
+    bench: t.bench - t0.bench,
+    machine: t.machine - t0.machine,
+    wall: (t.at - t0.at) / 1000,
+  };
+}
+
+async function casesPerSecond(c: PgCluster, workers: number, cases: number): Promise<{ rate: number; cpu: CpuSpent }> {
   const { url } = database(c, `scale${workers}`);
   const dir = mkdtempSync(path.join(os.tmpdir(), "casefile-pgbench-"));
   const erp = await startErp({ dataDir: path.join(dir, "erp"), seed: supplierSeed(cases) });
   const queue = new PgQueue(url);
   try {
     for (let i = 0; i < cases; i++) queue.enqueue(applicationId(i), supplier, { applicationId: applicationId(i) });
+    const t0 = cpuClock(c);
     let first: bigint | undefined;
     let last: bigint | undefined;
     let ended = 0;
@@ -97,7 +149,7 @@ async function casesPerSecond(c: PgCluster, workers: number, cases: number): Pro
       });
     await Promise.all(Array.from({ length: workers }, run));
     if (ended !== cases || first === undefined || last === undefined) throw new Error(`${ended} of ${cases} cases ended`);
-    return cases / (Number(last - first) / 1e9);
+    return { rate: cases / (Number(last - first) / 1e9), cpu: cpuSince(c, t0) };
   } finally {
     queue.close();
     await erp.close();
@@ -184,6 +236,15 @@ function floor(c: PgCluster, supersteps: number, bytes: number): number {
   }
 }
 
+/** CPU seconds of a scaling run: ours by process, and how busy the machine's cores were (ours and everyone else's). */
+function cpuLine(t: CpuSpent, cpus: number): string {
+  const ours = t.workers + t.postgres + t.bench;
+  return (
+    `CPU s: workers ${t.workers.toFixed(2)}, Postgres ${t.postgres.toFixed(2)}, ERP stand-in and bench ${t.bench.toFixed(2)}; ` +
+    `machine busy ${t.machine.toFixed(1)} of ${(cpus * t.wall).toFixed(1)} core-s, of which others' ${Math.max(0, t.machine - ours).toFixed(1)}`
+  );
+}
+
 async function main(): Promise<void> {
   const cases = arg("cases", 40);
   const supersteps = arg("supersteps", 1000);
@@ -192,9 +253,13 @@ async function main(): Promise<void> {
   const started = Date.now();
   try {
     const scaling: Record<string, number> = {};
+    const cpu: Record<string, CpuSpent> = {};
+    const cpus = os.cpus().length;
     for (const w of [1, 2, 4]) {
-      scaling[w] = await casesPerSecond(cluster, w, cases);
-      log(`  ${w} worker(s): ${scaling[w]!.toFixed(2)} cases/s`);
+      const r = await casesPerSecond(cluster, w, cases);
+      scaling[w] = r.rate;
+      cpu[w] = r.cpu;
+      log(`  ${w} worker(s): ${r.rate.toFixed(2)} cases/s; ${cpuLine(r.cpu, cpus)}`);
     }
     const lines = invoiceLines(100_000);
     const ours = await oursGrowth(cluster, supersteps, lines);
@@ -204,7 +269,6 @@ async function main(): Promise<void> {
     // Our commit per superstep is the counter's value row, its checkpoint, step and events: about 2 KB.
     const floorMs = floor(cluster, supersteps, 2000);
 
-    const cpus = os.cpus().length;
     const load = os.loadavg().map((x) => x.toFixed(1));
     console.log(`\nPostgres store, ${cpus} CPUs, load average ${load.join(" ")}; ${cases} supplier cases, ${supersteps} supersteps`);
     console.log(
@@ -221,7 +285,19 @@ async function main(): Promise<void> {
           `disk per 1,000 supersteps ours ${fmtBytes(ours.bytesPer1000)}, theirs ${fmtBytes(theirs.bytesPer1000)} (ours/theirs ${(ours.bytesPer1000 / theirs.bytesPer1000).toFixed(2)}x)`,
       );
     if (typeof theirs === "string") console.log(`disk per 1,000 supersteps: ours ${fmtBytes(ours.bytesPer1000)}`);
-    const results = { at: new Date().toISOString(), cpus, loadAverage: os.loadavg(), cases, supersteps, scaling, ours, theirs, floorMs };
+    for (const w of [1, 2, 4]) console.log(`  ${w} worker(s): ${cpuLine(cpu[w]!, cpus)}`);
+    const results = {
+      at: new Date().toISOString(),
+      cpus,
+      loadAverage: os.loadavg(),
+      cases,
+      supersteps,
+      scaling,
+      cpu,
+      ours,
+      theirs,
+      floorMs,
+    };
     mkdirSync(path.join(__dirname, "results"), { recursive: true });
     writeFileSync(path.join(__dirname, "results", "postgres.json"), JSON.stringify(results, null, 2) + "\n");
     console.log(`\nwrote test/bench/results/postgres.json (${((Date.now() - started) / 1000).toFixed(0)} s)`);

@@ -154,6 +154,20 @@ describe("workers on a Postgres store: leases, a killed worker's case resumed, a
     await checkCases(url);
   });
 
+  it("a worker runs every case it claims on its own two connections (its queue's and its cases'), however many cases", async () => {
+    const url = createDatabase("connections");
+    await enqueueAll(url);
+    // Sessions Postgres established for this database; the query's own session is counted once it ends.
+    const sessions = (): number =>
+      Number(pgCluster().psql(`SELECT sessions FROM pg_stat_database WHERE datname = '${dbOf(url)}'`, dbOf(url)));
+    const before = sessions();
+    const w = startWorker(url, { ERP_URL: erp.url }, ["--idle-exit-ms", "500"]);
+    assert.equal(await w.exited, 0, w.stderr());
+    assert.equal(w.stderr().match(/: completed/g)?.length, CASES, w.stderr());
+    assert.equal(sessions() - before - 1, 2, `${CASES} cases on two connections, not one per case`);
+    await checkCases(url);
+  });
+
   it("a case waiting for a person: respond --store records the answer and puts the case back on the queue, and a worker finishes it", async () => {
     const url = createDatabase("respond");
     const invoice = path.join(root, "examples/invoice/workflow.ts");

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { MemoryStore, SCHEMA_VERSION, SqlJsStore } from "../../../src/casefile";
 import type { CaseStore } from "../../../src/engine/store";
-import { PostgresStore } from "../../../src/pgstore";
+import { PG_SCHEMA_VERSION, PostgresStore } from "../../../src/pgstore";
 import { createDatabase } from "../../helpers/pgCluster";
 import { agentCall, checkpoint, event, fact, intent, ref, rule, run, step, verdict } from "./builders";
 
@@ -12,7 +12,8 @@ import { agentCall, checkpoint, event, fact, intent, ref, rule, run, step, verdi
  * One suite, every CaseStore. Whatever the engine can observe through the port must be the same
  * whether it runs against memory (tests, previews) or against a case file on disk.
  */
-function conformance(name: string, open: () => Promise<{ store: CaseStore; dispose(): void }>): void {
+/** `schemaVersion`: the version of the store's own schema (a case file's, or the Postgres store's). */
+function conformance(name: string, open: () => Promise<{ store: CaseStore; dispose(): void }>, schemaVersion = SCHEMA_VERSION): void {
   describe(`CaseStore conformance: ${name}`, () => {
     let store: CaseStore;
     let dispose: () => void;
@@ -28,7 +29,7 @@ function conformance(name: string, open: () => Promise<{ store: CaseStore; dispo
 
     it("reports the schema version and creation time", () => {
       const m = store.meta();
-      assert.equal(m.schemaVersion, SCHEMA_VERSION);
+      assert.equal(m.schemaVersion, schemaVersion);
       assert.ok(!Number.isNaN(Date.parse(m.createdAt)), m.createdAt);
     });
 
@@ -418,9 +419,13 @@ conformance("SqlJsStore", async () => {
 
 // A real Postgres (a cluster made for this test run, test/helpers/pgCluster.ts): each test a case of its own.
 let pgCase = 0;
-conformance("PostgresStore", async () => {
-  pgConformanceUrl ??= createDatabase("conformance");
-  const store = await PostgresStore.open(pgConformanceUrl, { caseId: `case-${++pgCase}`, create: true });
-  return { store, dispose: () => store.close() };
-});
+conformance(
+  "PostgresStore",
+  async () => {
+    pgConformanceUrl ??= createDatabase("conformance");
+    const store = await PostgresStore.open(pgConformanceUrl, { caseId: `case-${++pgCase}`, create: true });
+    return { store, dispose: () => store.close() };
+  },
+  PG_SCHEMA_VERSION,
+);
 let pgConformanceUrl: string | undefined;

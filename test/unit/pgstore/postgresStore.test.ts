@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { PG_SCHEMA_VERSION, PostgresStore } from "../../../src/pgstore";
+import { PG_SCHEMA_VERSION, PostgresStore, SyncPgClient } from "../../../src/pgstore";
 import { createDatabase, pgCluster } from "../../helpers/pgCluster";
 import { checkpoint, event, run, step } from "../casefile/builders";
 
@@ -67,6 +67,26 @@ describe("PostgresStore", () => {
         PostgresStore.open(newer, { caseId: "x", readOnly }),
         refused("NEWER_SCHEMA", new RegExp(`schema v${PG_SCHEMA_VERSION + 1}, this Casefile reads up to v${PG_SCHEMA_VERSION}`)),
       );
+    }
+  });
+
+  it("on a lent connection (a worker's), refuses a case once a newer Casefile migrated the store, and leaves the connection open", async () => {
+    const newer = createDatabase("lent");
+    const connection = new SyncPgClient(newer, { where: "lent" });
+    try {
+      const a = await PostgresStore.open(newer, { caseId: "a", create: true, connection });
+      a.commit({ runs: [run("r1")] });
+      a.close();
+      assert.equal(
+        (await PostgresStore.open(newer, { caseId: "a", connection })).getRun("r1")!.id,
+        "r1",
+        "the connection outlives a store",
+      );
+      pgCluster().psql(`UPDATE casefile.schema_meta SET schema_version = ${PG_SCHEMA_VERSION + 1}`, newer.split("/").pop()!.split("?")[0]);
+      await assert.rejects(PostgresStore.open(newer, { caseId: "a", connection }), refused("NEWER_SCHEMA", /this Casefile reads up to/));
+      assert.deepEqual(connection.query("SELECT 1 AS one"), [{ one: 1 }], "the refusal left the lent connection open");
+    } finally {
+      connection.close();
     }
   });
 
