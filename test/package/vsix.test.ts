@@ -54,6 +54,8 @@ describe(".vsix from npm run package", function () {
       "dist/runner.js",
       "dist/describe.js",
       "dist/tokenCounter.js",
+      "dist/o200k_base.ranks",
+      "dist/cl100k_base.ranks",
       "dist/sql-wasm.wasm",
       "dist/types/casefile/engine/index.d.ts",
       "dist/types/zod/index.d.ts",
