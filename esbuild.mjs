@@ -82,6 +82,34 @@ function lazyChunks(self) {
     },
   };
 }
+/**
+ * zod's error messages in 60-odd languages (`z.locales`, over half of zod's bundle) are a bundle
+ * of their own, dist/vendor-zod-locales.js, required the first time one is asked for: ext-zod.js
+ * gets, in place of zod's locales index, a module with the same names as getters. Every process
+ * that loads zod (CLI, runner, extension) compiled and initialised them all before. English,
+ * zod's default, stays in ext-zod.js (zod requires it directly).
+ */
+const ZOD_LOCALES = path.join(path.dirname(require.resolve("zod")), "v4", "locales", "index.cjs");
+const zodLocalesPlugin = {
+  name: "zod-locales",
+  setup(build) {
+    build.onResolve({ filter: /\/locales\/index\.cjs$/ }, (args) =>
+      path.resolve(args.resolveDir, args.path) === ZOD_LOCALES ? { path: ZOD_LOCALES, namespace: "zod-locales" } : undefined,
+    );
+    build.onResolve({ filter: /^\.\/vendor-zod-locales\.js$/ }, (args) => ({ path: args.path, external: true }));
+    build.onLoad({ filter: /.*/, namespace: "zod-locales" }, () => {
+      const names = Object.keys(require(ZOD_LOCALES));
+      const contents = [
+        `let all;`,
+        `const load = () => all || (all = require("./vendor-zod-locales.js"));`,
+        `Object.defineProperty(exports, "__esModule", { value: true });`,
+        `for (const name of ${JSON.stringify(names)}) Object.defineProperty(exports, name, { enumerable: true, get: () => load()[name] });`,
+      ].join("\n");
+      return { contents, loader: "js" };
+    });
+  },
+};
+
 // External `import()` becomes `require()`: the extension host loads CommonJS.
 const extensionSide = (self) => ({ ...node, supported: { "dynamic-import": false }, plugins: [lazyChunks(self)] });
 
@@ -152,11 +180,17 @@ const browser = {
 
 const targets = [
   { ...extensionSide("extension"), entryPoints: [ENTRY], outfile: "dist/extension.js" },
-  ...Object.entries(lazyModules).map(([m, out]) => ({
-    ...extensionSide(out),
-    entryPoints: [m === "zod" ? require.resolve("zod") : m],
-    outfile: `dist/${out}.js`,
-  })),
+  ...Object.entries(lazyModules).map(([m, out]) =>
+    m === "zod"
+      ? {
+          ...extensionSide(out),
+          plugins: [lazyChunks(out), zodLocalesPlugin],
+          entryPoints: [require.resolve("zod")],
+          outfile: `dist/${out}.js`,
+        }
+      : { ...extensionSide(out), entryPoints: [m], outfile: `dist/${out}.js` },
+  ),
+  { ...node, entryPoints: [ZOD_LOCALES], outfile: "dist/vendor-zod-locales.js" },
   { ...nodeSplit, entryPoints: ["src/runner/runnerMain.ts"], outfile: "dist/runner.js" },
   // Bundles and builds one workflow file, reports its graph or problems (Workflow Graph, diagnostics).
   { ...nodeSplit, entryPoints: ["src/runner/describeMain.ts"], outfile: "dist/describe.js" },
