@@ -28,7 +28,7 @@ const MAX_ENTRIES = 48;
  * Loads a bundle of dist/ as Node's loader would (CommonJS wrapper, its own `require`), compiled
  * with V8's code cache: `vm.Script` with the cached data of an earlier run of the same command.
  * The bundles it requires by "./name.js" (zod's, yaml's, the commands' vendor bundles) load the
- * same way, once each; every other require is Node's. An entry is keyed by the SHA-256 of the
+ * same way, once each, into Node's module cache; every other require is Node's. An entry is keyed by the SHA-256 of the
  * bundle's text (with Node's version, the CPU and the command), so changed code never meets old
  * compiled code: V8 itself only checks the text's length. Entries are written at exit, by the
  * first run of a command (or when V8 rejected the entry, e.g. after a change of V8 flags), with
@@ -39,12 +39,16 @@ function cachedLoader(dir) {
   const vm = require("node:vm");
   const crypto = require("node:crypto");
   const command = /^[\w-]{1,40}$/.test(process.argv[2] || "") ? process.argv[2] : "-";
-  const loaded = new Map();
   const made = [];
   function load(file) {
-    const known = loaded.get(file);
+    // In Node's module cache, as Node's loader would put it: a require of the same file by path
+    // from anywhere in the process gets this module, not a second copy.
+    const known = require.cache[file];
     if (known) return known.exports;
     const source = fs.readFileSync(file, "utf8");
+    // A script compiled here has no host for import() on Node 20 (only an experimental vm hook):
+    // a bundle that may call it (the OpenTelemetry exporter's import("http")) is Node's to load.
+    if (source.includes("import(")) return Module.createRequire(file)(file);
     const key = crypto.createHash("sha256").update(`${process.version}\0${process.arch}\0${command}\0`).update(source).digest("hex");
     const entry = path.join(dir, key.slice(0, 48));
     let cachedData;
@@ -55,12 +59,20 @@ function cachedLoader(dir) {
     }
     const script = new vm.Script(Module.wrap(source), { filename: file, cachedData });
     if (cachedData === undefined || script.cachedDataRejected) made.push({ entry, script });
-    const module = { id: file, filename: file, exports: {}, loaded: false };
-    loaded.set(file, module);
+    const module = new Module(file, null);
+    module.filename = file;
     const nodeRequire = Module.createRequire(file);
-    const require = (id) => (/^\.\/[\w-]+\.js$/.test(id) ? load(path.join(path.dirname(file), id)) : nodeRequire(id));
-    Object.assign(require, { resolve: nodeRequire.resolve, cache: nodeRequire.cache, main: undefined });
-    script.runInThisContext({ displayErrors: true }).call(module.exports, module.exports, require, module, file, path.dirname(file));
+    const bundleRequire = (id) => (/^\.\/[\w-]+\.js$/.test(id) ? load(path.join(path.dirname(file), id)) : nodeRequire(id));
+    Object.assign(bundleRequire, { resolve: nodeRequire.resolve, cache: nodeRequire.cache, main: undefined });
+    require.cache[file] = module;
+    try {
+      script
+        .runInThisContext({ displayErrors: true })
+        .call(module.exports, module.exports, bundleRequire, module, file, path.dirname(file));
+    } catch (e) {
+      delete require.cache[file];
+      throw e;
+    }
     module.loaded = true;
     return module.exports;
   }
