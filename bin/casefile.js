@@ -98,12 +98,12 @@ const cli = path.join(__dirname, "..", "dist", "cli.js");
 let load = require;
 try {
   const dir = cacheDir();
-  if (dir && typeof Module.enableCompileCache === "function") Module.enableCompileCache(dir);
-  else if (dir) {
+  if (dir) {
     // V8 checks an entry against the flags it was made under: the one flag the CLI sets
     // (baselineWasmOnly in src/casefile/sqlite.ts, which cli() calls) is set before anything compiles.
     require("node:v8").setFlagsFromString("--liftoff-only");
-    load = cachedLoader(dir);
+    if (typeof Module.enableCompileCache === "function") Module.enableCompileCache(dir);
+    else load = cachedLoader(dir);
   }
 } catch {
   // No compile cache: the CLI runs as it would without.
