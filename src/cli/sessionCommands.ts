@@ -6,14 +6,8 @@ import { runSession, type SessionResult } from "../runner/session";
 import { STORE_OPTIONS, locationFromOptions, type StoreLocation } from "../runner/storeLocation";
 import { CasefileError } from "../engine/errors";
 import { otelSettings } from "../otel/config";
-import {
-  jsonOption as jsonArg,
-  parseOptions as parse,
-  providerOption as providerArg,
-  tokenBudgetOption,
-  type Command,
-  type Io,
-} from "./args";
+import { jsonOption as jsonArg, parseOptions as parse, tokenBudgetOption, type Command, type Io } from "./args";
+import { providerOption as providerArg } from "./providerArgs";
 import { reporter } from "./report";
 
 /**
