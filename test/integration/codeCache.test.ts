@@ -69,7 +69,9 @@ describe("the CLI's code cache (bin/casefile.js)", function () {
     const first = run(cli, ["inspect", caseFile], cache);
     assert.equal(first.code, 0, first.stderr);
     const made = entries(cache);
-    assert.ok(made.size >= 2, `the first run cached the CLI's bundle and zod's: ${[...made.keys()].join(", ")}`);
+    // At least the CLI's own bundle (a development build's zod says "import()" in a comment, and
+    // a bundle with that text is left to Node's loader: see bin/casefile.js).
+    assert.ok(made.size >= 1, `the first run cached the CLI's bundle: ${[...made.keys()].join(", ")}`);
     const second = run(cli, ["inspect", caseFile], cache);
     assert.deepEqual(second, first, "the same output, exit code and no warning");
     if (!nodeHasCompileCache) {
