@@ -2,7 +2,7 @@
 // runtime that workflow bundles import, and the browser bundles of the webviews (into media/).
 // Usage: node esbuild.mjs [--production] [--watch]
 import * as esbuild from "esbuild";
-import { copyFileSync, existsSync, mkdirSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 
@@ -82,6 +82,34 @@ function lazyChunks(self) {
     },
   };
 }
+/**
+ * zod's error messages in 60-odd languages (`z.locales`, over half of zod's bundle) are a bundle
+ * of their own, dist/vendor-zod-locales.js, required the first time one is asked for: ext-zod.js
+ * gets, in place of zod's locales index, a module with the same names as getters. Every process
+ * that loads zod (CLI, runner, extension) compiled and initialised them all before. English,
+ * zod's default, stays in ext-zod.js (zod requires it directly).
+ */
+const ZOD_LOCALES = path.join(path.dirname(require.resolve("zod")), "v4", "locales", "index.cjs");
+const zodLocalesPlugin = {
+  name: "zod-locales",
+  setup(build) {
+    build.onResolve({ filter: /\/locales\/index\.cjs$/ }, (args) =>
+      path.resolve(args.resolveDir, args.path) === ZOD_LOCALES ? { path: ZOD_LOCALES, namespace: "zod-locales" } : undefined,
+    );
+    build.onResolve({ filter: /^\.\/vendor-zod-locales\.js$/ }, (args) => ({ path: args.path, external: true }));
+    build.onLoad({ filter: /.*/, namespace: "zod-locales" }, () => {
+      const names = Object.keys(require(ZOD_LOCALES));
+      const contents = [
+        `let all;`,
+        `const load = () => all || (all = require("./vendor-zod-locales.js"));`,
+        `Object.defineProperty(exports, "__esModule", { value: true });`,
+        `for (const name of ${JSON.stringify(names)}) Object.defineProperty(exports, name, { enumerable: true, get: () => load()[name] });`,
+      ].join("\n");
+      return { contents, loader: "js" };
+    });
+  },
+};
+
 // External `import()` becomes `require()`: the extension host loads CommonJS.
 const extensionSide = (self) => ({ ...node, supported: { "dynamic-import": false }, plugins: [lazyChunks(self)] });
 
@@ -89,21 +117,21 @@ const extensionSide = (self) => ({ ...node, supported: { "dynamic-import": false
 // module reached by `import()` (each CLI command, src/cli/main.ts) is initialised only when first
 // used; the big third-party parts are bundles of their own beside them, `require`d when the
 // module importing them is initialised. So `casefile --help` compiles none of them, `inspect`
-// only zod, and no command that calls no model reads the tokenizer's tables (megabytes of
-// source) or the OpenAI client. zod is the extension's bundle, shared.
+// only zod, and no command that calls no model loads the OpenAI client. zod is the extension's
+// bundle, shared. The tokenizer's rank tables are no JavaScript at all (writeRankTables, below).
 const vendorChunks = {
   zod: "ext-zod",
   yaml: "vendor-yaml",
   openai: "vendor-openai",
-  "gpt-tokenizer/encoding/o200k_base": "vendor-o200k_base",
-  "gpt-tokenizer/encoding/cl100k_base": "vendor-cl100k_base",
 };
 const vendorChunksPlugin = {
   name: "vendor-chunks",
   setup(build) {
-    build.onResolve({ filter: /^(zod|yaml|openai|gpt-tokenizer\/encoding\/\w+)$/ }, (args) =>
+    build.onResolve({ filter: /^(zod|yaml|openai)$/ }, (args) =>
       Object.hasOwn(vendorChunks, args.path) ? { path: `./${vendorChunks[args.path]}.js`, external: true } : undefined,
     );
+    // gpt-tokenizer's ranks as JavaScript: only src/engine/tokens.ts run from source reads them.
+    build.onResolve({ filter: /^gpt-tokenizer\/cjs\/bpeRanks\// }, (args) => ({ path: args.path, external: true }));
   },
 };
 // The OpenTelemetry SDK with the module that drives it (src/otel/export.ts) is one bundle of its
@@ -120,20 +148,23 @@ const otelChunkPlugin = {
 const nodeSplit = { ...node, plugins: [vendorChunksPlugin, otelChunkPlugin] };
 
 /**
- * An encoding's vendor bundle, with the same API as gpt-tokenizer's `encoding/<name>` module but
- * its rank table (200,000 tokens) inlined as one JSON string for `JSON.parse`: the package ships
- * it as a JavaScript array literal, which V8 compiles and runs far more slowly (~1.5x the load of
- * the whole encoding, measured here: the first count of a run with a model step pays it). The
- * table is read from the installed package at build time, so it is the package's own.
+ * The tokenizer's rank tables in the binary form src/engine/tokens.ts reads (dist/<name>.ranks,
+ * src/engine/rankTable.ts), built from the installed package's own ranks by that module's
+ * buildRankTable, bundled here for the build to run.
  */
-function encodingEntry(name) {
-  const ranks = require(`gpt-tokenizer/cjs/bpeRanks/${name}`).default;
-  const contents = [
-    `const { GptEncoding } = require("gpt-tokenizer/cjs/GptEncoding");`,
-    `const ranks = ${JSON.stringify(JSON.stringify(ranks))};`,
-    `module.exports = GptEncoding.getEncodingApi(${JSON.stringify(name)}, () => JSON.parse(ranks));`,
-  ].join("\n");
-  return { contents, resolveDir: path.resolve("."), sourcefile: `${name}-encoding.js`, loader: "js" };
+async function writeRankTables() {
+  const built = await esbuild.build({
+    entryPoints: ["src/engine/rankTable.ts"],
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    write: false,
+  });
+  const mod = { exports: {} };
+  new Function("module", "exports", built.outputFiles[0].text)(mod, mod.exports);
+  for (const name of ["o200k_base", "cl100k_base"]) {
+    writeFileSync(`dist/${name}.ranks`, mod.exports.buildRankTable(require(`gpt-tokenizer/cjs/bpeRanks/${name}`).default));
+  }
 }
 
 const browser = {
@@ -149,19 +180,25 @@ const browser = {
 
 const targets = [
   { ...extensionSide("extension"), entryPoints: [ENTRY], outfile: "dist/extension.js" },
-  ...Object.entries(lazyModules).map(([m, out]) => ({
-    ...extensionSide(out),
-    entryPoints: [m === "zod" ? require.resolve("zod") : m],
-    outfile: `dist/${out}.js`,
-  })),
+  ...Object.entries(lazyModules).map(([m, out]) =>
+    m === "zod"
+      ? {
+          ...extensionSide(out),
+          plugins: [lazyChunks(out), zodLocalesPlugin],
+          entryPoints: [require.resolve("zod")],
+          outfile: `dist/${out}.js`,
+        }
+      : { ...extensionSide(out), entryPoints: [m], outfile: `dist/${out}.js` },
+  ),
+  { ...node, entryPoints: [ZOD_LOCALES], outfile: "dist/vendor-zod-locales.js" },
   { ...nodeSplit, entryPoints: ["src/runner/runnerMain.ts"], outfile: "dist/runner.js" },
   // Bundles and builds one workflow file, reports its graph or problems (Workflow Graph, diagnostics).
   { ...nodeSplit, entryPoints: ["src/runner/describeMain.ts"], outfile: "dist/describe.js" },
   { ...nodeSplit, entryPoints: ["src/cli/main.ts"], outfile: "dist/cli.js" },
   { ...node, entryPoints: ["src/engine/index.ts"], outfile: "dist/runtime.js" },
-  // The tokenizer's encodings are megabytes: the extension loads this bundle only when a Run
-  // Inspector opens (src/extension/caseFiles.ts), so they weigh on neither activation nor
-  // extension.js; it requires the encoding it counts with (a vendor bundle) on first count.
+  // The tokenizer: the extension loads this bundle only when a Run Inspector opens
+  // (src/extension/caseFiles.ts); it reads the rank table it counts with (dist/<name>.ranks)
+  // on first count.
   { ...nodeSplit, entryPoints: ["src/engine/tokens.ts"], outfile: "dist/tokenCounter.js" },
   { ...node, entryPoints: ["src/otel/export.ts"], outfile: "dist/otel-export.js" },
   // node-postgres, for the Postgres store's connection thread (src/pgstore/syncClient.ts requires
@@ -171,15 +208,11 @@ const targets = [
   // The vendor bundles of the CLI, the runner and tokenCounter.js (zod's is ext-zod.js, above).
   ...Object.entries(vendorChunks)
     .filter(([, out]) => out.startsWith("vendor-"))
-    .map(([m, out]) =>
-      m.startsWith("gpt-tokenizer/encoding/")
-        ? { ...node, stdin: encodingEntry(m.split("/").pop()), outfile: `dist/${out}.js` }
-        : { ...node, entryPoints: [require.resolve(m)], outfile: `dist/${out}.js` },
-    ),
+    .map(([m, out]) => ({ ...node, entryPoints: [require.resolve(m)], outfile: `dist/${out}.js` })),
   { ...browser, entryPoints: ["src/webview/inspector.ts"], outfile: "media/inspector.js" },
   { ...browser, entryPoints: ["src/webview/graph.ts"], outfile: "media/graph.js" },
   { ...browser, entryPoints: ["src/webview/experiment.ts"], outfile: "media/experiment.js" },
-].filter((t) => t.stdin !== undefined || existsSync(t.entryPoints[0]));
+].filter((t) => existsSync(t.entryPoints[0]));
 
 mkdirSync("dist", { recursive: true });
 // sql.js finds its wasm next to the bundle that loads it (see src/casefile/sqlite.ts).
@@ -188,6 +221,7 @@ copyFileSync(path.join(path.dirname(require.resolve("sql.js")), "sql-wasm.wasm")
 const codicons = path.join(path.dirname(require.resolve("@vscode/codicons/package.json")), "dist");
 for (const f of ["codicon.css", "codicon.ttf"]) copyFileSync(path.join(codicons, f), path.join("media", f));
 
+await writeRankTables();
 if (watch) {
   for (const t of targets) await (await esbuild.context(t)).watch();
   console.log(`watching ${targets.length} targets`);

@@ -2,7 +2,7 @@ import os from "node:os";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { CasefileError } from "../engine/errors";
 import type { Json } from "../engine/records";
-import { ProviderConfigSchema, type ProviderConfig, type TokenBudget } from "../protocol/runner";
+import type { TokenBudget } from "../protocol/runner";
 import { defaultBudgetOf } from "../runner/budget";
 
 /**
@@ -49,23 +49,6 @@ export function jsonOption(value: string | undefined, name: string): Json | unde
   } catch (e) {
     throw new CasefileError("USAGE", `--${name} is not valid JSON: ${(e as Error).message}`);
   }
-}
-
-/** `--provider JSON`, else $CASEFILE_PROVIDER, parsed with the runner protocol's schema. */
-export function providerOption(value: string | undefined, io: Io): ProviderConfig | undefined {
-  const raw = jsonOption(value, "provider") ?? jsonOption(io.env.CASEFILE_PROVIDER, "provider (CASEFILE_PROVIDER)");
-  if (raw === undefined) return undefined;
-  return providerConfigOf(raw, "--provider");
-}
-
-/** A provider config given as JSON (`--provider`, an experiment's `--variant`), parsed with the runner protocol's schema; `what` names it in the error. */
-export function providerConfigOf(raw: Json, what: string): ProviderConfig {
-  const parsed = ProviderConfigSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new CasefileError("USAGE", `${what}: ${issue.message} at "${issue.path.join(".") || "(root)"}"`);
-  }
-  return parsed.data;
 }
 
 /**

@@ -30,7 +30,8 @@ import { EvalFormatSchema, type EvalFormat } from "../protocol/webview";
 import type { ProviderConfig } from "../protocol/runner";
 import { loadWorkflow } from "../runner/bundle";
 import { STORE_OPTIONS, locationFromOptions, openLocation } from "../runner/storeLocation";
-import { jsonOption, parseOptions, providerOption, type Command, type Io } from "./args";
+import { jsonOption, parseOptions, type Command, type Io } from "./args";
+import { providerOption } from "./providerArgs";
 import { formatTable, toJUnit, type CaseResult } from "./evalReport";
 import { resolveStep } from "./stepArg";
 

@@ -1,6 +1,6 @@
 import { SqlJsStore } from "../casefile/index";
 import { CasefileError } from "../engine/errors";
-import { PostgresStore } from "../pgstore/index";
+import type { PostgresStore } from "../pgstore/index";
 import { STORE_OPTIONS, locationFromOptions, openLocation } from "../runner/storeLocation";
 import { parseOptions as parse, type Command } from "./args";
 import { formatInspection, inspectCaseFile } from "./inspect";
@@ -8,7 +8,8 @@ import { formatInspection, inspectCaseFile } from "./inspect";
 /**
  * `casefile inspect <case file> [--run ID] [--json]`: what the case file holds, read-only. main.ts
  * loads this module on demand: inspect loads the case-file layer (sql.js) and the inspect schema,
- * never the engine's runner, the bundler or a model client.
+ * never the engine's runner, the bundler or a model client; and the Postgres store only for a
+ * store's case (openLocation requires it then).
  */
 export const inspect: Command = async (args, io) => {
   const { values, positionals } = parse(args, { run: { type: "string" }, json: { type: "boolean" }, ...STORE_OPTIONS }, 1);
@@ -25,8 +26,8 @@ export const inspect: Command = async (args, io) => {
             journal: { uncompactedSupersteps: store.uncompactedSupersteps(), uncompactedRecords: store.uncompactedRecords() },
             damaged: store.damagedRecords(),
           }
-        : store instanceof PostgresStore
-          ? { damaged: store.damagedRecords() }
+        : location.kind === "postgres"
+          ? { damaged: (store as PostgresStore).damagedRecords() }
           : {};
     const inspected = inspectCaseFile(store, file, values.run, extra);
     if (values.run && inspected.runs.length === 0 && inspected.unreadable.length === 0)

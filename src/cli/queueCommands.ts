@@ -3,7 +3,8 @@ import { CasefileError } from "../engine/errors";
 import type { EventRecord } from "../engine/records";
 import { PgQueue, isPostgresUrl } from "../pgstore/index";
 import { runWorker } from "../runner/worker";
-import { jsonOption, parseOptions, providerOption, type Command } from "./args";
+import { jsonOption, parseOptions, type Command } from "./args";
+import { providerOption } from "./providerArgs";
 import { eventsAsJsonl } from "./report";
 
 /**

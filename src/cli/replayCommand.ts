@@ -7,7 +7,8 @@ import { ChatMessageSchema, ReplayModeSchema } from "../protocol/runner";
 import { runSession } from "../runner/session";
 import { STORE_OPTIONS, locationFromOptions, openLocation, type StoreLocation } from "../runner/storeLocation";
 import { reporter } from "./report";
-import { parseOptions, providerOption, tokenBudgetOption, type Command } from "./args";
+import { parseOptions, tokenBudgetOption, type Command } from "./args";
+import { providerOption } from "./providerArgs";
 import { resolveStep } from "./stepArg";
 
 /**

@@ -1,18 +1,12 @@
+import { loadSqlJs } from "../casefile/sqlite";
 import type { Json } from "../engine/records";
 import type { ProviderConfig, RunCommand } from "../protocol/runner";
 import { runSession, type SessionResult } from "../runner/session";
 import { STORE_OPTIONS, locationFromOptions, type StoreLocation } from "../runner/storeLocation";
 import { CasefileError } from "../engine/errors";
 import { otelSettings } from "../otel/config";
-import {
-  actingUser,
-  jsonOption as jsonArg,
-  parseOptions as parse,
-  providerOption as providerArg,
-  tokenBudgetOption,
-  type Command,
-  type Io,
-} from "./args";
+import { actingUser, jsonOption as jsonArg, parseOptions as parse, tokenBudgetOption, type Command, type Io } from "./args";
+import { providerOption as providerArg } from "./providerArgs";
 import { reporter } from "./report";
 
 /**
@@ -37,6 +31,10 @@ async function session(
     enabled: otel.otel === true || otel["otel-content"] === true,
     includeContent: otel["otel-content"],
   });
+  // A case file's SQLite loads while the workflow is bundled: on the next turn of the event loop,
+  // by when esbuild works in its own process (a cached bundle is read synchronously, before). A
+  // failure is not kept: the open that needs it reports it.
+  if (location?.kind !== "postgres") setImmediate(() => loadSqlJs().catch(() => {}));
   const result: SessionResult = await runSession(command, {
     ...(traces ? { otel: traces } : {}),
     // A case file is the command's caseFile (or, for a new run, named by the runner from its input).

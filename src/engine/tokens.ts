@@ -1,4 +1,7 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { CasefileError } from "./errors";
+import { buildRankTable, RankTable, type RankEntry } from "./rankTable";
 import type { ChatMessage } from "./records";
 
 /**
@@ -13,17 +16,10 @@ import type { ChatMessage } from "./records";
 
 export type EncodingName = "o200k_base" | "cl100k_base";
 
-/** The subset of a gpt-tokenizer encoding module we use. */
+/** What counting needs of an encoding. */
 interface Encoding {
-  countTokens(text: string, options?: { disallowedSpecial?: Set<string> }): number;
+  countTokens(text: string): number;
 }
-
-/**
- * Model text may legitimately contain strings such as "<|endoftext|>" (a pasted document, a
- * log line). They are counted as ordinary text, which is what the API does with user content,
- * instead of gpt-tokenizer's default of throwing.
- */
-const plainText = { disallowedSpecial: new Set<string>() };
 
 /**
  * Chat framing, as in OpenAI's token-counting recipe for the chat models: every message is
@@ -38,18 +34,55 @@ const approximatePrefix = "approx:";
 
 const loaded = new Map<EncodingName, Encoding>();
 
+/**
+ * An encoding, the first time a model of its family is counted: gpt-tokenizer's own BPE (its
+ * split regex and merge loop, so counts are the package's) over the rank table in its compact
+ * form (src/engine/rankTable.ts), read from beside the bundle (esbuild.mjs writes
+ * dist/<name>.ranks) or, running from source, built from the package's ranks.
+ */
 function loadEncoding(name: EncodingName): Encoding {
   let enc = loaded.get(name);
   if (!enc) {
-    // Literal require paths so esbuild bundles both encodings; `require` (not a top-level
-    // import) so neither table is parsed until a model of that family is counted.
-    enc =
+    const { BytePairEncodingCore } =
+      require("gpt-tokenizer/cjs/BytePairEncodingCore") as typeof import("gpt-tokenizer/cjs/BytePairEncodingCore");
+    const params =
       name === "o200k_base"
-        ? (require("gpt-tokenizer/encoding/o200k_base") as Encoding)
-        : (require("gpt-tokenizer/encoding/cl100k_base") as Encoding);
+        ? (
+            require("gpt-tokenizer/cjs/encodingParams/o200k_base") as typeof import("gpt-tokenizer/cjs/encodingParams/o200k_base")
+          ).O200KBase([])
+        : (
+            require("gpt-tokenizer/cjs/encodingParams/cl100k_base") as typeof import("gpt-tokenizer/cjs/encodingParams/cl100k_base")
+          ).Cl100KBase([]);
+    const table = rankTable(name);
+    const core = new BytePairEncodingCore(params);
+    // The core's only rank lookups (private in its types): a whole split piece by its text, and
+    // byte pairs while merging. Every other lookup goes through these two.
+    const lookups = core as unknown as { getBpeRankFromString(key: string): unknown; getBpeRankFromBytes(key: Uint8Array): unknown };
+    lookups.getBpeRankFromString = (key) => table.rankOfString(key);
+    lookups.getBpeRankFromBytes = (key) => table.rankOfBytes(key);
+    // No special token is allowed: model text may legitimately hold "<|endoftext|>" (a pasted
+    // document, a log line), counted as the ordinary text it is, as the API counts user content.
+    enc = { countTokens: (text) => core.countNative(text, undefined) };
     loaded.set(name, enc);
   }
   return enc;
+}
+
+function rankTable(name: EncodingName): RankTable {
+  let data: Uint8Array | undefined;
+  try {
+    data = readFileSync(path.join(__dirname, `${name}.ranks`));
+  } catch {
+    // No table beside this file: running from source (tests, tsx), not from dist/.
+  }
+  const table = data && RankTable.from(data);
+  if (table) return table;
+  // Literal paths, external to every bundle (esbuild.mjs): the package's ranks as JavaScript.
+  const ranks =
+    name === "o200k_base"
+      ? (require("gpt-tokenizer/cjs/bpeRanks/o200k_base") as { default: RankEntry[] }).default
+      : (require("gpt-tokenizer/cjs/bpeRanks/cl100k_base") as { default: RankEntry[] }).default;
+  return RankTable.from(buildRankTable(ranks))!;
 }
 
 /**
@@ -82,7 +115,7 @@ export function countTokens(messages: readonly ChatMessage[], model: string): { 
   const enc = loadEncoding(encoding);
   let count = replyPrimingTokens;
   for (const m of messages) {
-    count += tokensPerMessage + enc.countTokens(m.role, plainText) + enc.countTokens(m.content, plainText);
+    count += tokensPerMessage + enc.countTokens(m.role) + enc.countTokens(m.content);
   }
   return { count, tokenizer: approximate ? approximatePrefix + encoding : encoding };
 }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isJsonValue } from "./webview";
+import { isJsonValue } from "./json";
 
 /**
  * The stable output of `casefile inspect <case file> --json`: what scripts may rely on. The CLI

@@ -1,9 +1,11 @@
 import { z } from "zod";
+import { isJsonValue, type JsonValue } from "./json";
 import { TimelineSchema, VerdictSchema } from "./timeline";
 
 export type { StepView, SuperstepView, Timeline, TimelineWire } from "./timeline";
 export { encodeTimeline, TimelineRows, TimelineSchema } from "./timeline";
 export { answerFromOption } from "./answer";
+export { isJsonValue } from "./json";
 
 /**
  * Messages between the extension host and the Run Inspector webview, and the view model the host
@@ -16,26 +18,6 @@ export { answerFromOption } from "./answer";
  * says so with `null` or an `absent` reason; the webview shows that reason, never a made-up value.
  */
 
-type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
-
-/**
- * Any JSON value, checked by one recursive walk. A `z.lazy` union says the same thing but costs
- * ~100x more on a 10,000-superstep view model (seconds instead of milliseconds in the webview).
- * Plain objects and arrays only, finite numbers, no cycles, at most 64 levels deep.
- */
-export function isJsonValue(value: unknown, depth = 0): value is JsonValue {
-  if (value === null || typeof value === "string" || typeof value === "boolean") return true;
-  if (typeof value === "number") return Number.isFinite(value);
-  if (typeof value !== "object" || depth >= 64) return false;
-  if (Array.isArray(value)) {
-    for (const v of value) if (!isJsonValue(v, depth + 1)) return false;
-    return true;
-  }
-  const proto = Object.getPrototypeOf(value) as unknown;
-  if (proto !== Object.prototype && proto !== null) return false;
-  for (const k in value) if (!isJsonValue((value as Record<string, unknown>)[k], depth + 1)) return false;
-  return true;
-}
 const json = z.custom<JsonValue>((v) => isJsonValue(v), { message: "expected a JSON value" });
 
 /** Why a section has nothing to show, in words a person can act on. */

@@ -275,9 +275,10 @@ export function privateCli(seed: number): string {
   const dir = path.join(root, "node_modules", ".cache", "casefile-kill-test", `${process.pid}-${seed}`);
   mkdirSync(dir, { recursive: true });
   // The CLI loads its commands and the libraries it shares with the other bundles (ext-*.js,
-  // vendor-*.js) from files beside it: copy every bundle and the wasm, not the source maps.
+  // vendor-*.js) and its data (the wasm, the tokenizer's *.ranks) from files beside it: copy
+  // every bundle and those, not the source maps.
   for (const f of readdirSync(path.join(root, "dist")))
-    if (f.endsWith(".js") || f.endsWith(".wasm")) copyFileSync(path.join(root, "dist", f), path.join(dir, f));
+    if (/\.(js|wasm|ranks)$/.test(f)) copyFileSync(path.join(root, "dist", f), path.join(dir, f));
   return path.join(dir, "cli.js");
 }
 

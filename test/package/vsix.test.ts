@@ -54,6 +54,8 @@ describe(".vsix from npm run package", function () {
       "dist/runner.js",
       "dist/describe.js",
       "dist/tokenCounter.js",
+      "dist/o200k_base.ranks",
+      "dist/cl100k_base.ranks",
       "dist/sql-wasm.wasm",
       "dist/types/casefile/engine/index.d.ts",
       "dist/types/zod/index.d.ts",
@@ -69,9 +71,9 @@ describe(".vsix from npm run package", function () {
     const lazy = readdirSync(path.join(ROOT, "dist")).filter((f) => /^ext-.*\.js$/.test(f));
     assert.ok(lazy.includes("ext-casefile.js") && lazy.includes("ext-zod.js"), `lazy bundles built: ${lazy.join(", ")}`);
     for (const f of lazy) assert.ok(existsSync(path.join(dir, "dist", f)), `dist/${f} is installed`);
-    // The third-party bundles the CLI, the runner and tokenCounter.js require on first use: every
-    // `require("./….js")` of theirs finds its file.
-    for (const b of ["cli.js", "runner.js", "describe.js", "tokenCounter.js"]) {
+    // The third-party bundles the CLI, the runner, tokenCounter.js and zod's bundle (its locales)
+    // require on first use: every `require("./….js")` of theirs finds its file.
+    for (const b of ["cli.js", "runner.js", "describe.js", "tokenCounter.js", "ext-zod.js"]) {
       const text = readFileSync(path.join(dir, "dist", b), "utf8");
       for (const m of text.matchAll(/require\("\.\/([\w-]+\.js)"\)/g)) {
         assert.ok(existsSync(path.join(dir, "dist", m[1]!)), `dist/${m[1]} required by dist/${b} is installed`);
