@@ -11,7 +11,7 @@ import { runTask } from "./steps";
 import type { CaseStore, CommitBatch } from "./store";
 import { findWaiting, newRunId, planResume } from "./resumePlan";
 import { checkpointId, checkWrites, nextCheckpoint, toJson, workflowStamp } from "./superstep";
-import { ApprovalAnswer, type Workflow } from "./workflow";
+import { ApprovalAnswer, parseSafely, type Workflow } from "./workflow";
 
 export interface EngineOptions {
   provider?: ModelProvider;
@@ -67,7 +67,7 @@ export class Engine {
   async run(input: Json = null): Promise<RunResult> {
     const wf = this.workflow;
     if (wf.input) {
-      const parsed = wf.input.safeParse(input);
+      const parsed = parseSafely(wf.input, input);
       if (!parsed.success) {
         const { at, message } = zodIssue(parsed.error);
         throw new CasefileError("INVALID_INPUT", `input of workflow "${wf.name}" is invalid at "${at}": ${message}`);
@@ -157,7 +157,7 @@ export class Engine {
         `request "${requestId}" belongs to executor "${found.request.executor}", which is no longer a request step`,
       );
     }
-    const parsed = (spec.answer ?? ApprovalAnswer).safeParse(answer);
+    const parsed = parseSafely(spec.answer ?? ApprovalAnswer, answer);
     if (!parsed.success) {
       const { at, message } = zodIssue(parsed.error);
       throw new CasefileError("INVALID_ANSWER", `answer to request "${requestId}" is invalid at "${at}": ${message}`);

@@ -3,7 +3,7 @@ import { CasefileError, errorMessage, zodIssue } from "./errors";
 import type { Checkpoint, EventRecord, EventType, Json, Message, RunRecord, StateValueRow } from "./records";
 import type { CaseStore, CommitBatch } from "./store";
 import { checkpointId, deepFreeze, nextKeyRefs, toJson, workflowStamp } from "./superstep";
-import { keySchema, type Workflow } from "./workflow";
+import { keySchema, parseSafely, type Workflow } from "./workflow";
 
 /**
  * The resume side of a run, before its first superstep: the checkpoint to start from is loaded,
@@ -93,7 +93,7 @@ export function planResume(workflow: Workflow, store: CaseStore, from: ResumeFro
         throw new CasefileError("UNKNOWN_KEY", `patch names unknown state key "${key}"; keys are: ${Object.keys(wf.state).join(", ")}`, {
           key,
         });
-      const parsed = keySchema(decl).safeParse(value);
+      const parsed = parseSafely(keySchema(decl), value);
       if (!parsed.success) {
         const { at, path, message } = zodIssue(parsed.error, key);
         throw new CasefileError("INVALID_PATCH", `patch value for "${key}" is invalid at "${at}": ${message}`, { key, path });
@@ -201,7 +201,7 @@ function unparsable(workflow: Workflow, state: Record<string, Json>): { key: str
       out.push({ key, path: [], at: key, message: `is not a state key of version ${workflow.version}` });
       continue;
     }
-    const parsed = keySchema(decl).safeParse(value);
+    const parsed = parseSafely(keySchema(decl), value);
     if (parsed.success) continue;
     for (const issue of parsed.error.issues) {
       const p = issue.path.map(String);
@@ -220,7 +220,7 @@ export function checkStored(workflow: Workflow, values: Record<string, Json>, cp
   for (const [key, value] of Object.entries(values)) {
     const decl = workflow.state[key];
     if (!decl) continue; // a key the workflow no longer has: the graph-change warning names it
-    const parsed = keySchema(decl).safeParse(value);
+    const parsed = parseSafely(keySchema(decl), value);
     if (parsed.success) continue;
     const { at, path, message } = zodIssue(parsed.error, key);
     const ref = cp.keys[key]!;
@@ -317,7 +317,7 @@ export function migrate(
     );
   }
   for (const [key, value] of Object.entries(state)) {
-    const parsed = keySchema(wf.state[key]!).safeParse(value);
+    const parsed = parseSafely(keySchema(wf.state[key]!), value);
     if (!parsed.success) continue; // unparsable() found none
     if (JSON.stringify(parsed.data) !== JSON.stringify(values[key])) changed.add(key);
     state[key] = toJson(parsed.data, key, "migration");

@@ -25,6 +25,7 @@ import { defineWorkflow, type Workflow } from "../../../src/engine/workflow";
 type Fault =
   | "loader"
   | "when"
+  | "when-not-boolean"
   | "send-date"
   | "local-date"
   | "yield-date"
@@ -33,6 +34,9 @@ type Fault =
   | "extract"
   | "context"
   | "rule"
+  | "rule-garbage"
+  | "rule-async"
+  | "refine"
   | "apply"
   | "prompt"
   | "prompt-date"
@@ -53,7 +57,8 @@ function workflow(fault: Fault | null): Workflow {
         from: "doc",
         run: (d: { text: string }) => (boom("extract"), { count: d.text.split(" ").length }),
       }),
-      total: z.number(),
+      // A refine that throws is a broken schema: the write is refused naming executor and key.
+      total: z.number().refine(() => (boom("refine"), true)),
       anything: z.unknown(),
       decision: z.object({ verdict: z.string() }),
       review: z.string(),
@@ -91,7 +96,14 @@ function workflow(fault: Fault | null): Workflow {
       decide: commit({
         reads: ["total"],
         owns: ["decision"],
-        rules: { small: ({ state }) => (boom("rule"), (state.total as number) < 100) },
+        rules: {
+          small: ({ state }) => {
+            boom("rule");
+            if (fault === "rule-garbage") return 42 as never;
+            if (fault === "rule-async") return Promise.resolve(true) as never;
+            return (state.total as number) < 100;
+          },
+        },
         apply(outcome, ctx) {
           boom("apply");
           ctx.write("decision", { verdict: outcome.verdict });
@@ -110,7 +122,7 @@ function workflow(fault: Fault | null): Workflow {
       }),
     },
     edges: [
-      edge("load", "calc", { when: () => (boom("when"), true) }),
+      edge("load", "calc", { when: () => (boom("when"), fault === "when-not-boolean" ? ("yes" as unknown as boolean) : true) }),
       edge("calc", "propose"),
       edge("propose", "decide"),
       edge("decide", "review"),
@@ -161,6 +173,14 @@ const cases: { fault: Fault; superstep: number; code: string; executor: string; 
     edge: "load->calc",
     message: /condition of edge "load->calc" threw: when broke/,
   },
+  {
+    fault: "when-not-boolean",
+    superstep: 1,
+    code: "EDGE_FAILED",
+    executor: "load",
+    edge: "load->calc",
+    message: /condition of edge "load->calc" returned "yes", not true or false/,
+  },
   { fault: "send-date", superstep: 2, code: "INVALID_STATE_VALUE", executor: "calc", message: /"calc" wrote a Date object at "message"/ },
   { fault: "local-date", superstep: 2, code: "INVALID_STATE_VALUE", executor: "calc", message: /"calc" wrote a Date object at "local"/ },
   {
@@ -182,6 +202,21 @@ const cases: { fault: Fault; superstep: number; code: string; executor: string; 
   },
   { fault: "context", superstep: 3, code: "EXECUTOR_FAILED", executor: "propose", message: /context broke/ },
   { fault: "rule", superstep: 4, code: "RULE_FAILED", executor: "decide", message: /rule "small" threw: rule broke/ },
+  {
+    fault: "rule-garbage",
+    superstep: 4,
+    code: "RULE_FAILED",
+    executor: "decide",
+    message: /rule "small" returned 42: a rule returns true, false or/,
+  },
+  { fault: "rule-async", superstep: 4, code: "RULE_FAILED", executor: "decide", message: /rule "small" returned a Promise: / },
+  {
+    fault: "refine",
+    superstep: 2,
+    code: "INVALID_STATE_VALUE",
+    executor: "calc",
+    message: /executor "calc" wrote an invalid value at "total": its schema threw: refine broke/,
+  },
   { fault: "apply", superstep: 4, code: "EXECUTOR_FAILED", executor: "decide", message: /apply broke/ },
   { fault: "prompt", superstep: 5, code: "EXECUTOR_FAILED", executor: "review", message: /prompt broke/ },
   { fault: "prompt-date", superstep: 5, code: "INVALID_STATE_VALUE", executor: "review", message: /Date object at "prompt.detail"/ },
@@ -271,6 +306,23 @@ describe("engine: every failure ends the run failed, on the record", () => {
 });
 
 describe("engine: values loaded into a run are checked against their schemas", () => {
+  it("a schema that throws on a stored value refuses the resume naming key and checkpoint, not an untyped throw", async () => {
+    const waiting = await withEngine(workflow(null), (e) => e.run(null));
+    await assert.rejects(
+      withEngine(workflow("refine"), (e) => e.resume(waiting.checkpointId)),
+      (err: Error & { code?: string }) => {
+        assert.equal(err.code, "INVALID_STATE_VALUE");
+        assert.match(
+          err.message,
+          /stored value of "total" .* at checkpoint "run-\w+:5" is invalid at "total": its schema threw: refine broke/,
+        );
+        return true;
+      },
+    );
+    const run = await reopened((store) => store.getRun(waiting.runId)!);
+    assert.equal(run.status, "waiting", "a refused resume changes nothing");
+  });
+
   it("refuses to resume a checkpoint whose stored value no longer parses, naming key, path and message", async () => {
     const waiting = await withEngine(workflow(null), (e) => e.run(null));
     // Damage the stored decision the way a hand edit would: valid JSON, wrong shape.
