@@ -17,7 +17,7 @@ export function formatInspection(
 ): string {
   const lines: string[] = [];
   if (extra.damaged?.length) {
-    lines.push(`damaged records (${extra.damaged.length}): these rows cannot be read`);
+    lines.push(`damaged records (${extra.damaged.length}): these rows cannot be read, or name rows that are not stored`);
     for (const d of extra.damaged) lines.push(`  ${d.table} ${describeRow(d.row)}: ${d.problem}`);
     lines.push("");
   }

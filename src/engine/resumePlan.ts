@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { CasefileError, errorMessage, zodIssue } from "./errors";
 import type { Checkpoint, EventRecord, EventType, Json, Message, RunRecord, StateValueRow } from "./records";
 import type { CaseStore, CommitBatch } from "./store";
+import { missingRun } from "./storeBatch";
 import { checkpointId, deepFreeze, nextKeyRefs, toJson, workflowStamp } from "./superstep";
 import { keySchema, parseSafely, type Workflow } from "./workflow";
 
@@ -56,7 +57,7 @@ export function planResume(workflow: Workflow, store: CaseStore, from: ResumeFro
   const source = store.getCheckpoint(fromId);
   if (!source) throw new CasefileError("UNKNOWN_CHECKPOINT", `no checkpoint "${fromId}" in this case file`);
   const parent = store.getRun(source.runId);
-  if (!parent) throw new CasefileError("UNKNOWN_RUN", `checkpoint "${fromId}" names run "${source.runId}", which is not in this case file`);
+  if (!parent) throw missingRun("this case file", source.runId, `checkpoint "${fromId}"`);
   if (source.workflow.name !== wf.name) {
     throw new CasefileError("WORKFLOW_MISMATCH", `checkpoint "${fromId}" was made by workflow "${source.workflow.name}", not "${wf.name}"`);
   }

@@ -6,6 +6,7 @@ import { RunControl } from "../engine/control";
 import { caseIdOf, defaultCaseFile } from "../engine/caseName";
 import { Engine, type RunResult } from "../engine/engine";
 import { CasefileError, errorMessage } from "../engine/errors";
+import { missingRun } from "../engine/storeBatch";
 import type { ModelProvider } from "../engine/model";
 import { withRunModel } from "../engine/modelChoice";
 import { createProvider, runModelOf } from "../engine/providers/index";
@@ -190,7 +191,18 @@ function resolveWorkflowPath(store: CaseStore, caseFile: string, command: Exclud
     runId = store.listRuns().find((r) => store.latestCheckpoint(r.id)?.waiting.some((w) => w.id === command.requestId))?.id;
     if (!runId) throw new CasefileError("UNKNOWN_REQUEST", `no run in ${caseFile} is waiting on request "${command.requestId}"`);
   }
-  const recorded = store.getRun(runId)?.workflow.path;
+  const run = store.getRun(runId);
+  if (!run)
+    throw missingRun(
+      caseFile,
+      runId,
+      command.kind === "resume"
+        ? `checkpoint "${command.checkpointId}"`
+        : command.kind === "replay"
+          ? `agent call "${command.agentCallId}"`
+          : `request "${command.requestId}"`,
+    );
+  const recorded = run.workflow.path;
   if (!recorded) throw new CasefileError("USAGE", `run "${runId}" did not record its workflow file: pass --workflow`);
   return recorded;
 }

@@ -168,6 +168,11 @@ describe("CLI fuzz: hostile arguments and inputs are refused with one typed line
       sql(f, `UPDATE ${table} SET data = ${set} WHERE ${where}`);
       return f;
     };
+  const damagedBy = (name: string, statement: string) => () => {
+    const f = copyOf(invoice, `damaged-${name}.casefile`);
+    sql(f, statement);
+    return f;
+  };
   const NOT_JSON = "'not json'";
   const WRONG_SHAPE = `'{"id": 7}'`;
 
@@ -200,6 +205,18 @@ describe("CLI fuzz: hostile arguments and inputs are refused with one typed line
     ["a verdict that is not JSON", damaged("verdicts", NOT_JSON), ["export-eval"]],
     ["an event that is not JSON", damaged("events", NOT_JSON), ["respond"]],
     ["a step stored as a blob", damaged("steps", "X'00ff'"), ["respond"]],
+    ["an agent call that is not JSON, resumed", damaged("agent_calls", NOT_JSON), ["resume", "respond"]],
+    [
+      "a run whose status column disagrees with its record",
+      damagedBy("status", "UPDATE runs SET status = 'bogus'"),
+      ["resume", "respond", "replay", "export-eval"],
+    ],
+    [
+      "a checkpoint whose superstep column is text",
+      damagedBy("superstep", "UPDATE checkpoints SET superstep = 'abc'"),
+      ["resume", "respond", "replay", "export-eval"],
+    ],
+    ["its runs deleted", damagedBy("no-runs", "DELETE FROM runs"), ["resume", "replay", "export-eval"]],
   ];
   for (const [fileTitle, make, cmds] of damagedFiles) {
     for (const [cmd, args] of commandsOnFile.filter(([c]) => cmds.includes(c))) {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
@@ -303,6 +304,30 @@ describe("engine: every failure ends the run failed, on the record", () => {
       [4, 4],
     );
   });
+});
+
+describe("engine: a damaged record a run would read later is refused before its first write", () => {
+  // The agent's call counts and the business rules are read by steps after the branch starts:
+  // found then, the branch would be left `running` in the damaged file.
+  for (const [table, damage] of [
+    ["agent_calls", "UPDATE agent_calls SET data = 'not json'"],
+    ["rules", `INSERT INTO rules VALUES ('rule-x', 0, '{"id": 5}')`],
+  ] as const) {
+    it(`${table}: resume from an earlier checkpoint is CORRUPT_CASE_FILE naming the row, the file's bytes unchanged`, async () => {
+      const waiting = await withEngine(workflow(null), (e) => e.run(null));
+      execFileSync("/usr/bin/sqlite3", [file, damage]);
+      const before = readFileSync(file);
+      await assert.rejects(
+        withEngine(workflow(null), (e) => e.resume(`${waiting.runId}:1`)),
+        (err: Error & { code?: string }) => {
+          assert.equal(err.code, "CORRUPT_CASE_FILE", err.message);
+          assert.match(err.message, new RegExp(`is corrupted: ${table} row `));
+          return true;
+        },
+      );
+      assert.deepEqual(readFileSync(file), before, "nothing was written into the damaged file");
+    });
+  }
 });
 
 describe("engine: values loaded into a run are checked against their schemas", () => {
