@@ -398,8 +398,11 @@ function outcomeOf(r: Omit<RunInspection, "outcome">): InspectOutcome {
   const answered = after.filter((q) => q.status === "answered").at(-1);
   const waiting = after.find((q) => q.status === "waiting");
   const parts: string[] = [];
-  if (last)
-    parts.push(`the rules ${last.verdict} ${JSON.stringify(last.action ?? null)} at superstep ${last.superstep} (${last.executor})`);
+  if (last) {
+    // No action: the proposal was refused before the rules judged it (or none came).
+    const what = last.action == null ? "a proposal refused before the rules judged it" : JSON.stringify(last.action);
+    parts.push(`the rules ${last.verdict} ${what} at superstep ${last.superstep} (${last.executor})`);
+  }
   let decidedBy: InspectOutcome["decidedBy"] = last ? "rules" : null;
   let person: InspectOutcome["person"];
   if (answered) {

@@ -47,7 +47,7 @@ export function formatInspection(
     }
     for (const v of r.verdicts) {
       lines.push(
-        `  verdict at superstep ${v.superstep} (${v.executor}): proposed ${j(v.action)} -> ${v.verdict.toUpperCase()}: ${v.reason}`,
+        `  verdict at superstep ${v.superstep} (${v.executor}): ${v.action == null ? "no valid proposal" : `proposed ${j(v.action)}`} -> ${v.verdict.toUpperCase()}: ${v.reason}`,
       );
     }
     for (const w of r.waiting) lines.push(`  waiting for a person: ${w.id}  "${w.title}"${w.options ? ` [${w.options.join(" | ")}]` : ""}`);

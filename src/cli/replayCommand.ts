@@ -6,7 +6,7 @@ import type { AgentCallRecord, ChatMessage } from "../engine/records";
 import { ChatMessageSchema, ReplayModeSchema } from "../protocol/runner";
 import { runSession } from "../runner/session";
 import { STORE_OPTIONS, locationFromOptions, openLocation, type StoreLocation } from "../runner/storeLocation";
-import { reporter } from "./report";
+import { reporter, stopOnInterrupt } from "./report";
 import { parseOptions, providerOption, tokenBudgetOption, type Command } from "./args";
 import { resolveStep } from "./stepArg";
 
@@ -42,6 +42,7 @@ export const replay: Command = async (args, io) => {
   const messages = values.messages === undefined ? undefined : readMessages(values.messages);
   const step = await stepOf(location, values.step, values.run);
 
+  const interrupt = stopOnInterrupt(io);
   const result = await runSession(
     {
       kind: "replay",
@@ -52,13 +53,14 @@ export const replay: Command = async (args, io) => {
       ...(values.workflow ? { workflowPath: values.workflow } : {}),
     },
     {
+      control: interrupt.control,
       location,
       provider: providerOption(values.provider, io),
       defaultBudget: tokenBudgetOption(values["token-budget"], io),
       env: io.env,
       ...reporter(io),
     },
-  );
+  ).finally(interrupt.dispose);
   io.out(
     `replayed ${step} (${mode.data}) as run ${result.runId}: ${result.status} at superstep ${result.failedAt ?? result.superstep} (${result.failedAt !== undefined ? "last " : ""}checkpoint ${result.checkpointId})`,
   );

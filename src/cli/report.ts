@@ -1,3 +1,4 @@
+import { RunControl } from "../engine/control";
 import type { EventRecord } from "../engine/records";
 import type { Io } from "./args";
 
@@ -26,6 +27,32 @@ export function reporter(io: Io): { log: (message: string) => void; onEvent: (ev
       }
       // A checkpoint event is printed only once durable, which is what the kill test compares the file with.
       if (io.env.CASEFILE_EVENTS === "jsonl") io.out(JSON.stringify(e));
+    },
+  };
+}
+
+/**
+ * Ctrl-C (SIGINT) or SIGTERM while run, resume, respond or replay runs: the first stops the run
+ * at the end of the superstep in progress, so it ends `stopped` on the record and the case file
+ * is compacted as after any other ending; a second exits at once (the run is then as if killed:
+ * its last supersteps in the journal). `dispose` removes the handlers when the command ends.
+ */
+export function stopOnInterrupt(io: Io): { control: RunControl; dispose: () => void } {
+  const control = new RunControl();
+  let asked = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (asked) process.exit(signal === "SIGINT" ? 130 : 143);
+    asked = true;
+    io.err(`casefile: ${signal}: stopping the run at the end of this superstep (again to quit now)`);
+    control.stop();
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  return {
+    control,
+    dispose: () => {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
     },
   };
 }

@@ -13,7 +13,7 @@ import {
   type Command,
   type Io,
 } from "./args";
-import { reporter } from "./report";
+import { reporter, stopOnInterrupt } from "./report";
 
 /**
  * `casefile run`, `resume` and `respond`: one command run in this process by runner/session.ts,
@@ -37,7 +37,9 @@ async function session(
     enabled: otel.otel === true || otel["otel-content"] === true,
     includeContent: otel["otel-content"],
   });
+  const interrupt = stopOnInterrupt(io);
   const result: SessionResult = await runSession(command, {
+    control: interrupt.control,
     ...(traces ? { otel: traces } : {}),
     // A case file is the command's caseFile (or, for a new run, named by the runner from its input).
     ...(location?.kind === "postgres" ? { location } : {}),
@@ -45,7 +47,7 @@ async function session(
     defaultBudget: tokenBudgetOption(tokenBudget, io),
     env: io.env,
     ...reporter(io),
-  });
+  }).finally(interrupt.dispose);
   io.out(
     result.failedAt !== undefined
       ? `run ${result.runId} ${result.status} at superstep ${result.failedAt} (last checkpoint ${result.checkpointId})`
