@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { CasefileError, errorMessage, zodIssue } from "../engine/errors";
+import { CasefileError, errorMessage, onFile, zodIssue } from "../engine/errors";
 import type { AgentCallRecord, ChatMessage } from "../engine/records";
 import { ChatMessageSchema, ReplayModeSchema } from "../protocol/runner";
 import { runSession } from "../runner/session";
@@ -115,8 +115,9 @@ function rulesNote(c: AgentCallRecord): string {
 function readMessages(file: string): ChatMessage[] {
   const abs = path.resolve(file);
   let raw: unknown;
+  const text = onFile("read --messages", abs, () => readFileSync(abs, "utf8"));
   try {
-    raw = JSON.parse(readFileSync(abs, "utf8"));
+    raw = JSON.parse(text);
   } catch (e) {
     throw new CasefileError("USAGE", `--messages ${abs}: ${errorMessage(e)}`, { file: abs });
   }
