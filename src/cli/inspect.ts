@@ -429,7 +429,12 @@ function outcomeOf(r: Omit<RunInspection, "outcome">): InspectOutcome {
     parts.push(`intent ${i.key} needs replanning${changed.length ? `: ${changed.join(", ")}` : ""}`);
   }
   // The error itself is on its own line; the outcome names it.
-  if (r.error && !replanning.length) parts.push(`stopped by ${r.error.code}${r.error.executor ? ` in ${r.error.executor}` : ""}`);
+  if (r.error && !replanning.length) {
+    const at = r.supersteps.filter((s) => s.steps.some((st) => st.status === "failed")).at(-1)?.superstep;
+    parts.push(
+      `stopped by ${r.error.code}${r.error.executor ? ` in ${r.error.executor}` : ""}${at === undefined ? "" : ` at superstep ${at}`}`,
+    );
+  }
   return {
     status: r.status,
     decidedBy,

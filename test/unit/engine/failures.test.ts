@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { openCaseFile } from "../../../src/casefile/index";
+import { inspectCaseFile } from "../../../src/cli/inspect";
 import { Engine } from "../../../src/engine/engine";
 import { agent, code, commit, edge, extract, fact, loader, request } from "../../../src/engine/executors";
 import { ScriptedProvider } from "../../../src/engine/providers/scripted";
@@ -291,6 +292,13 @@ describe("engine: every failure ends the run failed, on the record", () => {
     assert.equal(done.status, "completed");
     const review = await reopened((store) => store.readValues(store.latestCheckpoint(failed.runId)!.keys).review);
     assert.equal(review, "approve");
+  });
+
+  it("inspect's outcome of a failed run names the code, the step and the superstep that failed", async () => {
+    const failed = await withEngine(workflow("rule"), (e) => e.run(null));
+    const out = await reopened((store) => inspectCaseFile(store, file));
+    const run = out.runs.find((r) => r.id === failed.runId)!;
+    assert.equal(run.outcome.summary, "FAILED: stopped by RULE_FAILED in decide at superstep 4");
   });
 
   it("a failure repeated on resume is recorded per attempt, each at its own superstep", async () => {
