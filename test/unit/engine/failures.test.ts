@@ -35,6 +35,7 @@ type Fault =
   | "write-date"
   | "extract"
   | "context"
+  | "context-garbage"
   | "rule"
   | "rule-garbage"
   | "rule-async"
@@ -42,6 +43,7 @@ type Fault =
   | "apply"
   | "prompt"
   | "prompt-date"
+  | "prompt-garbage"
   | "answer";
 
 const Proposal = z.object({ action: z.enum(["pay", "refuse"]), reason: z.string(), facts: z.array(z.string()) });
@@ -92,6 +94,7 @@ function workflow(fault: Fault | null): Workflow {
         model: { model: "test-model" },
         context: (s) => {
           boom("context");
+          if (fault === "context-garbage") return "hello" as never;
           return [{ role: "user", content: `Pay ${s.total}? The document has ${s.words.value.count} words.` }];
         },
       }),
@@ -115,6 +118,7 @@ function workflow(fault: Fault | null): Workflow {
         owns: ["review"],
         prompt: () => {
           boom("prompt");
+          if (fault === "prompt-garbage") return 42 as never;
           return { title: "Review the payment", detail: (fault === "prompt-date" ? new Date(0) : "40") as string };
         },
         onAnswer(answer, ctx) {
@@ -221,7 +225,27 @@ const cases: { fault: Fault; superstep: number; code: string; executor: string; 
   },
   { fault: "apply", superstep: 4, code: "EXECUTOR_FAILED", executor: "decide", message: /apply broke/ },
   { fault: "prompt", superstep: 5, code: "EXECUTOR_FAILED", executor: "review", message: /prompt broke/ },
-  { fault: "prompt-date", superstep: 5, code: "INVALID_STATE_VALUE", executor: "review", message: /Date object at "prompt.detail"/ },
+  {
+    fault: "prompt-date",
+    superstep: 5,
+    code: "INVALID_WORKFLOW",
+    executor: "review",
+    message: /request step "review": prompt returned a detail that is a Date, not \{ title: string/,
+  },
+  {
+    fault: "prompt-garbage",
+    superstep: 5,
+    code: "INVALID_WORKFLOW",
+    executor: "review",
+    message: /request step "review": prompt returned 42, not/,
+  },
+  {
+    fault: "context-garbage",
+    superstep: 3,
+    code: "INVALID_WORKFLOW",
+    executor: "propose",
+    message: /step "propose": context returned "hello", not an array of \{ role, content \} messages/,
+  },
 ];
 
 describe("engine: every failure ends the run failed, on the record", () => {
