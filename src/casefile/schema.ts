@@ -210,49 +210,70 @@ export const WRITE_SQL: Record<TableName, string> = {
   events: "INSERT INTO events (seq, run_id, superstep, type, data) VALUES (?, ?, ?, ?, CAST(? AS TEXT))",
 };
 
-/** The parameters of WRITE_SQL[table] for one (validated) row; `json` is the row's JSON, when the caller has it. */
+/** Each table's columns beside `data`, in WRITE_SQL's order (which ends with data). */
+export const WRITE_COLUMNS: Record<TableName, string[]> = Object.fromEntries(
+  Object.entries(WRITE_SQL).map(([table, sql]) => {
+    const cols = /\(([^)]*)\) VALUES/
+      .exec(sql)![1]!
+      .split(",")
+      .map((c) => c.trim());
+    return [table, cols.slice(0, -1)];
+  }),
+) as Record<TableName, string[]>;
+
+/**
+ * The parameters of WRITE_SQL[table] for one (validated) row: its columns, then its JSON (`json`,
+ * when the caller has it) as UTF-8 bytes, which WRITE_SQL casts to TEXT.
+ */
 export function writeParams(table: TableName, row: object, json: string = JSON.stringify(row)): WriteParam[] {
-  const data = Buffer.from(json, "utf8");
+  return [...columnValues(table, row), Buffer.from(json, "utf8")];
+}
+
+/**
+ * The values a row's columns (WRITE_COLUMNS[table], every one but `data`) hold for its record:
+ * what a write stores beside the JSON, and what a read checks the stored columns against.
+ */
+export function columnValues(table: TableName, row: object): SqlParam[] {
   switch (table) {
     case "runs": {
       const r = row as RunRecord;
-      return [r.id, r.parentRunId ?? null, r.status, r.createdAt, data];
+      return [r.id, r.parentRunId ?? null, r.status, r.createdAt];
     }
     case "checkpoints": {
       const c = row as Checkpoint;
-      return [c.id, c.runId, c.superstep, c.parentId ?? null, c.createdAt, c.pending.length, c.waiting.length, data];
+      return [c.id, c.runId, c.superstep, c.parentId ?? null, c.createdAt, c.pending.length, c.waiting.length];
     }
     case "values": {
       const v = row as StateValueRow;
-      return [v.run, v.key, v.version, data];
+      return [v.run, v.key, v.version];
     }
     case "steps": {
       const s = row as StepRecord;
-      return [s.id, s.runId, s.superstep, data];
+      return [s.id, s.runId, s.superstep];
     }
     case "facts": {
       const f = row as FactRecord;
-      return [f.runId, f.key, f.version, f.superstep, data];
+      return [f.runId, f.key, f.version, f.superstep];
     }
     case "agentCalls": {
       const a = row as AgentCallRecord;
-      return [a.id, a.runId, a.superstep, a.hash, data];
+      return [a.id, a.runId, a.superstep, a.hash];
     }
     case "verdicts": {
       const v = row as VerdictRecord;
-      return [v.id, v.runId, v.superstep, v.agentCallId ?? null, data];
+      return [v.id, v.runId, v.superstep, v.agentCallId ?? null];
     }
     case "intents": {
       const i = row as IntentRecord;
-      return [i.id, i.runId, i.status, data];
+      return [i.id, i.runId, i.status];
     }
     case "rules": {
       const r = row as RuleRecord;
-      return [r.id, r.deleted === true ? 1 : 0, data];
+      return [r.id, r.deleted === true ? 1 : 0];
     }
     case "events": {
       const e = row as EventRecord;
-      return [e.seq!, e.runId, e.superstep, e.type, data];
+      return [e.seq!, e.runId, e.superstep, e.type];
     }
     default: {
       const never: never = table;

@@ -17,7 +17,8 @@ import type { AgentCallSummary, CheckpointSummary } from "../engine/store";
 import { CasefileError, errorMessage } from "../engine/errors";
 import { TABLES, alreadyStored, appendOnlyKey, missingValue, storedRowProblem } from "./batch";
 import type { PreparedBatch, TableName } from "./batch";
-import { WRITE_SQL, writeParams } from "./schema";
+import { danglingReferences } from "./references";
+import { WRITE_COLUMNS, WRITE_SQL, columnValues, writeParams } from "./schema";
 import type { SqlParam } from "./schema";
 
 /**
@@ -117,6 +118,24 @@ export class SqlTables {
         ? this.query(`${columns} WHERE run_id = ? ORDER BY superstep, rowid`, [runId])
         : this.query(`${columns} WHERE run_id = ? AND superstep = ? ORDER BY rowid`, [runId, superstep]);
     return rows.map(([id, run, superstep, createdAt, parentId, pending, waiting]) => {
+      // Read from the columns alone, so their types are checked here (a record read checks them against its data).
+      const bad = (
+        [
+          ["superstep", superstep, Number.isInteger(superstep)],
+          ["pending", pending, Number.isInteger(pending)],
+          ["waiting", waiting, Number.isInteger(waiting)],
+          ["created_at", createdAt, typeof createdAt === "string"],
+          ["parent_id", parentId, parentId === null || typeof parentId === "string"],
+        ] as const
+      ).find(([, , ok]) => !ok);
+      if (bad) {
+        const row = { run_id: String(run), superstep: typeof superstep === "number" ? superstep : String(superstep), id: String(id) };
+        throw this.damaged(
+          "checkpoints",
+          row,
+          `column ${bad[0]} holds ${JSON.stringify(bad[1])}, not ${bad[0] === "created_at" ? "a time" : bad[0] === "parent_id" ? "a checkpoint id" : "an integer"}`,
+        );
+      }
       const s: CheckpointSummary = {
         id: id as string,
         runId: run as string,
@@ -302,7 +321,7 @@ export class SqlTables {
 
   private rows(table: TableName, rest: string, params: SqlParam[]): SqlParam[][] {
     const { name, identity } = STORED[table];
-    return this.query(`SELECT data, ${identity.join(", ")} FROM ${name} ${rest}`, params);
+    return this.query(`SELECT data, ${[...WRITE_COLUMNS[table], ...identity].join(", ")} FROM ${name} ${rest}`, params);
   }
 
   private damaged(table: TableName, row: Record<string, string | number>, problem: string): CasefileError {
@@ -316,8 +335,8 @@ export class SqlTables {
   }
 
   /**
-   * Every row of every table whose data does not parse or has not its record's shape, without
-   * throwing: what `casefile inspect` lists before the runs it can still show.
+   * Every row of every table whose data does not parse or has not its record's shape (or whose
+   * columns disagree with it), and every row naming a row that is not stored, without throwing: what `casefile inspect` lists before the runs it can still show.
    */
   damagedRecords(): DamagedRecord[] {
     const out: DamagedRecord[] = [];
@@ -327,6 +346,7 @@ export class SqlTables {
         if ("problem" in read) out.push({ table: STORED[table].name, row: read.row, problem: read.problem });
       }
     }
+    out.push(...danglingReferences((sql) => this.query(sql, [])));
     return out;
   }
 }
@@ -354,7 +374,9 @@ const STORED: Record<TableName, { name: string; identity: string[] }> = {
 
 /** Parses one `SELECT data, <identity>` row; only JSON.parse runs on the data. */
 function readRecord(table: TableName, r: SqlParam[]): { record: unknown } | { row: Record<string, string | number>; problem: string } {
-  const [data, ...ids] = r;
+  const [data, ...rest] = r;
+  const columns = rest.slice(0, WRITE_COLUMNS[table].length);
+  const ids = rest.slice(WRITE_COLUMNS[table].length);
   let problem: string | undefined;
   let record: unknown;
   if (typeof data !== "string") {
@@ -369,6 +391,9 @@ function readRecord(table: TableName, r: SqlParam[]): { record: unknown } | { ro
       const shape = storedRowProblem(table, record);
       if (shape !== undefined) problem = `data is not a ${STORED[table].name} record: ${shape}`;
     }
+    // The columns beside `data` are what its record wrote there (lookups and lists read them):
+    // one that disagrees (a hand edit of a status, a superstep, a parent) is damage too.
+    if (problem === undefined) problem = columnProblem(table, record as object, columns);
   }
   if (problem === undefined) return { record };
   const row: Record<string, string | number> = {};
@@ -377,6 +402,15 @@ function readRecord(table: TableName, r: SqlParam[]): { record: unknown } | { ro
     row[c] = typeof v === "number" ? v : v === null || v === undefined ? "NULL" : String(v);
   });
   return { row, problem };
+}
+
+function columnProblem(table: TableName, record: object, stored: SqlParam[]): string | undefined {
+  const expected = columnValues(table, record);
+  const i = expected.findIndex((v, n) => v !== stored[n]);
+  if (i < 0) return undefined;
+  const show = (v: SqlParam | undefined) =>
+    v === null || v === undefined ? "NULL" : typeof v === "string" ? JSON.stringify(v) : String(v);
+  return `column ${WRITE_COLUMNS[table][i]} holds ${show(stored[i])}, but its record says ${show(expected[i])}`;
 }
 
 function describeRow(row: Record<string, string | number>): string {

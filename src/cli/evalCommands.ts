@@ -5,6 +5,7 @@ import { checkProposal, type AgentMessage } from "../engine/agentStep";
 import { judge } from "../engine/commitStep";
 import { buildModelRequest } from "../engine/contextRequest";
 import { CasefileError, describeError, errorMessage, onFile } from "../engine/errors";
+import { missingRun } from "../engine/storeBatch";
 import {
   correctExpected,
   evalCaseFromRecords,
@@ -83,7 +84,8 @@ export const exportEval: Command = async (args, io) => {
   let workflowPath: string;
   try {
     const call = resolveStep(store, caseFile, values.step, values.run);
-    const run = store.getRun(call.runId)!;
+    const run = store.getRun(call.runId);
+    if (!run) throw missingRun(caseFile, call.runId, `agent call "${call.id}"`);
     workflowPath = workflowFileOf(run, caseFile, values.workflow);
     const { workflow } = await loadWorkflow(workflowPath);
     const source = evalSourceOf(store, caseFile, call, workflow);

@@ -404,8 +404,11 @@ function outcomeOf(r: Omit<RunInspection, "outcome">): InspectOutcome {
   const answered = after.filter((q) => q.status === "answered").at(-1);
   const waiting = after.find((q) => q.status === "waiting");
   const parts: string[] = [];
-  if (last)
-    parts.push(`the rules ${last.verdict} ${JSON.stringify(last.action ?? null)} at superstep ${last.superstep} (${last.executor})`);
+  if (last) {
+    // No action: the proposal was refused before the rules judged it (or none came).
+    const what = last.action == null ? "a proposal refused before the rules judged it" : JSON.stringify(last.action);
+    parts.push(`the rules ${last.verdict} ${what} at superstep ${last.superstep} (${last.executor})`);
+  }
   let decidedBy: InspectOutcome["decidedBy"] = last ? "rules" : null;
   let person: InspectOutcome["person"];
   if (answered) {
@@ -432,7 +435,12 @@ function outcomeOf(r: Omit<RunInspection, "outcome">): InspectOutcome {
     parts.push(`intent ${i.key} needs replanning${changed.length ? `: ${changed.join(", ")}` : ""}`);
   }
   // The error itself is on its own line; the outcome names it.
-  if (r.error && !replanning.length) parts.push(`stopped by ${r.error.code}${r.error.executor ? ` in ${r.error.executor}` : ""}`);
+  if (r.error && !replanning.length) {
+    const at = r.supersteps.filter((s) => s.steps.some((st) => st.status === "failed")).at(-1)?.superstep;
+    parts.push(
+      `stopped by ${r.error.code}${r.error.executor ? ` in ${r.error.executor}` : ""}${at === undefined ? "" : ` at superstep ${at}`}`,
+    );
+  }
   return {
     status: r.status,
     decidedBy,

@@ -17,7 +17,7 @@ export function formatInspection(
 ): string {
   const lines: string[] = [];
   if (extra.damaged?.length) {
-    lines.push(`damaged records (${extra.damaged.length}): these rows cannot be read`);
+    lines.push(`damaged records (${extra.damaged.length}): these rows cannot be read, or name rows that are not stored`);
     for (const d of extra.damaged) lines.push(`  ${d.table} ${describeRow(d.row)}: ${d.problem}`);
     lines.push("");
   }
@@ -47,7 +47,7 @@ export function formatInspection(
     }
     for (const v of r.verdicts) {
       lines.push(
-        `  verdict at superstep ${v.superstep} (${v.executor}): proposed ${j(v.action)} -> ${v.verdict.toUpperCase()}: ${v.reason}`,
+        `  verdict at superstep ${v.superstep} (${v.executor}): ${v.action == null ? "no valid proposal" : `proposed ${j(v.action)}`} -> ${v.verdict.toUpperCase()}: ${v.reason}`,
       );
     }
     for (const w of r.waiting) lines.push(`  waiting for a person: ${w.id}  "${w.title}"${w.options ? ` [${w.options.join(" | ")}]` : ""}`);

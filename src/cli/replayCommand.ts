@@ -1,12 +1,12 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { CasefileError, errorMessage, zodIssue } from "../engine/errors";
+import { CasefileError, errorMessage, onFile, zodIssue } from "../engine/errors";
 import type { AgentCallRecord, ChatMessage } from "../engine/records";
 import { ChatMessageSchema, ReplayModeSchema } from "../protocol/runner";
 import { runSession } from "../runner/session";
 import { STORE_OPTIONS, locationFromOptions, openLocation, type StoreLocation } from "../runner/storeLocation";
-import { reporter } from "./report";
+import { reporter, stopOnInterrupt } from "./report";
 import { parseOptions, tokenBudgetOption, type Command } from "./args";
 import { providerOption } from "./providerArgs";
 import { resolveStep } from "./stepArg";
@@ -43,6 +43,8 @@ export const replay: Command = async (args, io) => {
   const messages = values.messages === undefined ? undefined : readMessages(values.messages);
   const step = await stepOf(location, values.step, values.run);
 
+  const report = reporter(io);
+  const stopInterrupt = stopOnInterrupt(io, report.control);
   const result = await runSession(
     {
       kind: "replay",
@@ -57,9 +59,9 @@ export const replay: Command = async (args, io) => {
       provider: providerOption(values.provider, io),
       defaultBudget: tokenBudgetOption(values["token-budget"], io),
       env: io.env,
-      ...reporter(io),
+      ...report,
     },
-  );
+  ).finally(stopInterrupt);
   io.out(
     `replayed ${step} (${mode.data}) as run ${result.runId}: ${result.status} at superstep ${result.failedAt ?? result.superstep} (${result.failedAt !== undefined ? "last " : ""}checkpoint ${result.checkpointId})`,
   );
@@ -116,8 +118,9 @@ function rulesNote(c: AgentCallRecord): string {
 function readMessages(file: string): ChatMessage[] {
   const abs = path.resolve(file);
   let raw: unknown;
+  const text = onFile("read --messages", abs, () => readFileSync(abs, "utf8"));
   try {
-    raw = JSON.parse(readFileSync(abs, "utf8"));
+    raw = JSON.parse(text);
   } catch (e) {
     throw new CasefileError("USAGE", `--messages ${abs}: ${errorMessage(e)}`, { file: abs });
   }

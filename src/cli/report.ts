@@ -50,3 +50,26 @@ export function reporter(io: Io): { log: (message: string) => void; onEvent: (ev
     },
   };
 }
+
+/**
+ * Ctrl-C (SIGINT) or SIGTERM while run, resume, respond or replay runs: the first stops the run
+ * (`control`, the reporter's) at the end of the superstep in progress, so it ends `stopped` on the
+ * record and the case file is compacted as after any other ending; a second exits at once (the run
+ * is then as if killed: its last supersteps in the journal). The function returned removes the
+ * handlers when the command ends.
+ */
+export function stopOnInterrupt(io: Io, control: RunControl): () => void {
+  let asked = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (asked) process.exit(signal === "SIGINT" ? 130 : 143);
+    asked = true;
+    io.err(`casefile: ${signal}: stopping the run at the end of this superstep (again to quit now)`);
+    control.stop();
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  return () => {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  };
+}

@@ -7,7 +7,7 @@ import { CasefileError } from "../engine/errors";
 import { otelSettings } from "../otel/config";
 import { actingUser, jsonOption as jsonArg, parseOptions as parse, tokenBudgetOption, type Command, type Io } from "./args";
 import { providerOption as providerArg } from "./providerArgs";
-import { reporter } from "./report";
+import { reporter, stopOnInterrupt } from "./report";
 
 /**
  * `casefile run`, `resume` and `respond`: one command run in this process by runner/session.ts,
@@ -35,6 +35,8 @@ async function session(
   // by when esbuild works in its own process (a cached bundle is read synchronously, before). A
   // failure is not kept: the open that needs it reports it.
   if (location?.kind !== "postgres") setImmediate(() => loadSqlJs().catch(() => {}));
+  const report = reporter(io);
+  const stopInterrupt = stopOnInterrupt(io, report.control);
   const result: SessionResult = await runSession(command, {
     ...(traces ? { otel: traces } : {}),
     // A case file is the command's caseFile (or, for a new run, named by the runner from its input).
@@ -42,8 +44,8 @@ async function session(
     provider,
     defaultBudget: tokenBudgetOption(tokenBudget, io),
     env: io.env,
-    ...reporter(io),
-  });
+    ...report,
+  }).finally(stopInterrupt);
   io.out(
     result.failedAt !== undefined
       ? `run ${result.runId} ${result.status} at superstep ${result.failedAt} (last checkpoint ${result.checkpointId})`

@@ -6,7 +6,7 @@ import type { ModelResponse } from "./model";
 import type { AgentCallRecord, ChatMessage, Extract, Json, RuleInForce, RulesFrom } from "./records";
 import { stepId, type TaskInput, type TaskOutcome } from "./task";
 import { checkBudget, countTokens } from "./tokens";
-import { proposalActions } from "./workflow";
+import { parseSafely, proposalActions } from "./workflow";
 
 /** What an agent step sends to its commit step. */
 export interface AgentMessage {
@@ -153,7 +153,7 @@ export function checkProposal(
   if (actions && typeof action === "string" && !actions.includes(action)) {
     return { rejection: { code: "UNKNOWN_ACTION", message: `proposed action "${action}" is not one of ${actions.join(", ")}` } };
   }
-  const parsed = spec.proposal.safeParse(data);
+  const parsed = parseSafely(spec.proposal, data);
   if (!parsed.success) {
     const { at, message } = zodIssue(parsed.error);
     return { rejection: { code: "SCHEMA_VIOLATION", message: `proposal does not match its schema at "${at}": ${message}` } };

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { CasefileError, zodIssue } from "./errors";
 import type { Json } from "./records";
-import type { WorkflowSpec } from "./workflow";
+import { parseSafely, type WorkflowSpec } from "./workflow";
 
 /**
  * Where a new run's case is kept: one case file per case. Called by the runner before it opens
@@ -20,7 +20,7 @@ const UNSAFE = /[^A-Za-z0-9._-]+/g;
 export function caseIdOf(workflow: Pick<WorkflowSpec, "name" | "input" | "caseId">, input: Json | undefined): string | undefined {
   let value: unknown = input ?? null;
   if (workflow.input) {
-    const parsed = workflow.input.safeParse(value);
+    const parsed = parseSafely(workflow.input, value);
     if (!parsed.success) {
       const { at, message } = zodIssue(parsed.error);
       throw new CasefileError("INVALID_INPUT", `input of workflow "${workflow.name}" is invalid at "${at}": ${message}`);

@@ -1,5 +1,5 @@
 import type { AgentMessage } from "./agentStep";
-import { CasefileError, errorMessage } from "./errors";
+import { CasefileError, describeReturned, errorMessage } from "./errors";
 import type { AnyState, CommitSpec, RuleFn, StepContext } from "./executors";
 import type { Json, RuleInForce, RuleResult, Verdict, VerdictBusinessRules } from "./records";
 import { stepId, type TaskInput, type TaskOutcome } from "./task";
@@ -47,23 +47,32 @@ export function judge(
   const results: RuleResult[] = [];
   const failures: { name: string; message: string; onFail: "reject" | "escalate" }[] = [];
   for (const [name, rule] of Object.entries(rules)) {
-    let result: RuleResult;
     let onFail: "reject" | "escalate" = "escalate";
     const read = new Set<string>();
+    let r: unknown;
     try {
-      const r = rule({ proposal, state, message: opts.message as Json, businessRules: tracked(given, read) });
-      if (typeof r === "boolean") result = { name, ok: r, message: r ? "pass" : "fail" };
-      else {
-        result = { name, ok: r.ok, message: r.message };
-        onFail = r.onFail ?? "escalate";
-      }
-      if (read.size) result.businessRules = [...read];
-      for (const id of read) used.add(id);
+      r = rule({ proposal, state, message: opts.message as Json, businessRules: tracked(given, read) });
     } catch (e) {
       // A rule that throws is a bug in the rule, not a judgement of the proposal: the step
       // fails on the record (resume after the fix), rather than escalating as if it had judged.
       throw new CasefileError("RULE_FAILED", `rule "${name}" threw: ${errorMessage(e)}`, { executor: opts.executor, rule: name });
     }
+    let result: RuleResult;
+    if (typeof r === "boolean") result = { name, ok: r, message: r ? "pass" : "fail" };
+    else if (isRuleReturn(r)) {
+      result = { name, ok: r.ok, message: r.message };
+      onFail = r.onFail ?? "escalate";
+    } else {
+      // Anything else (a number, undefined, a Promise from an async rule) is a bug in the rule
+      // too, like a throw: it never judges as a failed rule.
+      throw new CasefileError(
+        "RULE_FAILED",
+        `rule "${name}" returned ${describeReturned(r)}: a rule returns true, false or { ok: boolean, message: string, onFail?: "reject" | "escalate" }`,
+        { executor: opts.executor, rule: name },
+      );
+    }
+    if (read.size) result.businessRules = [...read];
+    for (const id of read) used.add(id);
     results.push(result);
     if (!result.ok) failures.push({ name, message: result.message, onFail });
   }
@@ -184,4 +193,15 @@ function deepFreeze<T>(v: T): T {
 
 function isRecord(v: unknown): v is Json & Record<string, Json> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** A rule's `{ ok, message, onFail? }` answer, as RuleFn declares it. */
+function isRuleReturn(r: unknown): r is { ok: boolean; message: string; onFail?: "reject" | "escalate" } {
+  if (typeof r !== "object" || r === null) return false;
+  const o = r as Record<string, unknown>;
+  return (
+    typeof o.ok === "boolean" &&
+    typeof o.message === "string" &&
+    (o.onFail === undefined || o.onFail === "reject" || o.onFail === "escalate")
+  );
 }

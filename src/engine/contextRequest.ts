@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CasefileError, errorMessage } from "./errors";
+import { CasefileError, describeReturned, errorMessage } from "./errors";
 import { stableHash } from "./hash";
 import type { ModelRequest } from "./model";
 import type { ChatMessage, Json } from "./records";
@@ -35,6 +35,13 @@ export function buildModelRequest(input: BuildModelRequestInput): ModelRequest {
   const { step, model, callIndex } = input;
   if (typeof model !== "string" || model.length === 0) {
     throw new CasefileError("INVALID_WORKFLOW", `step "${step}": no model given for the request`, { step });
+  }
+  if (!Array.isArray(input.messages)) {
+    throw new CasefileError(
+      "INVALID_WORKFLOW",
+      `step "${step}": context returned ${describeReturned(input.messages)}, not an array of { role, content } messages`,
+      { step },
+    );
   }
   const messages = input.messages.map((m, i) => checkMessage(step, m, i));
   const params = copyJson(step, "params", input.params ?? {}) as Record<string, Json>;

@@ -1,4 +1,5 @@
 import { CasefileError, describeError, isCasefileError } from "./errors";
+import { checkIntent, checkLiveRecord } from "./effectShapes";
 import type { AnyState, EffectSpec, LiveRecord, PlannedEffect, StepContext } from "./executors";
 import { compareIntents, comparePrecondition, holderOf, intentConflict, intentKey, intentRecordId, keyOf } from "./effectCompare";
 import type { EventRecord, IntentRecord, Json } from "./records";
@@ -55,7 +56,7 @@ export async function runEffect(
   ctx: StepContext,
   out: TaskOutcome,
 ): Promise<Json | void> {
-  const declared = spec.intent(state, input.message.payload);
+  const declared = checkIntent(input.executor, spec.intent(state, input.message.payload));
   const key = intentKey(input.caseId, input.executor, input.superstep, input.index);
   const io: EffectIo = {
     store: input.store,
@@ -258,6 +259,7 @@ async function checkThenAct(spec: EffectSpec, planned: PlannedEffect, record: In
   if (spec.check) {
     try {
       live = await spec.check(planned, ctx);
+      checkLiveRecord(live);
     } catch (e) {
       const error = effectFailed(record, "check", e);
       commitIntent(

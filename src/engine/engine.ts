@@ -3,7 +3,7 @@ import { RunControl } from "./control";
 import { resolveOpenIntents } from "./effectStep";
 import { CasefileError, describeError, errorMessage, isCasefileError, stopsForReplanning, zodIssue } from "./errors";
 import { extractEvents, prepareExtracts } from "./extracts";
-import { agentCallCounts, caseIdOf } from "./lineage";
+import { readBeforeWriting, type Lineage } from "./lineage";
 import type { ModelProvider } from "./model";
 import { CHECKPOINT_FORMAT, type Checkpoint, type EventRecord, type EventType, type Json, type RunRecord, type RunStatus } from "./records";
 import { rulesInForce, type RuleSource } from "./rules";
@@ -11,7 +11,7 @@ import { runTask } from "./steps";
 import type { CaseStore, CommitBatch } from "./store";
 import { findWaiting, newRunId, planResume } from "./resumePlan";
 import { checkpointId, checkWrites, nextCheckpoint, toJson, workflowStamp } from "./superstep";
-import { ApprovalAnswer, type Workflow } from "./workflow";
+import { ApprovalAnswer, parseSafely, type Workflow } from "./workflow";
 
 export interface EngineOptions {
   provider?: ModelProvider;
@@ -67,7 +67,7 @@ export class Engine {
   async run(input: Json = null): Promise<RunResult> {
     const wf = this.workflow;
     if (wf.input) {
-      const parsed = wf.input.safeParse(input);
+      const parsed = parseSafely(wf.input, input);
       if (!parsed.success) {
         const { at, message } = zodIssue(parsed.error);
         throw new CasefileError("INVALID_INPUT", `input of workflow "${wf.name}" is invalid at "${at}": ${message}`);
@@ -97,12 +97,13 @@ export class Engine {
       local: {},
       waiting: [],
     };
+    const lineage = readBeforeWriting(this.store, this.workflow, this.options.ruleBook ?? this.store, run);
     this.commit({
       runs: [run],
       checkpoints: [cp],
       events: [this.event(run.id, 0, "run_started", { workflow: wf.name, version: wf.version, input })],
     });
-    return this.loop(run, cp, {});
+    return this.loop(run, cp, {}, lineage);
   }
 
   /**
@@ -113,7 +114,7 @@ export class Engine {
    * replaying a step must leave the run that recorded it as it was.
    */
   async resume(fromCheckpointId: string, opts: { patch?: Record<string, Json>; branch?: boolean } = {}): Promise<RunResult> {
-    const { run, cp, values } = this.prepare(fromCheckpointId, opts.patch, false, opts.branch ?? false);
+    const { run, cp, values, lineage } = this.prepare(fromCheckpointId, opts.patch, false, opts.branch ?? false);
     // Open intents of the case (a crash between an action and its reference) are resolved
     // before any superstep runs, so nothing is repeated while an effect's outcome is unknown.
     let unresolved: RunResult["error"];
@@ -121,7 +122,7 @@ export class Engine {
       unresolved = await resolveOpenIntents({
         workflow: this.workflow,
         store: this.store,
-        caseId: caseIdOf(this.store, run),
+        caseId: lineage.caseId,
         runId: run.id,
         superstep: cp.superstep + 1,
         state: values,
@@ -136,7 +137,7 @@ export class Engine {
       unresolved = failureOf(e);
     }
     if (unresolved) return this.fail(run, cp, cp.superstep + 1, [], unresolved);
-    return this.loop(run, cp, values);
+    return this.loop(run, cp, values, lineage);
   }
 
   /**
@@ -157,12 +158,12 @@ export class Engine {
         `request "${requestId}" belongs to executor "${found.request.executor}", which is no longer a request step`,
       );
     }
-    const parsed = (spec.answer ?? ApprovalAnswer).safeParse(answer);
+    const parsed = parseSafely(spec.answer ?? ApprovalAnswer, answer);
     if (!parsed.success) {
       const { at, message } = zodIssue(parsed.error);
       throw new CasefileError("INVALID_ANSWER", `answer to request "${requestId}" is invalid at "${at}": ${message}`);
     }
-    const { run, cp, values } = this.prepare(found.checkpoint.id, undefined, true);
+    const { run, cp, values, lineage } = this.prepare(found.checkpoint.id, undefined, true);
     const at = this.now();
     const next: Checkpoint = {
       ...cp,
@@ -216,7 +217,7 @@ export class Engine {
         outputs: run.outputs ?? [],
       };
     }
-    return this.loop(run, next, values);
+    return this.loop(run, next, values, lineage);
   }
 
   /** The resume side (resumePlan.ts) decides the run and its first checkpoint; committed here. */
@@ -225,22 +226,22 @@ export class Engine {
     patch: Record<string, Json> | undefined,
     answering = false,
     forceBranch = false,
-  ): { run: RunRecord; cp: Checkpoint; values: Record<string, Json> } {
+  ): { run: RunRecord; cp: Checkpoint; values: Record<string, Json>; lineage: Lineage } {
     const plan = planResume(
       this.workflow,
       this.store,
       { fromId, patch, answering, forceBranch },
       { now: this.now, workflowPath: this.options.workflowPath, warn: (m) => this.warn(m), warnings: this.warnings },
     );
+    const lineage = readBeforeWriting(this.store, this.workflow, this.options.ruleBook ?? this.store, plan.run);
     this.commit(plan.batch);
-    return { run: plan.run, cp: plan.cp, values: plan.values };
+    return { run: plan.run, cp: plan.cp, values: plan.values, lineage };
   }
 
-  private async loop(run: RunRecord, start: Checkpoint, startValues: Record<string, Json>): Promise<RunResult> {
+  private async loop(run: RunRecord, start: Checkpoint, startValues: Record<string, Json>, lineage: Lineage): Promise<RunResult> {
     let cp = start;
     let values = startValues;
-    const caseId = caseIdOf(this.store, run);
-    const callCounts = agentCallCounts(this.store, run);
+    const { caseId, callCounts } = lineage;
 
     for (;;) {
       if (cp.pending.length === 0) {

@@ -201,6 +201,25 @@ export function onFile<T>(verb: string, file: string, fn: () => T): T {
   }
 }
 
+/**
+ * A value user code returned where another kind was due, for a message saying what came back:
+ * `"yes"`, `42`, `undefined`, `a Promise` (an async function where a synchronous one is called).
+ */
+export function describeReturned(v: unknown): string {
+  if (v === undefined) return "undefined";
+  if (typeof v === "function") return "a function";
+  if (typeof v === "object" && v !== null && typeof (v as { then?: unknown }).then === "function") return "a Promise";
+  if (typeof v === "object" && v !== null && ![Object.prototype, Array.prototype, null].includes(Object.getPrototypeOf(v)))
+    return article(Object.getPrototypeOf(v)?.constructor?.name ?? "object");
+  let text: string;
+  try {
+    text = JSON.stringify(v) ?? String(v);
+  } catch {
+    text = String(v);
+  }
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
 /** "a request step", "an agent step": the article a word takes in a message (by its first letter, which fits step kinds and type names). */
 export function article(word: string): string {
   return `${/^[aeiou]/i.test(word) ? "an" : "a"} ${word}`;

@@ -3,7 +3,7 @@ import type { ExtractKey } from "./executors";
 import { stableHash } from "./hash";
 import type { EventRecord, Extract, Json, Provenance } from "./records";
 import { toJson } from "./superstep";
-import { keySchema, type Workflow } from "./workflow";
+import { keySchema, parseSafely, type Workflow } from "./workflow";
 
 /**
  * Extracts from long documents. An extract key holds what a step needs of a document that sits
@@ -141,7 +141,7 @@ async function make(
     throw new CasefileError("EXTRACT_FAILED", `${what} failed: ${errorMessage(e)}`, details);
   }
   const wrapped = { value, from: decl.from, source, sourceVersion, sourceHash: fingerprint(fact.value), extractedAt: now() };
-  const parsed = keySchema(decl).safeParse(wrapped);
+  const parsed = parseSafely(keySchema(decl), wrapped);
   if (!parsed.success) {
     const { at, path, message } = zodIssue(parsed.error, key);
     throw new CasefileError("EXTRACT_FAILED", `${what} is invalid at "${at}": ${message}`, { ...details, path });

@@ -1,5 +1,7 @@
 import type { RunRecord } from "./records";
+import type { RuleSource } from "./rules";
 import type { CaseStore } from "./store";
+import type { Workflow } from "./workflow";
 
 /**
  * A run's ancestry in the case file: runs branch from runs, and the root of the tree is the case.
@@ -35,4 +37,24 @@ export function caseIdOf(store: CaseStore, run: RunRecord): string {
     r = parent;
   }
   return r?.id ?? run.id;
+}
+
+/** A run's place in its case, read before its first commit (readBeforeWriting). */
+export interface Lineage {
+  caseId: string;
+  callCounts: Map<string, number>;
+}
+
+/**
+ * What a run reads of the case file's other records, read before its first commit (the engine's
+ * run, resume and respond call it): its case and agent call counts, and, for a workflow with
+ * effects, agents or commits, every intent and business rule those steps read later. A damaged
+ * one is refused here with CORRUPT_CASE_FILE before anything is written; found mid-run, it would
+ * leave a run started in the damaged file, `running` for ever.
+ */
+export function readBeforeWriting(store: CaseStore, workflow: Workflow, rules: RuleSource, run: RunRecord): Lineage {
+  const kinds = new Set(Object.values(workflow.executors).map((e) => e.kind));
+  if (kinds.has("effect")) store.listIntents();
+  if (kinds.has("agent") || kinds.has("commit")) rules.listRules();
+  return { caseId: caseIdOf(store, run), callCounts: agentCallCounts(store, run) };
 }

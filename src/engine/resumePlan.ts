@@ -2,8 +2,9 @@ import { randomUUID } from "node:crypto";
 import { CasefileError, errorMessage, zodIssue } from "./errors";
 import type { Checkpoint, EventRecord, EventType, Json, Message, RunRecord, StateValueRow } from "./records";
 import type { CaseStore, CommitBatch } from "./store";
+import { missingRun } from "./storeBatch";
 import { checkpointId, deepFreeze, nextKeyRefs, toJson, workflowStamp } from "./superstep";
-import { keySchema, type Workflow } from "./workflow";
+import { keySchema, parseSafely, type Workflow } from "./workflow";
 
 /**
  * The resume side of a run, before its first superstep: the checkpoint to start from is loaded,
@@ -56,7 +57,7 @@ export function planResume(workflow: Workflow, store: CaseStore, from: ResumeFro
   const source = store.getCheckpoint(fromId);
   if (!source) throw new CasefileError("UNKNOWN_CHECKPOINT", `no checkpoint "${fromId}" in this case file`);
   const parent = store.getRun(source.runId);
-  if (!parent) throw new CasefileError("UNKNOWN_RUN", `checkpoint "${fromId}" names run "${source.runId}", which is not in this case file`);
+  if (!parent) throw missingRun("this case file", source.runId, `checkpoint "${fromId}"`);
   if (source.workflow.name !== wf.name) {
     throw new CasefileError("WORKFLOW_MISMATCH", `checkpoint "${fromId}" was made by workflow "${source.workflow.name}", not "${wf.name}"`);
   }
@@ -94,7 +95,7 @@ export function planResume(workflow: Workflow, store: CaseStore, from: ResumeFro
         throw new CasefileError("UNKNOWN_KEY", `patch names unknown state key "${key}"; keys are: ${Object.keys(wf.state).join(", ")}`, {
           key,
         });
-      const parsed = keySchema(decl).safeParse(value);
+      const parsed = parseSafely(keySchema(decl), value);
       if (!parsed.success) {
         const { at, path, message } = zodIssue(parsed.error, key);
         throw new CasefileError("INVALID_PATCH", `patch value for "${key}" is invalid at "${at}": ${message}`, { key, path });
@@ -267,7 +268,7 @@ function unparsable(workflow: Workflow, state: Record<string, Json>): { key: str
       out.push({ key, path: [], at: key, message: `is not a state key of version ${workflow.version}` });
       continue;
     }
-    const parsed = keySchema(decl).safeParse(value);
+    const parsed = parseSafely(keySchema(decl), value);
     if (parsed.success) continue;
     for (const issue of parsed.error.issues) {
       const p = issue.path.map(String);
@@ -286,7 +287,7 @@ export function checkStored(workflow: Workflow, values: Record<string, Json>, cp
   for (const [key, value] of Object.entries(values)) {
     const decl = workflow.state[key];
     if (!decl) continue; // a key the workflow no longer has: the graph-change warning names it
-    const parsed = keySchema(decl).safeParse(value);
+    const parsed = parseSafely(keySchema(decl), value);
     if (parsed.success) continue;
     const { at, path, message } = zodIssue(parsed.error, key);
     const ref = cp.keys[key]!;
@@ -383,7 +384,7 @@ export function migrate(
     );
   }
   for (const [key, value] of Object.entries(state)) {
-    const parsed = keySchema(wf.state[key]!).safeParse(value);
+    const parsed = parseSafely(keySchema(wf.state[key]!), value);
     if (!parsed.success) continue; // unparsable() found none
     if (JSON.stringify(parsed.data) !== JSON.stringify(values[key])) changed.add(key);
     state[key] = toJson(parsed.data, key, "migration");

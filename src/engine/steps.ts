@@ -1,5 +1,5 @@
-import { CasefileError, describeError } from "./errors";
-import type { AnyState, ExecutorSpec, LoaderContext, StepContext } from "./executors";
+import { CasefileError, describeError, describeReturned } from "./errors";
+import type { AnyState, ExecutorSpec, LoaderContext, RequestPrompt, StepContext } from "./executors";
 import type { Json, Provenance } from "./records";
 import { runAgent } from "./agentStep";
 import { runCommit } from "./commitStep";
@@ -152,7 +152,7 @@ async function runRequest(
     const parsed = (spec.answer ?? ApprovalAnswer).parse(answer);
     return spec.onAnswer(parsed, { ...ctx, message: (input.message.payload as { message: Json }).message });
   }
-  const prompt = spec.prompt(state, input.message.payload);
+  const prompt = checkPrompt(input.executor, spec.prompt(state, input.message.payload));
   out.waiting = {
     id: stepId(input.runId, input.superstep, input.executor, input.index),
     executor: input.executor,
@@ -163,4 +163,27 @@ async function runRequest(
     message: input.message.payload,
   };
   out.step.status = "waiting";
+}
+
+/** A request's prompt as RequestPrompt declares it; anything else is a bug in `prompt`, named with the step. */
+function checkPrompt(executor: string, p: unknown): RequestPrompt {
+  const o = (typeof p === "object" && p !== null ? p : {}) as Record<string, unknown>;
+  const problem =
+    typeof p !== "object" || p === null || Array.isArray(p)
+      ? `returned ${describeReturned(p)}`
+      : typeof o.title !== "string"
+        ? `returned a title that is ${describeReturned(o.title)}`
+        : o.detail !== undefined && typeof o.detail !== "string"
+          ? `returned a detail that is ${describeReturned(o.detail)}`
+          : o.options !== undefined && !(Array.isArray(o.options) && o.options.every((x) => typeof x === "string"))
+            ? `returned options that are ${describeReturned(o.options)}`
+            : undefined;
+  if (problem) {
+    throw new CasefileError(
+      "INVALID_WORKFLOW",
+      `request step "${executor}": prompt ${problem}, not { title: string, detail?: string, options?: string[] }`,
+      { executor },
+    );
+  }
+  return p as RequestPrompt;
 }

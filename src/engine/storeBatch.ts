@@ -281,6 +281,11 @@ export function missingValue(where: string, key: string, ref: KeyRef): CasefileE
   );
 }
 
+/** A record naming a run the store does not hold (its row deleted): the file is damaged, not the command wrong. */
+export function missingRun(where: string, runId: string, referredBy: string): CasefileError {
+  return new CasefileError("CORRUPT_CASE_FILE", `${where}: ${referredBy} refers to run ${runId}, which is not stored`, { run: runId });
+}
+
 function invalid(message: string): CasefileError {
   return new CasefileError("INVALID_BATCH", `commit refused: ${message}`);
 }

@@ -1,5 +1,5 @@
-import { CasefileError, errorMessage, zodIssue } from "./errors";
-import { keySchema, type Workflow } from "./workflow";
+import { CasefileError, describeReturned, errorMessage, zodIssue } from "./errors";
+import { keySchema, parseSafely, type Workflow } from "./workflow";
 import { CHECKPOINT_FORMAT, type Checkpoint, type EventRecord, type Json, type KeyRef, type Message, type RunRecord } from "./records";
 import type { StagedWrite, TaskOutcome } from "./task";
 import type { CommitBatch } from "./store";
@@ -49,7 +49,7 @@ export function checkWrites(workflow: Workflow, writes: StagedWrite[]): Map<stri
         { executor: w.executor, key: w.key },
       );
     }
-    const parsed = keySchema(decl).safeParse(w.value);
+    const parsed = parseSafely(keySchema(decl), w.value);
     if (!parsed.success) {
       const { at, path, message } = zodIssue(parsed.error, w.key);
       throw new CasefileError("INVALID_STATE_VALUE", `executor "${w.executor}" wrote an invalid value at "${at}": ${message}`, {
@@ -110,11 +110,19 @@ export function route(
   for (const e of workflow.edges) {
     if (!e.from.includes(from)) continue;
     if (e.when) {
-      let pass: boolean;
+      let pass: unknown;
       try {
         pass = e.when(payload, state);
       } catch (err) {
         throw new CasefileError("EDGE_FAILED", `condition of edge "${e.id}" threw: ${errorMessage(err)}`, { executor: from, edge: e.id });
+      }
+      // Truthiness would route on a bug (a string, a Promise from an async `when`, undefined
+      // from a branch that forgot to return): the edge is refused like one that threw.
+      if (typeof pass !== "boolean") {
+        throw new CasefileError("EDGE_FAILED", `condition of edge "${e.id}" returned ${describeReturned(pass)}, not true or false`, {
+          executor: from,
+          edge: e.id,
+        });
       }
       if (!pass) continue;
     }

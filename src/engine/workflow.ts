@@ -90,6 +90,28 @@ export function keySchema(decl: KeyDecl): z.ZodType {
   return decl;
 }
 
+/** What a failed parse says: the zod error's issues, or the one a throwing schema is turned into. */
+export type ParseResult<T> = { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } };
+
+/**
+ * A workflow author's schema parsing a value, with a throw inside the schema (a `refine` or
+ * `transform` that throws) turned into a failed parse, "its schema threw: ...", at the root of
+ * the value. Every parse of a value by a schema the workflow declares (state keys, input,
+ * proposal, answer) goes through here, so a broken schema is reported by each caller's own typed
+ * error naming the key or step, never as an untyped throw.
+ */
+export function parseSafely<T>(schema: z.ZodType<T>, value: unknown): ParseResult<T> {
+  try {
+    const r = schema.safeParse(value);
+    return r.success ? { success: true, data: r.data } : { success: false, error: { issues: r.error.issues } };
+  } catch (e) {
+    return {
+      success: false,
+      error: { issues: [{ path: [], message: `its schema threw: ${e instanceof Error ? e.message : String(e)}` }] },
+    };
+  }
+}
+
 type Problem = { code: ErrorCode; message: string; executor?: string; key?: string };
 
 /**

@@ -276,7 +276,7 @@ export const InspectOutputSchema = z.object({
   journal: z
     .object({ uncompactedSupersteps: z.number().int().nonnegative(), uncompactedRecords: z.number().int().nonnegative() })
     .optional(),
-  /** Records whose stored JSON no longer parses: which table, which row, what is wrong. */
+  /** Damaged records (JSON that no longer parses or has the wrong shape, a column that disagrees with it, a row naming one not stored): which table, which row, what is wrong. */
   damaged: z
     .array(z.object({ table: z.string(), row: z.record(z.string(), z.union([z.string(), z.number()])), problem: z.string() }))
     .optional(),

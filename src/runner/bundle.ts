@@ -3,7 +3,7 @@ import path from "node:path";
 import vm from "node:vm";
 import * as runtime from "../engine/index";
 import * as zod from "zod";
-import { CasefileError, errorMessage } from "../engine/errors";
+import { CasefileError, errorMessage, isCasefileError } from "../engine/errors";
 import type { Workflow } from "../engine/workflow";
 import { buildWorkflow, type WorkflowBuild } from "./bundleCache";
 
@@ -65,7 +65,14 @@ export async function loadWorkflow(file: string): Promise<LoadedWorkflow> {
     filename: bundleFileOf(abs),
   });
   const req = (id: string): unknown => (id in PROVIDED ? PROVIDED[id] : userRequire(id));
-  wrapper(module.exports, req, module, abs, path.dirname(abs));
+  try {
+    wrapper(module.exports, req, module, abs, path.dirname(abs));
+  } catch (e) {
+    // defineWorkflow's own refusals are typed already; anything else the file's top level threw
+    // (a text file, a missing import, a bug) is said in one line naming the file.
+    if (isCasefileError(e)) throw e;
+    throw new CasefileError("INVALID_WORKFLOW", `loading workflow ${abs} threw: ${errorMessage(e)}`, { file: abs });
+  }
 
   const exported = module.exports.default ?? module.exports.workflow;
   if (!isWorkflow(exported)) {

@@ -1,5 +1,5 @@
 import { describeError, isCasefileError } from "../engine/errors";
-import { keySchema, type Workflow } from "../engine/workflow";
+import { keySchema, parseSafely, type Workflow } from "../engine/workflow";
 import { PatchCheckRequestSchema, type PatchCheckResult, type PatchProblem } from "../protocol/debug";
 import { loadWorkflow } from "./bundle";
 
@@ -20,7 +20,7 @@ export function checkPatch(workflow: Workflow, patch: Record<string, unknown>): 
       });
       continue;
     }
-    const parsed = keySchema(decl).safeParse(value);
+    const parsed = parseSafely(keySchema(decl), value);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
       const path = issue.path.map(String);

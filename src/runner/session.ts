@@ -7,6 +7,7 @@ import { caseIdOf, defaultCaseFile } from "../engine/caseName";
 import { Engine, type RunResult } from "../engine/engine";
 import { findWaiting } from "../engine/resumePlan";
 import { CasefileError, errorMessage } from "../engine/errors";
+import { missingRun } from "../engine/storeBatch";
 import type { ModelProvider } from "../engine/model";
 import { withRunModel } from "../engine/modelChoice";
 import { createProvider, runModelOf } from "../engine/providers/index";
@@ -195,7 +196,18 @@ function resolveWorkflowPath(store: CaseStore, caseFile: string, command: Exclud
     // naming its first answer, before any workflow is loaded.
     runId = findWaiting(store, command.requestId).checkpoint.runId;
   }
-  const recorded = store.getRun(runId)?.workflow.path;
+  const run = store.getRun(runId);
+  if (!run)
+    throw missingRun(
+      caseFile,
+      runId,
+      command.kind === "resume"
+        ? `checkpoint "${command.checkpointId}"`
+        : command.kind === "replay"
+          ? `agent call "${command.agentCallId}"`
+          : `request "${command.requestId}"`,
+    );
+  const recorded = run.workflow.path;
   if (!recorded) throw new CasefileError("USAGE", `run "${runId}" did not record its workflow file: pass --workflow`);
   return recorded;
 }

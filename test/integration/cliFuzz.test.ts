@@ -168,6 +168,11 @@ describe("CLI fuzz: hostile arguments and inputs are refused with one typed line
       sql(f, `UPDATE ${table} SET data = ${set} WHERE ${where}`);
       return f;
     };
+  const damagedBy = (name: string, statement: string) => () => {
+    const f = copyOf(invoice, `damaged-${name}.casefile`);
+    sql(f, statement);
+    return f;
+  };
   const NOT_JSON = "'not json'";
   const WRONG_SHAPE = `'{"id": 7}'`;
 
@@ -200,6 +205,18 @@ describe("CLI fuzz: hostile arguments and inputs are refused with one typed line
     ["a verdict that is not JSON", damaged("verdicts", NOT_JSON), ["export-eval"]],
     ["an event that is not JSON", damaged("events", NOT_JSON), ["respond"]],
     ["a step stored as a blob", damaged("steps", "X'00ff'"), ["respond"]],
+    ["an agent call that is not JSON, resumed", damaged("agent_calls", NOT_JSON), ["resume", "respond"]],
+    [
+      "a run whose status column disagrees with its record",
+      damagedBy("status", "UPDATE runs SET status = 'bogus'"),
+      ["resume", "respond", "replay", "export-eval"],
+    ],
+    [
+      "a checkpoint whose superstep column is text",
+      damagedBy("superstep", "UPDATE checkpoints SET superstep = 'abc'"),
+      ["resume", "respond", "replay", "export-eval"],
+    ],
+    ["its runs deleted", damagedBy("no-runs", "DELETE FROM runs"), ["resume", "replay", "export-eval"]],
   ];
   for (const [fileTitle, make, cmds] of damagedFiles) {
     for (const [cmd, args] of commandsOnFile.filter(([c]) => cmds.includes(c))) {
@@ -225,6 +242,12 @@ describe("CLI fuzz: hostile arguments and inputs are refused with one typed line
   refused("run without a workflow", () => ["run"]);
   refused("run of a missing workflow file", () => ["run", path.join(dir, "nope.ts"), "--case-file", path.join(dir, "nope.casefile")]);
   refused("run of a workflow that does not build", () => ["run", brokenWorkflow, "--case-file", place("b.casefile", () => undefined)]);
+  refused("run of a workflow file whose top level throws (notes, not code)", () => [
+    "run",
+    place("notes.ts", (t) => writeFileSync(t, "these are my notes\n")),
+    "--case-file",
+    place("n.casefile", () => undefined),
+  ]);
   refused("run with --input that is not JSON", () => ["run", counterWorkflow, "--input", "{limit: 2"]);
   refused("run with --provider that is not JSON", () => ["run", counterWorkflow, "--provider", "scripted"]);
   refused("run with --provider of an unknown kind", () => ["run", counterWorkflow, "--provider", '{"kind":"telepathy"}']);
@@ -272,6 +295,14 @@ describe("CLI fuzz: hostile arguments and inputs are refused with one typed line
   onCounter("resume without --checkpoint", (f) => ["resume", f]);
   onCounter("resume with --checkpoint and no value", (f) => ["resume", f, "--checkpoint"]);
   onCounter("resume of an unknown checkpoint", (f) => ["resume", f, "--checkpoint", "no-such-checkpoint"]);
+  onInvoice("resume with --workflow naming a file whose top level throws", (f) => [
+    "resume",
+    f,
+    "--checkpoint",
+    ids.checkpoint,
+    "--workflow",
+    place("notes.ts", (t) => writeFileSync(t, "these are my notes\n")),
+  ]);
   onInvoice("resume with --patch that is not JSON", (f) => ["resume", f, "--checkpoint", ids.checkpoint, "--patch", "{decision:"]);
   onInvoice("resume with --patch that is an array", (f) => ["resume", f, "--checkpoint", ids.checkpoint, "--patch", "[1,2]"]);
   onInvoice("resume with --patch that is a string", (f) => ["resume", f, "--checkpoint", ids.checkpoint, "--patch", '"x"']);

@@ -100,6 +100,33 @@ describe("case file after the process exits: what sqlite3 sees", function () {
     assert.equal(Number(sqlite(file, "SELECT count(*) FROM events")), types.length);
   });
 
+  it("Ctrl-C on casefile run: the run ends stopped at the end of its superstep, on the record, and the file is whole", async () => {
+    const file = path.join(dir, "interrupted.casefile");
+    const child = spawn(
+      process.execPath,
+      [cliPath, "run", endings, "--case-file", file, "--input", JSON.stringify({ end: "slow", steps: 200, delayMs: 20 })],
+      { env: { ...process.env, CASEFILE_EVENTS: "jsonl" }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let stdout = "";
+    let stderr = "";
+    let interrupted = false;
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d.toString();
+      // Once a few supersteps are durable, as a person would press Ctrl-C mid-run.
+      if (!interrupted && (stdout.match(/"type":"checkpoint"/g) ?? []).length >= 3) interrupted = child.kill("SIGINT");
+    });
+    const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
+    assert.equal(code, 1, `a stopped run exits 1: ${stderr}`);
+    assert.match(stderr, /casefile: SIGINT: stopping the run at the end of this superstep/);
+    assert.match(stdout, /run run-\w+ stopped at superstep \d+/);
+    assertWhole(file);
+    assert.equal(sqlite(file, "SELECT status FROM runs"), "stopped", "sqlite3 sees the run stopped, not running");
+    assert.equal(sqlite(file, "SELECT type FROM events ORDER BY seq DESC LIMIT 1"), "run_stopped");
+    const n = Number(sqlite(file, "SELECT max(superstep) FROM checkpoints"));
+    assert.ok(n >= 3 && n < 200, `stopped part way, at superstep ${n}`);
+  });
+
   it("casefile respond and resume compact too", async () => {
     const file = path.join(dir, "waiting.casefile");
     const requestId = sqlite(file, "SELECT json_extract(data, '$.waiting[0].id') FROM checkpoints ORDER BY superstep DESC LIMIT 1");

@@ -77,7 +77,7 @@ describe("CLI on a case file with damaged records", function () {
     const text = await runCli(["inspect", file]);
     assert.equal(text.code, 0, text.stderr);
     const lines = text.stdout.split("\n");
-    assert.equal(lines[0], "damaged records (2): these rows cannot be read");
+    assert.equal(lines[0], "damaged records (2): these rows cannot be read, or name rows that are not stored");
     assert.match(lines[1]!, new RegExp(`^  state_values run="${runs[1]}" key="trail" version=1: data is not JSON: `));
     assert.equal(
       lines[2],

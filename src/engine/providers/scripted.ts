@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import { CasefileError, errorMessage } from "../errors";
+import { CasefileError, errorMessage, fileError, isErrnoError } from "../errors";
 import type { ModelProvider, ModelRequest, ModelResponse } from "../model";
 import type { Json } from "../records";
 
@@ -111,12 +111,18 @@ export class ScriptedProvider implements ModelProvider {
     try {
       text = readFileSync(this.fixturePath, "utf8");
     } catch (e) {
-      const reason = (e as NodeJS.ErrnoException).code === "ENOENT" ? "does not exist" : errorMessage(e);
-      throw new CasefileError(
-        "MODEL_RESPONSE_MISSING",
-        `no scripted response for step "${request.step}" (hash ${request.hash}): fixture ${this.fixturePath} ${reason}`,
-        { step: request.step, hash: request.hash, callIndex: request.callIndex, fixture: this.fixturePath },
-      );
+      const why =
+        (e as NodeJS.ErrnoException).code === "ENOENT"
+          ? `fixture ${this.fixturePath} does not exist`
+          : isErrnoError(e)
+            ? fileError(e, "read the fixture", this.fixturePath).message
+            : `fixture ${this.fixturePath}: ${errorMessage(e)}`;
+      throw new CasefileError("MODEL_RESPONSE_MISSING", `no scripted response for step "${request.step}" (hash ${request.hash}): ${why}`, {
+        step: request.step,
+        hash: request.hash,
+        callIndex: request.callIndex,
+        fixture: this.fixturePath,
+      });
     }
     this.fixture = parseFixture(text, this.fixturePath);
     return this.fixture;

@@ -174,6 +174,56 @@ describe("a case file with a damaged record", () => {
     }
   });
 
+  it("a column that disagrees with its row's record is damage: refused where read, listed, and a listing from columns checks their types", async () => {
+    sql(`UPDATE runs SET status = 'bogus' WHERE id = '${INVOICE_RUN}'`);
+    sql(`UPDATE checkpoints SET superstep = 'abc' WHERE rowid = (SELECT max(rowid) FROM checkpoints WHERE run_id = '${INVOICE_RUN}')`);
+    const store = await SqlJsStore.open(file, { readOnly: true });
+    try {
+      assert.throws(
+        () => store.getRun(INVOICE_RUN),
+        corrupt(new RegExp(`runs row id="${INVOICE_RUN}": column status holds "bogus", but its record says "\\w+"`)),
+      );
+      assert.throws(
+        () => store.listCheckpoints(INVOICE_RUN),
+        corrupt(/checkpoints row run_id="[^"]+" superstep="abc" id="[^"]+": column superstep holds "abc", not an integer/),
+      );
+      const problems = store.damagedRecords().map((d) => `${d.table}: ${d.problem}`);
+      assert.ok(
+        problems.some((p) => /^runs: column status holds "bogus"/.test(p)),
+        problems.join("\n"),
+      );
+      assert.ok(
+        problems.some((p) => /^checkpoints: column superstep holds "abc", but its record says \d+/.test(p)),
+        problems.join("\n"),
+      );
+    } finally {
+      store.close();
+    }
+  });
+
+  it("a deleted row that others name is listed by damagedRecords on each row that names it", async () => {
+    const decision = sql(`SELECT run, version FROM state_values WHERE key = 'decision' AND run = '${INVOICE_RUN}'`).split("|");
+    const callOfVerdict = sql(`SELECT agent_call_id FROM verdicts WHERE run_id = '${INVOICE_RUN}' LIMIT 1`);
+    sql(`DELETE FROM state_values WHERE key = 'decision' AND run = '${INVOICE_RUN}'`);
+    sql(`DELETE FROM agent_calls WHERE id = '${callOfVerdict}'`);
+    sql(`DELETE FROM runs WHERE id = '${INVOICE_RUN}'`);
+    const store = await SqlJsStore.open(file, { readOnly: true });
+    try {
+      const problems = store.damagedRecords().map((d) => `${d.table}: ${d.problem}`);
+      const has = (p: string) => assert.ok(problems.includes(p), `expected "${p}" among:\n${problems.join("\n")}`);
+      has(`checkpoints: its run ${INVOICE_RUN} is not stored`);
+      has(`steps: its run ${INVOICE_RUN} is not stored`);
+      has(`checkpoints: state key "decision" version ${decision[1]} of run ${decision[0]} is referenced but not stored`);
+      has(`verdicts: its agent call ${callOfVerdict} is not stored`);
+      assert.ok(
+        problems.some((p) => /^runs: its parent run .* is not stored$/.test(p)),
+        `the branch of the deleted run names it: ${problems.join("\n")}`,
+      );
+    } finally {
+      store.close();
+    }
+  });
+
   it("a whole case file has no damaged records, on disk and in memory", async () => {
     const store = await SqlJsStore.open(file, { readOnly: true });
     try {

@@ -182,7 +182,7 @@ describe("inspect: room for what the store reports beside the runs", () => {
         assert.deepEqual([out.journal, out.damaged], [extra.journal, extra.damaged]);
         const text = formatInspection(file, out.runs, out).split("\n");
         assert.deepEqual(text, [
-          "damaged records (1): these rows cannot be read",
+          "damaged records (1): these rows cannot be read, or name rows that are not stored",
           '  state_values run="run-1" key="decision" version=2: data is not JSON',
           "",
           `case file ${file}: 0 run(s)`,

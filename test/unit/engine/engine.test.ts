@@ -257,8 +257,8 @@ describe("engine: resume and fork", () => {
       new Engine(wf, store).resume("run-gone:1"),
       (e: unknown) =>
         isCasefileError(e) &&
-        e.code === "UNKNOWN_RUN" &&
-        e.message === 'checkpoint "run-gone:1" names run "run-gone", which is not in this case file',
+        e.code === "CORRUPT_CASE_FILE" &&
+        e.message === 'this case file: checkpoint "run-gone:1" refers to run run-gone, which is not stored',
     );
   });
 

@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { openCaseFile } from "../../../src/casefile/index";
+import { inspectCaseFile } from "../../../src/cli/inspect";
 import { Engine } from "../../../src/engine/engine";
 import { agent, code, commit, edge, extract, fact, loader, request } from "../../../src/engine/executors";
 import { ScriptedProvider } from "../../../src/engine/providers/scripted";
@@ -25,6 +27,7 @@ import { defineWorkflow, type Workflow } from "../../../src/engine/workflow";
 type Fault =
   | "loader"
   | "when"
+  | "when-not-boolean"
   | "send-date"
   | "local-date"
   | "yield-date"
@@ -32,10 +35,15 @@ type Fault =
   | "write-date"
   | "extract"
   | "context"
+  | "context-garbage"
   | "rule"
+  | "rule-garbage"
+  | "rule-async"
+  | "refine"
   | "apply"
   | "prompt"
   | "prompt-date"
+  | "prompt-garbage"
   | "answer";
 
 const Proposal = z.object({ action: z.enum(["pay", "refuse"]), reason: z.string(), facts: z.array(z.string()) });
@@ -53,7 +61,8 @@ function workflow(fault: Fault | null): Workflow {
         from: "doc",
         run: (d: { text: string }) => (boom("extract"), { count: d.text.split(" ").length }),
       }),
-      total: z.number(),
+      // A refine that throws is a broken schema: the write is refused naming executor and key.
+      total: z.number().refine(() => (boom("refine"), true)),
       anything: z.unknown(),
       decision: z.object({ verdict: z.string() }),
       review: z.string(),
@@ -85,13 +94,21 @@ function workflow(fault: Fault | null): Workflow {
         model: { model: "test-model" },
         context: (s) => {
           boom("context");
+          if (fault === "context-garbage") return "hello" as never;
           return [{ role: "user", content: `Pay ${s.total}? The document has ${s.words.value.count} words.` }];
         },
       }),
       decide: commit({
         reads: ["total"],
         owns: ["decision"],
-        rules: { small: ({ state }) => (boom("rule"), (state.total as number) < 100) },
+        rules: {
+          small: ({ state }) => {
+            boom("rule");
+            if (fault === "rule-garbage") return 42 as never;
+            if (fault === "rule-async") return Promise.resolve(true) as never;
+            return (state.total as number) < 100;
+          },
+        },
         apply(outcome, ctx) {
           boom("apply");
           ctx.write("decision", { verdict: outcome.verdict });
@@ -101,6 +118,7 @@ function workflow(fault: Fault | null): Workflow {
         owns: ["review"],
         prompt: () => {
           boom("prompt");
+          if (fault === "prompt-garbage") return 42 as never;
           return { title: "Review the payment", detail: (fault === "prompt-date" ? new Date(0) : "40") as string };
         },
         onAnswer(answer, ctx) {
@@ -110,7 +128,7 @@ function workflow(fault: Fault | null): Workflow {
       }),
     },
     edges: [
-      edge("load", "calc", { when: () => (boom("when"), true) }),
+      edge("load", "calc", { when: () => (boom("when"), fault === "when-not-boolean" ? ("yes" as unknown as boolean) : true) }),
       edge("calc", "propose"),
       edge("propose", "decide"),
       edge("decide", "review"),
@@ -161,6 +179,14 @@ const cases: { fault: Fault; superstep: number; code: string; executor: string; 
     edge: "load->calc",
     message: /condition of edge "load->calc" threw: when broke/,
   },
+  {
+    fault: "when-not-boolean",
+    superstep: 1,
+    code: "EDGE_FAILED",
+    executor: "load",
+    edge: "load->calc",
+    message: /condition of edge "load->calc" returned "yes", not true or false/,
+  },
   { fault: "send-date", superstep: 2, code: "INVALID_STATE_VALUE", executor: "calc", message: /"calc" wrote a Date object at "message"/ },
   { fault: "local-date", superstep: 2, code: "INVALID_STATE_VALUE", executor: "calc", message: /"calc" wrote a Date object at "local"/ },
   {
@@ -182,9 +208,44 @@ const cases: { fault: Fault; superstep: number; code: string; executor: string; 
   },
   { fault: "context", superstep: 3, code: "EXECUTOR_FAILED", executor: "propose", message: /context broke/ },
   { fault: "rule", superstep: 4, code: "RULE_FAILED", executor: "decide", message: /rule "small" threw: rule broke/ },
+  {
+    fault: "rule-garbage",
+    superstep: 4,
+    code: "RULE_FAILED",
+    executor: "decide",
+    message: /rule "small" returned 42: a rule returns true, false or/,
+  },
+  { fault: "rule-async", superstep: 4, code: "RULE_FAILED", executor: "decide", message: /rule "small" returned a Promise: / },
+  {
+    fault: "refine",
+    superstep: 2,
+    code: "INVALID_STATE_VALUE",
+    executor: "calc",
+    message: /executor "calc" wrote an invalid value at "total": its schema threw: refine broke/,
+  },
   { fault: "apply", superstep: 4, code: "EXECUTOR_FAILED", executor: "decide", message: /apply broke/ },
   { fault: "prompt", superstep: 5, code: "EXECUTOR_FAILED", executor: "review", message: /prompt broke/ },
-  { fault: "prompt-date", superstep: 5, code: "INVALID_STATE_VALUE", executor: "review", message: /Date object at "prompt.detail"/ },
+  {
+    fault: "prompt-date",
+    superstep: 5,
+    code: "INVALID_WORKFLOW",
+    executor: "review",
+    message: /request step "review": prompt returned a detail that is a Date, not \{ title: string/,
+  },
+  {
+    fault: "prompt-garbage",
+    superstep: 5,
+    code: "INVALID_WORKFLOW",
+    executor: "review",
+    message: /request step "review": prompt returned 42, not/,
+  },
+  {
+    fault: "context-garbage",
+    superstep: 3,
+    code: "INVALID_WORKFLOW",
+    executor: "propose",
+    message: /step "propose": context returned "hello", not an array of \{ role, content \} messages/,
+  },
 ];
 
 describe("engine: every failure ends the run failed, on the record", () => {
@@ -257,6 +318,13 @@ describe("engine: every failure ends the run failed, on the record", () => {
     assert.equal(review, "approve");
   });
 
+  it("inspect's outcome of a failed run names the code, the step and the superstep that failed", async () => {
+    const failed = await withEngine(workflow("rule"), (e) => e.run(null));
+    const out = await reopened((store) => inspectCaseFile(store, file));
+    const run = out.runs.find((r) => r.id === failed.runId)!;
+    assert.equal(run.outcome.summary, "FAILED: stopped by RULE_FAILED in decide at superstep 4");
+  });
+
   it("a failure repeated on resume is recorded per attempt, each at its own superstep", async () => {
     const first = await withEngine(workflow("rule"), (e) => e.run(null));
     const second = await withEngine(workflow("rule"), (e) => e.resume(first.checkpointId));
@@ -270,7 +338,48 @@ describe("engine: every failure ends the run failed, on the record", () => {
   });
 });
 
+describe("engine: a damaged record a run would read later is refused before its first write", () => {
+  // The agent's call counts and the business rules are read by steps after the branch starts:
+  // found then, the branch would be left `running` in the damaged file.
+  for (const [table, damage] of [
+    ["agent_calls", "UPDATE agent_calls SET data = 'not json'"],
+    ["rules", `INSERT INTO rules VALUES ('rule-x', 0, '{"id": 5}')`],
+  ] as const) {
+    it(`${table}: resume from an earlier checkpoint is CORRUPT_CASE_FILE naming the row, the file's bytes unchanged`, async () => {
+      const waiting = await withEngine(workflow(null), (e) => e.run(null));
+      execFileSync("/usr/bin/sqlite3", [file, damage]);
+      const before = readFileSync(file);
+      await assert.rejects(
+        withEngine(workflow(null), (e) => e.resume(`${waiting.runId}:1`)),
+        (err: Error & { code?: string }) => {
+          assert.equal(err.code, "CORRUPT_CASE_FILE", err.message);
+          assert.match(err.message, new RegExp(`is corrupted: ${table} row `));
+          return true;
+        },
+      );
+      assert.deepEqual(readFileSync(file), before, "nothing was written into the damaged file");
+    });
+  }
+});
+
 describe("engine: values loaded into a run are checked against their schemas", () => {
+  it("a schema that throws on a stored value refuses the resume naming key and checkpoint, not an untyped throw", async () => {
+    const waiting = await withEngine(workflow(null), (e) => e.run(null));
+    await assert.rejects(
+      withEngine(workflow("refine"), (e) => e.resume(waiting.checkpointId)),
+      (err: Error & { code?: string }) => {
+        assert.equal(err.code, "INVALID_STATE_VALUE");
+        assert.match(
+          err.message,
+          /stored value of "total" .* at checkpoint "run-\w+:5" is invalid at "total": its schema threw: refine broke/,
+        );
+        return true;
+      },
+    );
+    const run = await reopened((store) => store.getRun(waiting.runId)!);
+    assert.equal(run.status, "waiting", "a refused resume changes nothing");
+  });
+
   it("refuses to resume a checkpoint whose stored value no longer parses, naming key, path and message", async () => {
     const waiting = await withEngine(workflow(null), (e) => e.run(null));
     // Damage the stored decision the way a hand edit would: valid JSON, wrong shape.
