@@ -1,7 +1,5 @@
-import { fork, type ChildProcess } from "node:child_process";
 import path from "node:path";
-import type { Json } from "../engine/records";
-import { PatchCheckResultSchema, type ExceptionFilter, type InspectorEvent, type PatchCheckResult } from "../protocol/debug";
+import type { ExceptionFilter, InspectorEvent } from "../protocol/debug";
 import type { OtelConfig, ProviderConfig, RunCommand, RunnerToHost } from "../protocol/runner";
 import { startRunner, type RunnerHandle, type RunnerOutcome } from "../runner/client";
 import { narrate } from "./narration";
@@ -197,53 +195,5 @@ export class RunnerLink {
         host.console(line, "stderr");
       }
     }
-  }
-}
-
-/**
- * The patch checker: dist/runner.js --check-patch, started once per session on the first edit,
- * parses edited state values with the keys' own schemas (src/runner/patchCheck.ts).
- */
-export class PatchChecker {
-  private checker?: { child: ChildProcess; next: number; waiting: Map<number, (r: PatchCheckResult) => void> };
-
-  constructor(private readonly opts: { runnerPath: string; env: NodeJS.ProcessEnv }) {}
-
-  check(workflowFile: string, patch: Record<string, Json>): Promise<PatchCheckResult> {
-    const checker = this.checker ?? this.start(workflowFile);
-    const id = checker.next++;
-    return new Promise((resolve) => {
-      checker.waiting.set(id, resolve);
-      checker.child.send({ type: "check", id, workflowPath: workflowFile, patch });
-    });
-  }
-
-  close(): void {
-    this.checker?.child.kill();
-    this.checker = undefined;
-  }
-
-  private start(workflowFile: string): NonNullable<PatchChecker["checker"]> {
-    const child = fork(this.opts.runnerPath, ["--check-patch"], {
-      execArgv: [],
-      env: this.opts.env,
-      cwd: path.dirname(workflowFile),
-      stdio: ["ignore", "ignore", "pipe", "ipc"],
-      serialization: "json",
-    });
-    const checker = { child, next: 1, waiting: new Map<number, (r: PatchCheckResult) => void>() };
-    child.on("message", (raw) => {
-      const parsed = PatchCheckResultSchema.safeParse(raw);
-      if (!parsed.success) return;
-      checker.waiting.get(parsed.data.id)?.(parsed.data);
-      checker.waiting.delete(parsed.data.id);
-    });
-    child.on("exit", () => {
-      for (const [id, resolve] of checker.waiting)
-        resolve({ type: "checked", id, problems: [], error: { code: "RUNNER_CRASHED", message: "the patch checker exited" } });
-      if (this.checker === checker) this.checker = undefined;
-    });
-    this.checker = checker;
-    return checker;
   }
 }
