@@ -45,7 +45,12 @@ export class DebugHelper {
   async check(workflowFile: string, patch: Record<string, Json>): Promise<PatchCheckResult> {
     const r = await this.ask((id) => ({ type: "check", id, workflowPath: workflowFile, patch }), 120_000);
     if (r.type === "checked") return r;
-    return { type: "checked", id: 0, problems: [], error: { code: "RUNNER_CRASHED", message: r.type === "gone" ? r.message : "wrong answer" } };
+    return {
+      type: "checked",
+      id: 0,
+      problems: [],
+      error: { code: "RUNNER_CRASHED", message: r.type === "gone" ? r.message : "wrong answer" },
+    };
   }
 
   /** Each expression's result over the scope, in order; a helper that is gone makes every one an error saying so. */

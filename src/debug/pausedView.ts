@@ -220,7 +220,11 @@ export class PausedView {
     const cp = store.getCheckpoint(frame?.checkpoint ?? view.checkpoint);
     if (!cp) throw new Refusal("UNKNOWN_CHECKPOINT", "the checkpoint is not in the case file");
     const executor = frame?.executor ?? cp.pending[0]?.to;
-    const scope = { state: this.values(store, cp), message: executor ? (messageFor(cp, executor) ?? null) : null, messages: messagesOf(cp) };
+    const scope = {
+      state: this.values(store, cp),
+      message: executor ? (messageFor(cp, executor) ?? null) : null,
+      messages: messagesOf(cp),
+    };
     const hover = args.context === "hover";
     // A hover sends the word under the pointer with the member chain before it: `variance` (a key,
     // in `owns` or `ctx.write("variance", …)`), `ctx.state.variance.pct`, `ctx.message.pct`. The

@@ -81,16 +81,23 @@ export function evaluateExpressions(expressions: readonly string[], scope: Evalu
   try {
     new vm.Script(PRELUDE, { filename: "casefile-prelude" }).runInContext(context, limit);
   } catch (e) {
-    const failed = timedOut(e, timeoutMs) ?? { ok: false as const, kind: "thrown" as const, error: `the values could not be read: ${String(e)}` };
+    const failed = timedOut(e, timeoutMs) ?? {
+      ok: false as const,
+      kind: "thrown" as const,
+      error: `the values could not be read: ${String(e)}`,
+    };
     return expressions.map(() => failed);
   }
   return expressions.map((expression): Evaluation => {
     const syntax = syntaxProblem(expression);
     if (syntax) return { ok: false, kind: "syntax", error: syntax };
     try {
-      const script = new vm.Script(`try { __casefileDescribe((${expression}\n)) } catch (e) { __casefileFailed(e) }`, { filename: "expression" });
+      const script = new vm.Script(`try { __casefileDescribe((${expression}\n)) } catch (e) { __casefileFailed(e) }`, {
+        filename: "expression",
+      });
       const said: unknown = script.runInContext(context, limit);
-      if (typeof said !== "string") return { ok: false, kind: "thrown", error: "the expression did not end where it should (is it one expression?)" };
+      if (typeof said !== "string")
+        return { ok: false, kind: "thrown", error: "the expression did not end where it should (is it one expression?)" };
       return JSON.parse(said) as Evaluation;
     } catch (e) {
       return timedOut(e, timeoutMs) ?? { ok: false, kind: "thrown", error: e instanceof Error ? e.message : String(e) };

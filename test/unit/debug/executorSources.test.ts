@@ -104,7 +104,10 @@ describe("debug: executor definitions in a workflow file", () => {
     assert.equal((await bps.check({ executors: ["settle"] }, ev)).stop[0]?.kind, "function", "the function breakpoint stops");
     const failing = await bps.check({ executors: ["propose"], scope: () => ({ state: {}, message: null }) }, ev);
     assert.equal(failing.stop.length, 1, "a condition that throws stops its breakpoint");
-    assert.match(failing.problems[0]!, /breakpoint on propose: condition "state.variance.pct > 5" failed: TypeError: Cannot read properties of undefined/);
+    assert.match(
+      failing.problems[0]!,
+      /breakpoint on propose: condition "state.variance.pct > 5" failed: TypeError: Cannot read properties of undefined/,
+    );
     assert.equal(bps.needsScope(["decide"]), false);
     assert.equal(bps.needsScope(["propose"]), true);
   });

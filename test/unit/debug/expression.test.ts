@@ -4,7 +4,11 @@ import { hitConditionMet, templateParts } from "../../../src/debug/expression";
 /** What the adapter reads of breakpoints itself: logpoint templates and hit counts (the expressions are the runner's, evaluate.test.ts). */
 describe("debug: logpoint templates and hit conditions", () => {
   it("a logpoint's message splits into text and {expression} parts; braces inside an expression nest", () => {
-    assert.deepEqual(templateParts("variance {state.variance.pct}%"), ["variance ", { expr: "state.variance.pct" }, "%"], "text, part, text");
+    assert.deepEqual(
+      templateParts("variance {state.variance.pct}%"),
+      ["variance ", { expr: "state.variance.pct" }, "%"],
+      "text, part, text",
+    );
     assert.deepEqual(
       templateParts("skus {state.lines.map((l) => ({ s: l.sku }))} end"),
       ["skus ", { expr: "state.lines.map((l) => ({ s: l.sku }))" }, " end"],

@@ -4,14 +4,24 @@ import { evaluateExpressions, syntaxProblem } from "../../../src/runner/evaluate
 /** The debugger's JavaScript expressions, as the runner's debug helper evaluates them over a checkpoint's values. */
 describe("runner: evaluating debugger expressions over a checkpoint's values", () => {
   const scope = {
-    state: { variance: { amount: 90, pct: 9 }, lines: [{ sku: "A", qty: 4 }, { sku: "B", qty: 12 }] },
+    state: {
+      variance: { amount: 90, pct: 9 },
+      lines: [
+        { sku: "A", qty: 4 },
+        { sku: "B", qty: 12 },
+      ],
+    },
     message: { amount: 90 },
     messages: { propose: [{ amount: 90 }] },
   };
   const one = (expr: string) => evaluateExpressions([expr], scope, 1000)[0]!;
 
   it("is JavaScript: callbacks, arithmetic, methods; a state key reads by its own name", () => {
-    assert.deepEqual(one("state.lines.some(l => l.qty > 10)"), { ok: true, type: "boolean", truthy: true, value: true }, "some() with an arrow");
+    assert.deepEqual(
+      one("state.lines.some(l => l.qty > 10)"),
+      { ok: true, type: "boolean", truthy: true, value: true },
+      "some() with an arrow",
+    );
     assert.equal((one("message.amount * 1.2 > 100") as { value: unknown }).value, true, "arithmetic over the message");
     assert.deepEqual((one("state.lines.map(l => l.sku)") as { value: unknown }).value, ["A", "B"], "an array back as data");
     assert.deepEqual((one("variance") as { value: unknown }).value, { amount: 90, pct: 9 }, "a bare state key");
@@ -33,7 +43,11 @@ describe("runner: evaluating debugger expressions over a checkpoint's values", (
       scope,
       200,
     );
-    assert.deepEqual(thrown, { ok: false, kind: "thrown", error: "TypeError: Cannot read properties of undefined (reading 'pct')" }, "a throw");
+    assert.deepEqual(
+      thrown,
+      { ok: false, kind: "thrown", error: "TypeError: Cannot read properties of undefined (reading 'pct')" },
+      "a throw",
+    );
     assert.equal(syntax!.ok === false && syntax!.kind, "syntax", "a syntax error");
     assert.deepEqual(loop, { ok: false, kind: "timeout", error: "it ran longer than 200 ms and was stopped" }, "the loop is cut off");
     assert.equal((after as { value: unknown }).value, 2, "the next expression still runs");
