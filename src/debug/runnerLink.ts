@@ -2,6 +2,7 @@ import path from "node:path";
 import type { ExceptionFilter, InspectorEvent } from "../protocol/debug";
 import type { OtelConfig, ProviderConfig, RunCommand, RunnerToHost } from "../protocol/runner";
 import { startRunner, type RunnerHandle, type RunnerOutcome } from "../runner/client";
+import { CdpClient } from "./cdpClient";
 import { narrate } from "./narration";
 
 /**
@@ -59,6 +60,10 @@ export class RunnerLink {
   exceptions: { filter: ExceptionFilter; description: string }[] = [];
   /** Commit or agent steps completed since the last boundary (for the proposal filter). */
   judged = false;
+  /** The boundary the runner was last released from (it runs the superstep after it); set by the session. */
+  leftFrom?: string;
+  /** The runner's inspector (debugExecutorCode): where its pause in executor code can be resumed from. */
+  private inspectorUrl?: string;
   /** A JavaScript debugger said it is attached to this runner (`casefile/executorDebuggerAttached`). */
   debuggerAttachedYet = false;
   /** Set when supersteps wait for a JavaScript debugger to attach: resolves once it has, or on timeout. */
@@ -130,9 +135,33 @@ export class RunnerLink {
     return true;
   }
 
+  /**
+   * The runner is between boundaries and may be paused in executor code by the JavaScript
+   * debugger (a breakpoint in run(), Step Into): resumes it through its inspector, as the
+   * debugger's own Continue would, so the debugger's toolbar shows it running too. Called when
+   * Continue or Next reaches the Casefile session then, and before a stop (a paused runner reads
+   * no message). True when it was paused there.
+   */
+  async resumeExecutorCode(): Promise<boolean> {
+    if (!this.inspectorUrl || this.paused) return false;
+    let cdp: CdpClient | undefined;
+    try {
+      cdp = await CdpClient.connect(this.inspectorUrl);
+      await cdp.send("Debugger.enable");
+      await cdp.send("Debugger.resume");
+      return true;
+    } catch {
+      // Not paused ("can only perform operation while paused"), or the runner is gone: nothing to resume.
+      return false;
+    } finally {
+      cdp?.close();
+    }
+  }
+
   /** Stops the runner: it finishes the superstep it is in, commits, marks the run stopped (resumable) and exits. */
   async stop(): Promise<RunnerOutcome> {
     this.handedOff = true;
+    await this.resumeExecutorCode();
     this.handle.control("stop");
     const killer = setTimeout(() => this.handle.kill("SIGKILL"), 30_000);
     const outcome = await this.handle.finished;
@@ -189,6 +218,7 @@ export class RunnerLink {
       const m = /Debugger listening on (ws:\/\/([\d.]+):(\d+)\/\S+)/.exec(line);
       if (m) {
         const pid = this.handle.pid;
+        this.inspectorUrl = m[1]!;
         host.inspector({ url: m[1]!, host: m[2]!, port: Number(m[3]), ...(pid ? { pid } : {}) });
         host.console(`executor code: the runner's inspector listens on ${m[2]}:${m[3]}`);
       } else if (line.trim() && !/^(For help, see|Debugger attached|Waiting for the debugger)/.test(line.trim())) {

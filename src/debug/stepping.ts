@@ -212,8 +212,19 @@ export class Stepping {
     this.paused.forget();
     const into = opts.into === true && this.canStepInto(atLive && !edited);
     if (live && atLive && !edited && !opts.branch) {
+      live.leftFrom = live.paused!.checkpoint;
       live.paused = undefined;
       live.release(into);
+      return undefined;
+    }
+    // The live run is between boundaries (in a superstep, or paused in executor code by js-debug
+    // after Step Into or at a breakpoint in run()): Continue and Next go on with it, and its next
+    // boundary is decided with this intent. A pause in executor code is resumed, saying so.
+    if (live && !live.paused && !live.handedOff && !edited && !opts.branch && (from === undefined || from === live.leftFrom)) {
+      if (await live.resumeExecutorCode())
+        this.host.console(
+          `executor code: resumed the JavaScript debugger's pause; the run goes on${intent === "step" ? " and stops at the next boundary" : ""}`,
+        );
       return undefined;
     }
     if (!from) return "there is no checkpoint to go on from";
