@@ -1,5 +1,5 @@
-import type { ExceptionFilter } from "../protocol/debug";
-import type { BoundaryHit, Breakpoints } from "./breakpoints";
+import type { EvaluationScope, ExceptionFilter } from "../protocol/debug";
+import type { BoundaryHit, Breakpoints, Evaluator } from "./breakpoints";
 import type { CaseReader } from "./caseReader";
 import { messageFor } from "./caseView";
 
@@ -36,6 +36,8 @@ export interface BoundaryContext {
   filters: ReadonlySet<ExceptionFilter>;
   breakpoints: Breakpoints;
   reader: CaseReader;
+  /** Conditions and logpoints are JavaScript, evaluated by the debug helper. */
+  evaluate: Evaluator;
   kindOf(executor: string): string | undefined;
 }
 
@@ -69,11 +71,12 @@ export async function decideBoundary(f: BoundaryFacts, c: BoundaryContext): Prom
   const said = { logs: hit.logs, problems: hit.problems };
   if (!hit.stop.length) return said;
   const fn = hit.stop.every((b) => b.kind === "function");
+  const failed = hit.problems.length ? `: ${hit.problems.join("; ")}` : "";
   return {
     stop: {
       reason: fn ? "function breakpoint" : "breakpoint",
       hitBreakpointIds: hit.stop.map((b) => b.id),
-      description: `before ${[...new Set(hit.stop.map((b) => b.executor))].join(", ")} (${pausedLabel(at)})`,
+      description: `before ${[...new Set(hit.stop.map((b) => b.executor))].join(", ")} (${pausedLabel(at)})${failed}`,
     },
     ...said,
   };
@@ -81,12 +84,12 @@ export async function decideBoundary(f: BoundaryFacts, c: BoundaryContext): Prom
 
 /** The breakpoints the executors due at a checkpoint hit, the state read only when a condition or logpoint needs it. */
 export async function breakpointsAt(
-  c: Pick<BoundaryContext, "breakpoints" | "reader">,
+  c: Pick<BoundaryContext, "breakpoints" | "reader" | "evaluate">,
   checkpoint: string,
   executors: readonly string[],
   count: boolean,
 ): Promise<BoundaryHit> {
-  let scope: ((executor: string) => { state: unknown; message: unknown }) | undefined;
+  let scope: ((executor: string) => EvaluationScope) | undefined;
   if (c.breakpoints.needsScope(executors)) {
     const store = await c.reader.snapshot();
     const cp = store.getCheckpoint(checkpoint);
@@ -95,7 +98,7 @@ export async function breakpointsAt(
       scope = (executor) => ({ state, message: messageFor(cp, executor) ?? null });
     }
   }
-  return c.breakpoints.check({ executors, ...(scope ? { scope } : {}) }, { count });
+  return c.breakpoints.check({ executors, ...(scope ? { scope } : {}) }, c.evaluate, { count });
 }
 
 export function pausedLabel(at: { checkpoint: string; superstep: number }): string {

@@ -1,5 +1,7 @@
 import path from "node:path";
-import { evaluate, ExpressionError, hitConditionMet, interpolate } from "./expression";
+import type { Evaluation, EvaluationScope } from "../protocol/debug";
+import { syntaxProblem } from "../runner/evaluate";
+import { hitConditionMet, templateParts, text } from "./expression";
 import { executorAtLine, type ExecutorSource } from "./executorSources";
 
 /**
@@ -30,7 +32,10 @@ export interface BoundBreakpoint extends BreakpointSpec {
 export interface BoundaryHit {
   stop: BoundBreakpoint[];
   logs: string[];
-  /** Conditions that could not be evaluated: said in the Debug Console, treated as false. */
+  /**
+   * Conditions that failed (threw, did not parse, ran over the time limit): their breakpoints
+   * stop, as VS Code's JavaScript debugger does, and this says why (Debug Console and the stop).
+   */
   problems: string[];
 }
 
@@ -38,8 +43,11 @@ export interface BoundaryHit {
 export interface BoundaryScope {
   executors: readonly string[];
   /** Loaded only when a breakpoint with a condition or a logpoint needs it. */
-  scope?: (executor: string) => { state: unknown; message: unknown };
+  scope?: (executor: string) => EvaluationScope;
 }
+
+/** Evaluates JavaScript expressions over a scope (the debug helper, src/debug/debugHelper.ts). */
+export type Evaluator = (expressions: readonly string[], scope: EvaluationScope) => Promise<Evaluation[]>;
 
 export class Breakpoints {
   private nextId = 1;
@@ -122,29 +130,41 @@ export class Breakpoints {
   }
 
   /**
-   * Called at a superstep boundary going forwards: counts hits, prints logpoints, says which
-   * breakpoints stop. `count: false` (reverse continue) checks conditions only.
+   * Called at a superstep boundary going forwards: evaluates conditions (one request per executor
+   * due), counts hits, prints logpoints, says which breakpoints stop. `count: false` (reverse
+   * continue) checks conditions only. A condition that fails stops its breakpoint, saying why.
    */
-  check(at: BoundaryScope, opts: { count?: boolean } = {}): BoundaryHit {
+  async check(at: BoundaryScope, evaluate: Evaluator, opts: { count?: boolean } = {}): Promise<BoundaryHit> {
     const count = opts.count ?? true;
     const hit: BoundaryHit = { stop: [], logs: [], problems: [] };
-    for (const b of this.on(at.executors)) {
-      const scope = at.scope?.(b.executor!) ?? { state: undefined, message: undefined };
-      if (b.condition !== undefined) {
-        try {
-          if (!evaluate(b.condition, scope)) continue;
-        } catch (e) {
-          hit.problems.push(`breakpoint on ${b.executor}: condition "${b.condition}": ${(e as Error).message}`);
+    const none: EvaluationScope = { state: {}, message: null };
+    for (const executor of at.executors) {
+      const mine = this.on([executor]);
+      if (!mine.length) continue;
+      const scope = at.scope?.(executor) ?? none;
+      const conditions = mine.filter((b) => b.condition !== undefined);
+      const said = await evaluate(
+        conditions.map((b) => b.condition!),
+        scope,
+      );
+      const passing: BoundBreakpoint[] = [];
+      for (const b of mine) {
+        const i = conditions.indexOf(b);
+        const r = i >= 0 ? said[i]! : undefined;
+        if (r && !r.ok) {
+          hit.problems.push(`breakpoint on ${b.executor}: condition "${b.condition}" failed: ${r.error}`);
+          hit.stop.push(b);
           continue;
         }
+        if (r && !r.truthy) continue;
+        if (count) b.hits++;
+        if (count && b.hitCondition !== undefined && !hitConditionMet(b.hitCondition, b.hits)) continue;
+        passing.push(b);
       }
-      if (count) b.hits++;
-      if (count && b.hitCondition !== undefined && !hitConditionMet(b.hitCondition, b.hits)) continue;
-      if (b.logMessage !== undefined) {
-        if (count) hit.logs.push(interpolate(b.logMessage, scope));
-        continue;
+      for (const b of passing) {
+        if (b.logMessage === undefined) hit.stop.push(b);
+        else if (count) hit.logs.push(await interpolate(b.logMessage, scope, evaluate));
       }
-      hit.stop.push(b);
     }
     return hit;
   }
@@ -165,12 +185,12 @@ function spec(w: BreakpointSpec): BreakpointSpec {
 
 /** A condition that does not parse, or a hit condition that is not a count, leaves the breakpoint unverified, saying why. */
 function checkSpec(w: BreakpointSpec): string | undefined {
-  try {
-    if (w.condition) evaluate(w.condition, { state: {}, message: {} });
-  } catch (e) {
-    // Only syntax matters here: reading a key an empty state lacks is fine.
-    if (e instanceof ExpressionError && /unexpected|expected|unterminated|ends too early|calls are not supported/.test(e.message))
-      return `condition "${w.condition}": ${e.message}`;
+  // Only syntax is checked here (compiled, never run): what a condition reads is known at a boundary.
+  const syntax = w.condition ? syntaxProblem(w.condition) : undefined;
+  if (syntax) return `condition "${w.condition}": ${syntax}`;
+  for (const part of w.logMessage ? templateParts(w.logMessage) : []) {
+    const problem = typeof part === "string" ? undefined : syntaxProblem(part.expr);
+    if (problem) return `log message part {${(part as { expr: string }).expr}}: ${problem}`;
   }
   try {
     if (w.hitCondition) hitConditionMet(w.hitCondition, 1);
@@ -178,6 +198,21 @@ function checkSpec(w: BreakpointSpec): string | undefined {
     return (e as Error).message;
   }
   return undefined;
+}
+
+/** A logpoint's message with each `{expression}` replaced by its value; an expression that fails says why in its place. */
+async function interpolate(template: string, scope: EvaluationScope, evaluate: Evaluator): Promise<string> {
+  const parts = templateParts(template);
+  const exprs = parts.flatMap((p) => (typeof p === "string" ? [] : [p.expr]));
+  const said = await evaluate(exprs, scope);
+  let i = 0;
+  return parts
+    .map((p) => {
+      if (typeof p === "string") return p;
+      const r = said[i++]!;
+      return r.ok ? (r.value !== undefined ? text(r.value) : (r.display ?? "undefined")) : `<${r.error}>`;
+    })
+    .join("");
 }
 
 function key(file: string): string {

@@ -4,9 +4,10 @@ import { Handles, Source, StackFrame, Thread, ThreadEvent, type Event as DapEven
 import type { DebugProtocol } from "@vscode/debugprotocol";
 import type { SqlJsStore } from "../casefile/index";
 import type { Checkpoint, Json } from "../engine/records";
+import type { EvaluationScope } from "../protocol/debug";
 import type { CaseReader } from "./caseReader";
 import { messageFor, messagesOf, runOf, stepOfExecutor, stepOfSuperstep } from "./caseView";
-import { evaluate } from "./expression";
+import type { Evaluator } from "./breakpoints";
 import type { ExecutorSource } from "./executorSources";
 import { setAt, Variables } from "./variables";
 
@@ -33,6 +34,8 @@ export interface PausedViewHost {
   /** The workflow being debugged and where its executors are defined (known once launched). */
   workflow(): { file: string; sources: readonly ExecutorSource[] };
   toClient: { path(p: string): string; line(l: number): number; column(c: number): number };
+  /** Evaluates JavaScript over a checkpoint's values (the debug helper). */
+  evaluate: Evaluator;
 }
 
 interface FrameRef {
@@ -203,7 +206,12 @@ export class PausedView {
     return { value: shown.value, variablesReference: shown.variablesReference, ...(shown.type ? { type: shown.type } : {}) };
   }
 
-  /** Debug Console evaluate and hovers, over the shown (or the frame's) checkpoint: `state`, `message`, `messages`. */
+  /**
+   * Debug Console evaluate, watches and hovers, over the shown (or the frame's) checkpoint:
+   * JavaScript over `state`, `message` (the frame's executor's pending message), `messages` and
+   * each state key by name, evaluated by the debug helper over a copy of the values (this
+   * session's edits included). The same for the live boundary and a checkpoint in history.
+   */
   async evaluate(args: DebugProtocol.EvaluateArguments): Promise<DebugProtocol.EvaluateResponse["body"]> {
     const view = this.shown;
     if (!view) throw new Refusal("NOT_PAUSED", "evaluate needs a paused run");
@@ -211,29 +219,29 @@ export class PausedView {
     const store = await this.reader.snapshot();
     const cp = store.getCheckpoint(frame?.checkpoint ?? view.checkpoint);
     if (!cp) throw new Refusal("UNKNOWN_CHECKPOINT", "the checkpoint is not in the case file");
-    const state = this.values(store, cp);
     const executor = frame?.executor ?? cp.pending[0]?.to;
-    const scope = { state, message: executor ? (messageFor(cp, executor) ?? null) : null, messages: messagesOf(cp) };
-    const hover = args.context === "hover";
-    if (hover && !/^[\w$.[\]"']+$/.test(args.expression)) throw new Refusal("NOT_A_VALUE", "hover shows state values only");
-    // A hover in the workflow file sends the word under the pointer with the member chain before
-    // it: `variance` (a key, in `owns` or `ctx.write("variance", …)`), `ctx.state.variance.pct`,
-    // `ctx.message.pct`. The executor's ctx.state and ctx.message are the paused state and message.
-    const expression = hover ? args.expression.replace(/^ctx\./, "") : args.expression;
-    let value: unknown;
-    try {
-      value = evaluate(expression, scope);
-    } catch (e) {
-      if (hover) throw new Refusal("NOT_A_VALUE", `"${args.expression}" is not a state key or path at ${cp.id}`);
-      throw new Refusal("EVALUATE_FAILED", (e as Error).message);
-    }
-    const json = (value === undefined ? null : value) as Json;
-    const shown = this.variables.variable("", json, { evaluateName: args.expression });
-    return {
-      result: value === undefined ? "undefined" : shown.value,
-      type: value === undefined ? "undefined" : shown.type!,
-      variablesReference: shown.variablesReference,
+    const scope = {
+      state: this.values(store, cp),
+      message: executor ? (messageFor(cp, executor) ?? null) : null,
+      messages: messagesOf(cp),
     };
+    const hover = args.context === "hover";
+    // A hover sends the word under the pointer with the member chain before it: `variance` (a key,
+    // in `owns` or `ctx.write("variance", …)`), `ctx.state.variance.pct`, `ctx.message.pct`. The
+    // executor's ctx.state and ctx.message are the paused ones. Only such chains: a hover calls nothing.
+    if (hover && !/^[\w$.[\]"']+$/.test(args.expression)) throw new Refusal("NOT_A_VALUE", "hover shows state values only");
+    const expression = hover ? args.expression.replace(/^ctx\./, "") : args.expression;
+    const head = /^[\w$]+/.exec(expression)?.[0] ?? "";
+    if (hover && !["state", "message", "messages"].includes(head) && !Object.hasOwn(scope.state, head))
+      throw new Refusal("NOT_A_VALUE", `"${args.expression}" is not a state key or path at ${cp.id}`);
+    const [r] = await this.host.evaluate([expression], scope as EvaluationScope);
+    if (!r || !r.ok || (hover && r.type === "undefined")) {
+      if (hover) throw new Refusal("NOT_A_VALUE", `"${args.expression}" is not a state key or path at ${cp.id}`);
+      throw new Refusal("EVALUATE_FAILED", r ? (r as { error: string }).error : "no answer");
+    }
+    if (r.value === undefined) return { result: r.display ?? r.type, type: r.type, variablesReference: 0 };
+    const shown = this.variables.variable("", r.value as Json, { evaluateName: args.expression });
+    return { result: shown.value, type: shown.type ?? r.type, variablesReference: shown.variablesReference };
   }
 }
 

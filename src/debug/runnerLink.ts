@@ -1,9 +1,8 @@
-import { fork, type ChildProcess } from "node:child_process";
 import path from "node:path";
-import type { Json } from "../engine/records";
-import { PatchCheckResultSchema, type ExceptionFilter, type InspectorEvent, type PatchCheckResult } from "../protocol/debug";
+import type { ExceptionFilter, InspectorEvent } from "../protocol/debug";
 import type { OtelConfig, ProviderConfig, RunCommand, RunnerToHost } from "../protocol/runner";
 import { startRunner, type RunnerHandle, type RunnerOutcome } from "../runner/client";
+import { CdpClient } from "./cdpClient";
 import { narrate } from "./narration";
 
 /**
@@ -61,6 +60,10 @@ export class RunnerLink {
   exceptions: { filter: ExceptionFilter; description: string }[] = [];
   /** Commit or agent steps completed since the last boundary (for the proposal filter). */
   judged = false;
+  /** The boundary the runner was last released from (it runs the superstep after it); set by the session. */
+  leftFrom?: string;
+  /** The runner's inspector (debugExecutorCode): where its pause in executor code can be resumed from. */
+  private inspectorUrl?: string;
   /** A JavaScript debugger said it is attached to this runner (`casefile/executorDebuggerAttached`). */
   debuggerAttachedYet = false;
   /** Set when supersteps wait for a JavaScript debugger to attach: resolves once it has, or on timeout. */
@@ -132,9 +135,33 @@ export class RunnerLink {
     return true;
   }
 
+  /**
+   * The runner is between boundaries and may be paused in executor code by the JavaScript
+   * debugger (a breakpoint in run(), Step Into): resumes it through its inspector, as the
+   * debugger's own Continue would, so the debugger's toolbar shows it running too. Called when
+   * Continue or Next reaches the Casefile session then, and before a stop (a paused runner reads
+   * no message). True when it was paused there.
+   */
+  async resumeExecutorCode(): Promise<boolean> {
+    if (!this.inspectorUrl || this.paused) return false;
+    let cdp: CdpClient | undefined;
+    try {
+      cdp = await CdpClient.connect(this.inspectorUrl);
+      await cdp.send("Debugger.enable");
+      await cdp.send("Debugger.resume");
+      return true;
+    } catch {
+      // Not paused ("can only perform operation while paused"), or the runner is gone: nothing to resume.
+      return false;
+    } finally {
+      cdp?.close();
+    }
+  }
+
   /** Stops the runner: it finishes the superstep it is in, commits, marks the run stopped (resumable) and exits. */
   async stop(): Promise<RunnerOutcome> {
     this.handedOff = true;
+    await this.resumeExecutorCode();
     this.handle.control("stop");
     const killer = setTimeout(() => this.handle.kill("SIGKILL"), 30_000);
     const outcome = await this.handle.finished;
@@ -191,59 +218,12 @@ export class RunnerLink {
       const m = /Debugger listening on (ws:\/\/([\d.]+):(\d+)\/\S+)/.exec(line);
       if (m) {
         const pid = this.handle.pid;
+        this.inspectorUrl = m[1]!;
         host.inspector({ url: m[1]!, host: m[2]!, port: Number(m[3]), ...(pid ? { pid } : {}) });
         host.console(`executor code: the runner's inspector listens on ${m[2]}:${m[3]}`);
       } else if (line.trim() && !/^(For help, see|Debugger attached|Waiting for the debugger)/.test(line.trim())) {
         host.console(line, "stderr");
       }
     }
-  }
-}
-
-/**
- * The patch checker: dist/runner.js --check-patch, started once per session on the first edit,
- * parses edited state values with the keys' own schemas (src/runner/patchCheck.ts).
- */
-export class PatchChecker {
-  private checker?: { child: ChildProcess; next: number; waiting: Map<number, (r: PatchCheckResult) => void> };
-
-  constructor(private readonly opts: { runnerPath: string; env: NodeJS.ProcessEnv }) {}
-
-  check(workflowFile: string, patch: Record<string, Json>): Promise<PatchCheckResult> {
-    const checker = this.checker ?? this.start(workflowFile);
-    const id = checker.next++;
-    return new Promise((resolve) => {
-      checker.waiting.set(id, resolve);
-      checker.child.send({ type: "check", id, workflowPath: workflowFile, patch });
-    });
-  }
-
-  close(): void {
-    this.checker?.child.kill();
-    this.checker = undefined;
-  }
-
-  private start(workflowFile: string): NonNullable<PatchChecker["checker"]> {
-    const child = fork(this.opts.runnerPath, ["--check-patch"], {
-      execArgv: [],
-      env: this.opts.env,
-      cwd: path.dirname(workflowFile),
-      stdio: ["ignore", "ignore", "pipe", "ipc"],
-      serialization: "json",
-    });
-    const checker = { child, next: 1, waiting: new Map<number, (r: PatchCheckResult) => void>() };
-    child.on("message", (raw) => {
-      const parsed = PatchCheckResultSchema.safeParse(raw);
-      if (!parsed.success) return;
-      checker.waiting.get(parsed.data.id)?.(parsed.data);
-      checker.waiting.delete(parsed.data.id);
-    });
-    child.on("exit", () => {
-      for (const [id, resolve] of checker.waiting)
-        resolve({ type: "checked", id, problems: [], error: { code: "RUNNER_CRASHED", message: "the patch checker exited" } });
-      if (this.checker === checker) this.checker = undefined;
-    });
-    this.checker = checker;
-    return checker;
   }
 }

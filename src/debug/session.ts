@@ -12,7 +12,7 @@ import {
 import type { DebugProtocol } from "@vscode/debugprotocol";
 import { EXCEPTION_FILTERS, EXECUTOR_DEBUGGER_ATTACHED, ExecutorDebuggerAttachedSchema, type ExceptionFilter } from "../protocol/debug";
 import { dapRequestProblem } from "../protocol/dapRequests";
-import { PatchChecker } from "./runnerLink";
+import { DebugHelper, helperCwd } from "./debugHelper";
 import { Breakpoints, samePath, type BoundBreakpoint } from "./breakpoints";
 import { CaseReader } from "./caseReader";
 import type { Intent } from "./boundary";
@@ -50,6 +50,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     console: (line) => this.console(line),
     sendEvent: (e) => this.sendEvent(e),
     workflow: () => ({ file: this.workflowFile, sources: this.sources }),
+    evaluate: (expressions, scope) => this.helper.evaluate(expressions, scope),
     toClient: {
       path: (p) => this.convertDebuggerPathToClient(p),
       line: (l) => this.convertDebuggerLineToClient(l),
@@ -57,12 +58,17 @@ export class CasefileDebugSession extends LoggingDebugSession {
     },
   });
   private readonly stepping: Stepping;
-  private readonly checker: PatchChecker;
+  private readonly helper: DebugHelper;
   private ended = false;
 
   constructor(private readonly opts: CasefileDebugSessionOptions) {
     super();
-    this.checker = new PatchChecker({ runnerPath: opts.runnerPath, env: opts.env ?? process.env });
+    this.helper = new DebugHelper({
+      runnerPath: opts.runnerPath,
+      env: opts.env ?? process.env,
+      cwd: () => helperCwd(this.workflowFile),
+      ...(opts.evaluateTimeoutMs ? { timeoutMs: opts.evaluateTimeoutMs } : {}),
+    });
     this.stepping = new Stepping(
       {
         options: this.opts,
@@ -70,6 +76,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
         kindOf: (x) => this.kindOf(x),
         console: (line, category) => this.console(line, category),
         sendEvent: (e) => this.sendEvent(e),
+        evaluate: (expressions, scope) => this.helper.evaluate(expressions, scope),
         finish: () => this.finish(),
         ended: () => this.ended,
       },
@@ -255,7 +262,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
 
   protected override async disconnectRequest(response: DebugProtocol.DisconnectResponse): Promise<void> {
     await this.stepping.stopRunner();
-    this.checker.close();
+    this.helper.close();
     this.reader.close();
     this.ended = true;
     this.sendResponse(response);
@@ -295,7 +302,7 @@ export class CasefileDebugSession extends LoggingDebugSession {
     response: DebugProtocol.SetVariableResponse,
     args: DebugProtocol.SetVariableArguments,
   ): Promise<void> {
-    return this.answer(response, () => this.paused.setVariable(args, (patch) => this.checker.check(this.workflowFile, patch)));
+    return this.answer(response, () => this.paused.setVariable(args, (patch) => this.helper.check(this.workflowFile, patch)));
   }
 
   protected override evaluateRequest(response: DebugProtocol.EvaluateResponse, args: DebugProtocol.EvaluateArguments): Promise<void> {
@@ -324,6 +331,8 @@ export class CasefileDebugSession extends LoggingDebugSession {
       (args.breakpoints ?? []).map((b) => ({ ...b, line: this.convertClientLineToDebugger(b.line) })),
     );
     const inWorkflow = samePath(file, this.workflowFile || "/");
+    // Conditions and logpoints are evaluated by the debug helper: start it now, not at the first boundary that needs it.
+    if (bound.some((b) => b.verified && (b.condition || b.logMessage))) this.helper.warm();
     response.body = {
       breakpoints: bound.map((b) => this.toDap(b, inWorkflow ? args.source : undefined)),
     };

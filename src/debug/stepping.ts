@@ -4,7 +4,7 @@ import { INSPECTOR_EVENT, type ExceptionFilter } from "../protocol/debug";
 import type { ProviderConfig, RunCommand } from "../protocol/runner";
 import type { RunnerOutcome } from "../runner/client";
 import { breakpointsAt, decideBoundary, pausedLabel, type BoundaryContext, type Intent } from "./boundary";
-import type { BoundBreakpoint, Breakpoints } from "./breakpoints";
+import type { BoundBreakpoint, Breakpoints, Evaluator } from "./breakpoints";
 import type { CaseReader } from "./caseReader";
 import { firstCommand, type Launch } from "./launch";
 import type { PausedView } from "./pausedView";
@@ -48,6 +48,8 @@ export interface CasefileDebugSessionOptions {
    * debugExecutorCode and a JavaScript debugger attached); false: it is Next.
    */
   stepIntoExecutorCode?: boolean;
+  /** Each JavaScript expression's time limit (conditions, logpoints, evaluate); default 1 s. */
+  evaluateTimeoutMs?: number;
 }
 
 export interface SteppingHost {
@@ -56,6 +58,8 @@ export interface SteppingHost {
   kindOf(executor: string): string | undefined;
   console(line: string, category?: "console" | "stderr"): void;
   sendEvent(event: DapEvent): void;
+  /** Evaluates breakpoint conditions and logpoint parts (the debug helper). */
+  evaluate: Evaluator;
   /** The session is over: TerminatedEvent, once. */
   finish(): void;
   ended(): boolean;
@@ -164,7 +168,13 @@ export class Stepping {
   }
 
   private boundaryContext(): BoundaryContext {
-    return { filters: this.filters, breakpoints: this.breakpoints, reader: this.reader, kindOf: (x) => this.host.kindOf(x) };
+    return {
+      filters: this.filters,
+      breakpoints: this.breakpoints,
+      reader: this.reader,
+      evaluate: this.host.evaluate,
+      kindOf: (x) => this.host.kindOf(x),
+    };
   }
 
   /** The runner exited: the run ended (completed, waiting, failed, stopped) or was handed off. */
@@ -202,8 +212,19 @@ export class Stepping {
     this.paused.forget();
     const into = opts.into === true && this.canStepInto(atLive && !edited);
     if (live && atLive && !edited && !opts.branch) {
+      live.leftFrom = live.paused!.checkpoint;
       live.paused = undefined;
       live.release(into);
+      return undefined;
+    }
+    // The live run is between boundaries (in a superstep, or paused in executor code by js-debug
+    // after Step Into or at a breakpoint in run()): Continue and Next go on with it, and its next
+    // boundary is decided with this intent. A pause in executor code is resumed, saying so.
+    if (live && !live.paused && !live.handedOff && !edited && !opts.branch && (from === undefined || from === live.leftFrom)) {
+      if (await live.resumeExecutorCode())
+        this.host.console(
+          `executor code: resumed the JavaScript debugger's pause; the run goes on${intent === "step" ? " and stops at the next boundary" : ""}`,
+        );
       return undefined;
     }
     if (!from) return "there is no checkpoint to go on from";
@@ -302,6 +323,7 @@ export class Stepping {
     let first = at;
     while (at) {
       const hit = await breakpointsAt(this.boundaryContext(), at.id, [...new Set(at.pending.map((m) => m.to))], false);
+      for (const p of hit.problems) this.host.console(p, "stderr");
       if (hit.stop.length) {
         this.paused.show(at.runId, at.id);
         return this.stoppedAtView("breakpoint", undefined, hit.stop);

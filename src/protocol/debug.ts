@@ -124,3 +124,50 @@ export const PatchCheckResultSchema = z.object({
   error: z.object({ code: z.string(), message: z.string() }).optional(),
 });
 export type PatchCheckResult = z.infer<typeof PatchCheckResultSchema>;
+
+/**
+ * Evaluate: the debug helper (the same process, src/runner/debugHelper.ts) evaluates JavaScript
+ * expressions over a checkpoint's values, which the adapter read from the case file and sends:
+ * breakpoint conditions, logpoint parts, hovers and Debug Console evaluate (src/runner/evaluate.ts).
+ */
+export const EvaluationScopeSchema = z.object({
+  state: z.record(z.string(), json),
+  /** The pending message of the executor the expression is about (null when none). */
+  message: json,
+  /** Every pending message, per executor (Debug Console evaluate). */
+  messages: json.optional(),
+});
+export type EvaluationScope = z.infer<typeof EvaluationScopeSchema>;
+
+export const EvaluateRequestSchema = z.object({
+  type: z.literal("evaluate"),
+  id: z.number().int(),
+  expressions: z.array(z.string()).min(1),
+  scope: EvaluationScopeSchema,
+  /** Each expression's time limit. */
+  timeoutMs: z.number().int().positive(),
+});
+export type EvaluateRequest = z.infer<typeof EvaluateRequestSchema>;
+
+export const EvaluationSchema = z.discriminatedUnion("ok", [
+  z.object({
+    ok: z.literal(true),
+    /** typeof, with "null" and "array". */
+    type: z.string(),
+    truthy: z.boolean(),
+    /** The value as JSON data, when it is JSON; else `display` says what it is. */
+    value: json.optional(),
+    display: z.string().optional(),
+  }),
+  z.object({ ok: z.literal(false), kind: z.enum(["syntax", "thrown", "timeout"]), error: z.string() }),
+]);
+export type Evaluation = z.infer<typeof EvaluationSchema>;
+
+export const EvaluateResultSchema = z.object({ type: z.literal("evaluated"), id: z.number().int(), results: z.array(EvaluationSchema) });
+export type EvaluateResult = z.infer<typeof EvaluateResultSchema>;
+
+/** Every request the debug helper answers, and every answer. */
+export const DebugHelperRequestSchema = z.discriminatedUnion("type", [PatchCheckRequestSchema, EvaluateRequestSchema]);
+export type DebugHelperRequest = z.infer<typeof DebugHelperRequestSchema>;
+export const DebugHelperResultSchema = z.discriminatedUnion("type", [PatchCheckResultSchema, EvaluateResultSchema]);
+export type DebugHelperResult = z.infer<typeof DebugHelperResultSchema>;

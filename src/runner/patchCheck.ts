@@ -1,7 +1,5 @@
-import { describeError, isCasefileError } from "../engine/errors";
 import { keySchema, parseSafely, type Workflow } from "../engine/workflow";
-import { PatchCheckRequestSchema, type PatchCheckResult, type PatchProblem } from "../protocol/debug";
-import { loadWorkflow } from "./bundle";
+import type { PatchProblem } from "../protocol/debug";
 
 /**
  * The state values of a patch, parsed with the keys' schemas of the workflow: what the engine's
@@ -33,32 +31,4 @@ export function checkPatch(workflow: Workflow, patch: Record<string, unknown>): 
     }
   }
   return problems;
-}
-
-/**
- * dist/runner.js --check-patch: answers check requests over IPC until the parent disconnects.
- * Loading the workflow runs its code, like the runner itself: the debugger starts it only where it
- * would start a run. Each workflow file is bundled once.
- */
-export function patchCheckMain(): void {
-  const loaded = new Map<string, Promise<Workflow>>();
-  process.on("message", (raw: unknown) => {
-    const parsed = PatchCheckRequestSchema.safeParse(raw);
-    if (!parsed.success) return;
-    const { id, workflowPath, patch } = parsed.data;
-    let workflow = loaded.get(workflowPath);
-    if (!workflow) {
-      workflow = loadWorkflow(workflowPath).then((l) => l.workflow);
-      loaded.set(workflowPath, workflow);
-    }
-    workflow.then(
-      (wf) => process.send?.({ type: "checked", id, problems: checkPatch(wf, patch) } satisfies PatchCheckResult),
-      (e: unknown) => {
-        loaded.delete(workflowPath);
-        const err = isCasefileError(e) ? e.toJSON() : describeError(e);
-        process.send?.({ type: "checked", id, problems: [], error: { code: err.code, message: err.message } } satisfies PatchCheckResult);
-      },
-    );
-  });
-  process.on("disconnect", () => process.exit(0));
 }

@@ -12,7 +12,7 @@ import { CasefileError, describeError, errorMessage, isCasefileError, zodIssue }
 import type { ModelProvider, ModelRequest, ModelResponse } from "../engine/model";
 import { otelSettings, type OtelSettings } from "../otel/config";
 import { HostToRunnerSchema, type HostToRunner, type OtelConfig, type RunnerToHost } from "../protocol/runner";
-import { patchCheckMain } from "./patchCheck";
+import { debugHelperMain } from "./debugHelper";
 import { runSession } from "./session";
 import { StepInto } from "./stepInto";
 
@@ -168,6 +168,6 @@ function otelOf(config: OtelConfig | undefined): { otel?: OtelSettings } {
   }
 }
 
-// `--check-patch`: the debugger's state-edit checker (patchCheck.ts), not a run.
-if (process.argv.includes("--check-patch")) patchCheckMain();
+// `--debug-helper`: the debug session's state-edit checker and expression evaluator (debugHelper.ts), not a run.
+if (process.argv.includes("--debug-helper")) debugHelperMain();
 else main();

@@ -9,7 +9,7 @@ import { invoiceSeed } from "../../examples/invoice/erpData";
 import { openCaseFile } from "../../src/casefile/index";
 import { CasefileDebugSession } from "../../src/debug/index";
 import { SourceMapConsumer, type RawSourceMap } from "source-map";
-import { CdpClient } from "./cdpClient";
+import { CdpClient } from "../../src/debug/cdpClient";
 import { root, runnerPath, tempDir } from "./helpers";
 
 /**
@@ -178,6 +178,53 @@ describe("the extension's adapter waits for js-debug before the first superstep 
       const stopped = (await next) as DebugProtocol.StoppedEvent;
       assert.equal(stopped.body.reason, "step", JSON.stringify(stopped.body));
       assert.match(stopped.body.description ?? "", /paused before superstep 2/);
+    } finally {
+      cdp.close();
+    }
+  });
+
+  it("paused in run() by the JavaScript debugger, Next and then Continue sent to the Casefile session go on with the run: the pause is resumed (the debugger sees it) and the session stops at the next boundary", async () => {
+    const { dc, output } = await session(60_000);
+    const entry = dc.waitForEvent("stopped");
+    const caseFile = path.join(dir, "next-from-js.casefile");
+    const inspector = await launch(dc, caseFile, { stopOnEntry: true });
+    const { url, pid } = inspector.body as { url: string; pid: number };
+    const cdp = await CdpClient.connect(url);
+    try {
+      await cdp.send("Debugger.enable");
+      await dc.customRequest("casefile/executorDebuggerAttached", { pid });
+      const threadId = ((await entry) as DebugProtocol.StoppedEvent).body.threadId!;
+      const paused = cdp.once("Debugger.paused");
+      await dc.stepInRequest({ threadId });
+      await paused;
+      const resumed = cdp.once("Debugger.resumed");
+      const next = dc.waitForEvent("stopped");
+      const continued = dc.waitForEvent("continued");
+      await dc.nextRequest({ threadId });
+      await resumed;
+
+      await continued;
+      const stopped = (await next) as DebugProtocol.StoppedEvent;
+      assert.equal(stopped.body.reason, "step", JSON.stringify(stopped.body));
+      assert.match(
+        stopped.body.description ?? "",
+        /paused before superstep 2/,
+        "Next ran the superstep it was paused in, and stopped after it",
+      );
+      assert.ok(
+        output.some((l) => l.includes("resumed the JavaScript debugger's pause; the run goes on and stops at the next boundary")),
+        `the Debug Console says what happened: ${output.join("")}`,
+      );
+      // Continue from a pause in executor code: the run goes on to its end.
+      const pausedAgain = cdp.once("Debugger.paused");
+      await dc.stepInRequest({ threadId });
+      await pausedAgain;
+      const ended = dc.waitForEvent("terminated");
+      await dc.continueRequest({ threadId });
+      // A run's end waits for its debuggers to let go ("Waiting for the debugger to disconnect"), as js-debug does.
+      cdp.close();
+      await ended;
+      assert.ok((await supersteps(caseFile)) >= 4, "the run went on to its end");
     } finally {
       cdp.close();
     }

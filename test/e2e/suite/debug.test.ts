@@ -421,6 +421,24 @@ describe("Debugging the invoice example with F5", function () {
     assert.match((await frames(back))[0]?.name ?? "", /propose/);
   });
 
+  it("a JavaScript condition on a gutter breakpoint: the false one on variance is passed, the true one on propose stops", async () => {
+    await stopAll();
+    vscode.debug.removeBreakpoints(vscode.debug.breakpoints);
+    const at = (text: string, condition: string) =>
+      new vscode.SourceBreakpoint(new vscode.Location(workflow, new vscode.Position(lineOf(text), 0)), true, condition);
+    vscode.debug.addBreakpoints([
+      at("variance: code<State>(", "state.invoice.value.lines.every(l => l.qty > 1e9)"),
+      at("propose: agent<State>(", "state.invoice.value.lines.some(l => l.qty > 0) && message.pct * 1.2 > 10"),
+    ]);
+    const entry = await debugAtEntry("INV-1001");
+    const seen = stops.length;
+    await entry.session.customRequest("continue", { threadId: entry.threadId });
+    const stop = await nextStop("casefile", seen);
+    assert.equal(stop.reason, "breakpoint", "the true condition stops");
+    const [top] = await frames(stop);
+    assert.match(top?.name ?? "", /^propose/, "variance's false condition was passed; propose's stopped");
+  });
+
   it("the Debug Console evaluates over the paused state", async function () {
     const stop = await pausedAtPropose();
     const session = stop.session;

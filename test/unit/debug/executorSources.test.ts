@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { Breakpoints } from "../../../src/debug/breakpoints";
+import { evaluateExpressions } from "../../../src/runner/evaluate";
+import { Breakpoints, type Evaluator } from "../../../src/debug/breakpoints";
 import { executorAtLine, scanExecutors } from "../../../src/debug/executorSources";
 
 /** Where the Call Stack's frames point and where line breakpoints bind, from the workflow file's text. */
@@ -72,12 +73,12 @@ describe("debug: executor definitions in a workflow file", () => {
     assert.equal(outside!.verified, false);
     assert.match(outside!.message!, /line 3 is not inside an executor's definition/);
     assert.equal(badCondition!.verified, false);
-    assert.match(badCondition!.message!, /condition "state.variance.pct >": the expression ends too early/);
+    assert.match(badCondition!.message!, /condition "state.variance.pct >": Unexpected end of input/);
     const [other] = bps.setLineBreakpoints("/elsewhere/file.ts", [{ line: 1 }]);
     assert.match(other!.message!, /not the workflow file/);
   });
 
-  it("a boundary hits a breakpoint by condition and hit count; logpoints print without stopping", () => {
+  it("a boundary hits a breakpoint by a JavaScript condition and hit count; logpoints print without stopping; a failing condition stops saying why", async () => {
     const found = scanExecutors(src);
     const bps = new Breakpoints(invoice, found);
     const line = (n: string) => found.find((f) => f.name === n)!.line;
@@ -90,14 +91,23 @@ describe("debug: executor definitions in a workflow file", () => {
       [{ name: "settle" }, { name: "nope" }],
       found.map((f) => f.name),
     );
+    // The runner's own evaluator (the debug helper runs the same function), over the values given.
+    const ev: Evaluator = (exprs, scope) => Promise.resolve(evaluateExpressions(exprs, scope, 1000));
     const scope = () => ({ state: { variance: { pct: 9 } }, message: null });
-    assert.equal(bps.check({ executors: ["propose"], scope }).stop.length, 1);
-    assert.equal(bps.check({ executors: ["propose"], scope: () => ({ state: { variance: { pct: 2 } }, message: null }) }).stop.length, 0);
-    assert.equal(bps.check({ executors: ["decide"] }).stop.length, 0, "first hit of a `2` hit count");
-    assert.equal(bps.check({ executors: ["decide"] }).stop.length, 1, "second");
-    const logged = bps.check({ executors: ["variance"], scope });
-    assert.deepEqual([logged.stop.length, logged.logs], [0, ["pct 9"]]);
-    assert.equal(bps.check({ executors: ["settle"] }).stop[0]?.kind, "function");
+    assert.equal((await bps.check({ executors: ["propose"], scope }, ev)).stop.length, 1, "pct 9 > 5 stops");
+    const low = await bps.check({ executors: ["propose"], scope: () => ({ state: { variance: { pct: 2 } }, message: null }) }, ev);
+    assert.equal(low.stop.length, 0, "pct 2 does not");
+    assert.equal((await bps.check({ executors: ["decide"] }, ev)).stop.length, 0, "first hit of a `2` hit count");
+    assert.equal((await bps.check({ executors: ["decide"] }, ev)).stop.length, 1, "second");
+    const logged = await bps.check({ executors: ["variance"], scope }, ev);
+    assert.deepEqual([logged.stop.length, logged.logs], [0, ["pct 9"]], "the logpoint prints and does not stop");
+    assert.equal((await bps.check({ executors: ["settle"] }, ev)).stop[0]?.kind, "function", "the function breakpoint stops");
+    const failing = await bps.check({ executors: ["propose"], scope: () => ({ state: {}, message: null }) }, ev);
+    assert.equal(failing.stop.length, 1, "a condition that throws stops its breakpoint");
+    assert.match(
+      failing.problems[0]!,
+      /breakpoint on propose: condition "state.variance.pct > 5" failed: TypeError: Cannot read properties of undefined/,
+    );
     assert.equal(bps.needsScope(["decide"]), false);
     assert.equal(bps.needsScope(["propose"]), true);
   });

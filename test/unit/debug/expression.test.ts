@@ -1,45 +1,20 @@
 import assert from "node:assert/strict";
-import { evaluate, ExpressionError, hitConditionMet, interpolate } from "../../../src/debug/expression";
+import { hitConditionMet, templateParts } from "../../../src/debug/expression";
 
-/** The debugger's expressions over paused state: what a condition, a watch or a logpoint says. */
-describe("debug: expressions over the paused state", () => {
-  const scope = {
-    state: { variance: { amount: 90, pct: 9 }, invoice: { value: { id: "INV-1001", lines: [{ sku: "A" }, { sku: "B" }] } } },
-    message: { verdict: "escalated" },
-  };
-
-  it("reads paths, compares, combines", () => {
-    assert.equal(evaluate("state.variance.pct > 5", scope), true);
-    assert.equal(evaluate("state.variance.pct > 5 && message.verdict === 'accepted'", scope), false);
-    assert.equal(evaluate("state.invoice.value.lines.length", scope), 2);
-    assert.equal(evaluate('state.invoice.value.lines[1]["sku"]', scope), "B");
-    assert.equal(evaluate("state.missing?.x ?? 'none'", scope), "none");
-    assert.equal(evaluate("-state.variance.amount * 2 + 1", scope), -179);
-    assert.equal(evaluate("state.variance.pct >= 10 ? 'high' : 'low'", scope), "low");
-    assert.deepEqual(evaluate("variance", scope), { amount: 90, pct: 9 }, "a bare state key reads the key");
-  });
-
-  it("runs no code: calls, prototypes and globals are out of reach", () => {
-    assert.throws(() => evaluate("process.exit(1)", scope), /calls are not supported/);
-    assert.equal(evaluate("state.constructor", scope), undefined, "own properties only");
-    assert.equal(evaluate("state.__proto__", scope), undefined);
-    assert.throws(() => evaluate("globalThis", scope), /"globalThis" is not defined/);
-  });
-
-  it("says what is wrong with a bad expression", () => {
-    assert.throws(
-      () => evaluate("state.variance.pct >", scope),
-      (e: Error) => e instanceof ExpressionError && /ends too early/.test(e.message),
+/** What the adapter reads of breakpoints itself: logpoint templates and hit counts (the expressions are the runner's, evaluate.test.ts). */
+describe("debug: logpoint templates and hit conditions", () => {
+  it("a logpoint's message splits into text and {expression} parts; braces inside an expression nest", () => {
+    assert.deepEqual(
+      templateParts("variance {state.variance.pct}%"),
+      ["variance ", { expr: "state.variance.pct" }, "%"],
+      "text, part, text",
     );
-    assert.throws(() => evaluate("state.nope.pct", scope), /cannot read "pct" of undefined/);
-    assert.throws(() => evaluate("'open", scope), /unterminated string/);
-    assert.throws(() => evaluate("state # 1", scope), /unexpected "#" at column 7/);
-  });
-
-  it("logpoints interpolate {expressions}; one that fails says why in its place", () => {
-    assert.equal(interpolate("variance {state.variance.pct}%", scope), "variance 9%");
-    assert.equal(interpolate("{state.variance} {message.verdict}", scope), '{"amount":90,"pct":9} escalated');
-    assert.equal(interpolate("x {state.nope.y}", scope), 'x <cannot read "y" of undefined>');
+    assert.deepEqual(
+      templateParts("skus {state.lines.map((l) => ({ s: l.sku }))} end"),
+      ["skus ", { expr: "state.lines.map((l) => ({ s: l.sku }))" }, " end"],
+      "an object literal inside the part",
+    );
+    assert.deepEqual(templateParts("open { brace and {} empty"), ["open { brace and {} empty"], "an unclosed or empty brace is text");
   });
 
   it("hit conditions", () => {

@@ -1,14 +1,25 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { Socket } from "node:net";
+import { z } from "zod";
 
 /**
- * A minimal Chrome DevTools Protocol client over a WebSocket, standing in for js-debug in the
- * debugger's tests: it attaches to the runner's inspector (`casefile/inspector` names its URL),
- * as js-debug does in the editor, and sees where V8 pauses. Node 20 has no WebSocket client
- * without a flag, so this speaks the protocol's few frames itself (RFC 6455: masked text frames
- * out; text, continuation, ping and close in).
+ * A minimal Chrome DevTools Protocol client over a WebSocket to the runner's inspector (loopback,
+ * debugExecutorCode). The adapter uses it to resume a runner that js-debug paused in executor code
+ * when the user presses Continue or Next on the Casefile session (runnerLink.ts); the tests use it
+ * to stand in for js-debug. Node 20 has no WebSocket client without a flag, so this speaks the
+ * protocol's few frames itself (RFC 6455: masked text frames out; text, continuation, ping and
+ * close in). Every message in is parsed; one that is not CDP is dropped.
  */
+
+const CdpMessageSchema = z.object({
+  id: z.number().optional(),
+  method: z.string().optional(),
+  params: z.unknown().optional(),
+  result: z.unknown().optional(),
+  error: z.object({ message: z.string() }).optional(),
+});
+
 export class CdpClient {
   private next = 1;
   private buffer = Buffer.alloc(0);
@@ -18,6 +29,11 @@ export class CdpClient {
 
   private constructor(private readonly socket: Socket) {
     socket.on("data", (d: Buffer) => this.read(d));
+    socket.on("close", () => {
+      for (const w of this.waiting.values()) w.reject(new Error("the inspector connection closed"));
+      this.waiting.clear();
+    });
+    socket.on("error", () => socket.destroy());
   }
 
   static connect(url: string): Promise<CdpClient> {
@@ -86,14 +102,16 @@ export class CdpClient {
       if (opcode !== 0x1 && opcode !== 0x0) continue;
       this.fragments.push(payload);
       if (!fin) continue;
-      const message = JSON.parse(Buffer.concat(this.fragments).toString("utf8")) as {
-        id?: number;
-        method?: string;
-        params?: unknown;
-        result?: unknown;
-        error?: { message: string };
-      };
+      let raw: unknown;
+      try {
+        raw = JSON.parse(Buffer.concat(this.fragments).toString("utf8"));
+      } catch {
+        raw = undefined;
+      }
+      const parsed = CdpMessageSchema.safeParse(raw);
       this.fragments = [];
+      if (!parsed.success) continue;
+      const message = parsed.data;
       if (message.id !== undefined) {
         const w = this.waiting.get(message.id);
         this.waiting.delete(message.id);
