@@ -1,6 +1,6 @@
 import type { Json } from "../engine/records";
 import { CasefileError } from "../engine/errors";
-import { ProviderConfigSchema, type ProviderConfig } from "../protocol/runner";
+import { ProviderConfigSchema, type ProviderConfig } from "../protocol/provider";
 import { jsonOption, type Io } from "./args";
 
 /**

@@ -1,3 +1,4 @@
+import { monotonicMs } from "./clock";
 import { buildModelRequest } from "./contextRequest";
 import { CasefileError, errorMessage, zodIssue } from "./errors";
 import { isExtractValue } from "./extracts";
@@ -98,7 +99,7 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
   record.rulesFrom = rulesFrom;
   out.agentCall = record;
 
-  const t0 = performance.now();
+  const t0 = monotonicMs();
   let response: ModelResponse;
   if (replay?.mode === "recorded") {
     const rec = replay.recorded;
@@ -118,7 +119,7 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
     if (!input.provider) throw new CasefileError("MODEL_CALL_FAILED", `agent step "${input.executor}" has no model provider configured`);
     response = await input.provider.complete(request, input.signal);
   }
-  record.durationMs = Math.round(performance.now() - t0);
+  record.durationMs = Math.round(monotonicMs() - t0);
   record.raw = response.text;
   if (typeof response.meta?.model === "string") record.answeredBy = response.meta.model;
   if (typeof response.meta?.id === "string") record.responseId = response.meta.id;

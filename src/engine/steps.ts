@@ -1,3 +1,4 @@
+import { monotonicMs } from "./clock";
 import { CasefileError, describeError, describeReturned } from "./errors";
 import type { AnyState, ExecutorSpec, LoaderContext, RequestPrompt, StepContext } from "./executors";
 import type { Json, Provenance } from "./records";
@@ -13,7 +14,7 @@ export type { TaskInput, TaskOutcome } from "./task";
 /** Runs one executor for one message. Never throws: a failure is recorded in the outcome. */
 export async function runTask(input: TaskInput): Promise<TaskOutcome> {
   const startedAt = input.now();
-  const t0 = performance.now();
+  const t0 = monotonicMs();
   const { spec } = input;
   const id = stepId(input.runId, input.superstep, input.executor, input.index);
   const out: TaskOutcome = {
@@ -72,7 +73,7 @@ export async function runTask(input: TaskInput): Promise<TaskOutcome> {
     out.step.error = out.error;
   }
   out.step.endedAt = input.now();
-  out.step.durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
+  out.step.durationMs = Math.round((monotonicMs() - t0) * 1000) / 1000;
   out.step.writes = out.writes.map((w) => w.key);
   out.step.sent = out.sends.length;
   return out;

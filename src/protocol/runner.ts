@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ProviderConfigSchema } from "./provider";
 
 /**
  * Messages between the extension host (or CLI) and the runner child process. Both sides parse
@@ -9,27 +10,9 @@ const json: z.ZodType<unknown> = z.lazy(() =>
   z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(json), z.record(z.string(), json)]),
 );
 
-export const ProviderConfigSchema = z.discriminatedUnion("kind", [
-  /** Responses from a fixture file; the default is `<workflow>.responses.json` beside the workflow. */
-  z.object({ kind: z.literal("scripted"), fixture: z.string().optional() }),
-  z.object({
-    kind: z.literal("openai"),
-    baseUrl: z.string().optional(),
-    model: z.string().optional(),
-    /** Name of the environment variable holding the key; the key itself never crosses here. */
-    apiKeyEnv: z.string().optional(),
-  }),
-  z.object({
-    kind: z.literal("azure"),
-    endpoint: z.string(),
-    deployment: z.string(),
-    apiVersion: z.string(),
-    apiKeyEnv: z.string().optional(),
-  }),
-  /** The VS Code Language Model API: the runner asks the host to make each call. */
-  z.object({ kind: z.literal("vscode-lm"), family: z.string().optional() }),
-]);
-export type ProviderConfig = z.infer<typeof ProviderConfigSchema>;
+// The CLI's --provider options parse only this schema: it is a module of its own, so a command
+// builds none of the runner's message schemas below.
+export { ProviderConfigSchema, type ProviderConfig } from "./provider";
 
 /**
  * A run's default token budget for agent steps that declare none (a step's own budget wins):

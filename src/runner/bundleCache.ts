@@ -92,8 +92,19 @@ export async function buildWorkflow(options: WorkflowBuildOptions, env: NodeJS.P
   // require, not import(): in the CLI's and runner's bundles an import() of a package left out
   // of them stays a real dynamic import, and Node's ESM loader then scans esbuild's CommonJS
   // main for its exports before running it (~40 ms of a first run's start, measured here).
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const esbuild = require("esbuild") as typeof import("esbuild");
+  // esbuild's main loads node:worker_threads (~5 ms) for buildSync and transformSync alone,
+  // unless ESBUILD_WORKER_THREADS=0 when it is first required: only build() is called here. The
+  // variable is put back at once, so the workflow's own processes inherit what the user set.
+  const workers = process.env.ESBUILD_WORKER_THREADS;
+  process.env.ESBUILD_WORKER_THREADS = "0";
+  let esbuild: typeof import("esbuild");
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    esbuild = require("esbuild") as typeof import("esbuild");
+  } finally {
+    if (workers === undefined) delete process.env.ESBUILD_WORKER_THREADS;
+    else process.env.ESBUILD_WORKER_THREADS = workers;
+  }
   const result = await esbuild.build(options);
   const outputFiles = result.outputFiles.map((f) => ({ path: f.path, text: f.text }));
   if (file && dir) writeEntry(dir, file, key, started, outputFiles, Object.keys(result.metafile.inputs));
