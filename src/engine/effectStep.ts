@@ -136,6 +136,7 @@ export async function resolveOpenIntents(args: {
 }): Promise<{ code: string; message: string; executor: string } | undefined> {
   // Only this run's own: another run's open intent is that run's to resolve when it resumes, and
   // a branch reaching the same key compares its own intent with it first (never adopting it blind).
+  // Stryker disable next-line MethodExpression,StringLiteral: every key is `case:executor:superstep` (intentKey); the filter only guards records written by hand.
   const open = args.store.listIntents({ status: "open", runId: args.runId }).filter((i) => keyOf(i).startsWith(`${args.caseId}:`));
   for (const record of open) {
     const spec = args.workflow.executors[record.executor];
@@ -193,15 +194,17 @@ async function againstHolder(
       updatedAt: io.now(),
     };
     commitIntent(io, refused, "refused: conflict");
-    // Stryker disable ObjectLiteral,ArrowFunction: no reader: the run's error takes code, message and the step's executor; the conflict is on the intent record.
+    // The details have no reader: the run's error takes code, message and the step's executor, and the conflict is on the intent record.
+    // Stryker disable next-line ObjectLiteral: details no one reads (above)
     throw new CasefileError("EFFECT_CONFLICT", message, {
       executor: proposed.executor,
       key,
       intent: proposed.id,
+      // Stryker disable next-line ObjectLiteral: details no one reads (above)
       existing: { run: holder.runId, intent: holder.id },
+      // Stryker disable next-line ArrowFunction: details no one reads (above)
       fields: differs.map((d) => d.path),
     });
-    // Stryker restore ObjectLiteral,ArrowFunction
   }
   let reference: Json | null = null;
   if (holder.status === "done") reference = holder.reference ?? null;
@@ -296,6 +299,7 @@ async function checkThenAct(spec: EffectSpec, planned: PlannedEffect, record: In
     if (result.outcome === "unrelated_change") {
       record = { ...record, drift: { kind: "unrelated_change", ...drift } };
       io.warn(
+        // Stryker disable next-line StringLiteral: an unrelated change needs a basis to differ from, so its version is never "?"; the other literals are asserted (effectStep.test.ts).
         `effect "${record.executor}" (intent ${record.id}): the live record changed (version ${basis?.version ?? "?"} -> ${live.version}; ${result.changed.join(", ") || "no field"}) in fields it does not rely on; acting`,
       );
     }
@@ -399,6 +403,7 @@ function commitIntent(io: EffectIo, record: IntentRecord, what: string): void {
   };
   const data = event.data as { [k: string]: Json };
   if (record.reusedFrom) data.reusedFrom = record.reusedFrom;
+  // Stryker disable next-line ConditionalExpression: `conflict: undefined` is no conflict; the event is stored as JSON.
   if (record.conflict) data.conflict = record.conflict as unknown as Json;
   io.store.commit({ intents: [record], events: [event] });
   io.emit?.(event);
@@ -414,7 +419,7 @@ function plannedFrom(record: IntentRecord): PlannedEffect {
   };
   const basis = basisOf(record);
   if (basis) planned.basis = basis;
-  // Stryker disable next-line ConditionalExpression: only a check sets expectedVersion, and checkThenAct checks again and sets it from the live record before acting; reconcile looks up by key.
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: only a check sets expectedVersion, and checkThenAct checks again and sets it from the live record before acting; reconcile looks up by key.
   if (record.expectedVersion !== undefined) planned.expectedVersion = record.expectedVersion;
   return planned;
 }
@@ -442,6 +447,7 @@ function resolvingContext(
     throw new CasefileError(
       "EFFECT_FAILED",
       `effect "${executor}" called ${what} while its open intent was being resolved on resume; stage writes in done()`,
+      // Stryker disable next-line ObjectLiteral: no reader: act's error is wrapped as EFFECT_FAILED by its message (effectFailed).
       { executor },
     );
   };

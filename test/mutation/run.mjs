@@ -8,10 +8,12 @@
  * Each target list keeps its own incremental file, test/mutation/incremental/<targets>.json,
  * committed so a rerun here or in the next session tests only the mutants whose code or covering
  * tests changed. (Stryker rewrites its incremental file with only the files of the run, so one
- * shared file would lose every other file's results on a narrowed run.) The copy is stripped of
- * the test files' sources: mocha reports no test locations, so Stryker identifies a test by file
- * and name alone and never reads them. Stryker 10 needs Node >= 22: Node 24 from the e2e setup
- * (.vscode-test/node24) is put first on PATH when present.
+ * shared file would lose every other file's results on a narrowed run.) It keeps the test files'
+ * sources: mocha reports no test locations, so Stryker takes a test file's whole text as each of
+ * its tests' location, and a changed line in a test file retests every mutant its tests cover
+ * (without the sources, a strengthened test would never retest the mutants it now kills). Only
+ * the run's configuration (this machine's paths and every default) is dropped. Stryker 10 needs
+ * Node >= 22: Node 24 from the e2e setup (.vscode-test/node24) is put first on PATH when present.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -53,8 +55,7 @@ const run = spawnSync("npx", ["stryker", "run", ...strykerArgs], { stdio: "inher
 
 if (existsSync(incrementalFile)) {
   const report = JSON.parse(readFileSync(incrementalFile, "utf8"));
-  for (const file of Object.values(report.testFiles ?? {})) delete file.source;
-  delete report.config; // this machine's paths and every default; Stryker reads only files and testFiles
+  delete report.config; // Stryker reads only files and testFiles back
   delete report.projectRoot;
   writeFileSync(incrementalFile, JSON.stringify(report, null, 1) + "\n");
 }

@@ -23,6 +23,10 @@ interface Target {
   /** What act throws instead of acting. */
   refuse?: unknown;
   acts: number;
+  /** The plan records no basis (no version of the record it read). */
+  noBasis?: boolean;
+  /** The effect has no check: it acts on its plan unchecked. */
+  noCheck?: boolean;
 }
 
 function workflow(target: Target) {
@@ -47,12 +51,16 @@ function workflow(target: Target) {
           target: "bank:payments",
           payload: { amount: 100 },
           reliesOn: { taxNumber: s.supplier.value.taxNumber, iban: s.supplier.value.iban },
-          basis: { version: "v1", record: s.supplier.value },
+          ...(target.noBasis ? {} : { basis: { version: "v1", record: s.supplier.value } }),
         }),
-        async check() {
-          if (target.checkFails) throw new Error("supplier lookup timed out");
-          return target.live ?? { version: "v1", record: planned };
-        },
+        ...(target.noCheck
+          ? {}
+          : {
+              async check(): Promise<LiveRecord> {
+                if (target.checkFails) throw new Error("supplier lookup timed out");
+                return target.live ?? { version: "v1", record: planned };
+              },
+            }),
         async act() {
           if (target.refuse !== undefined) throw target.refuse;
           target.acts++;
@@ -106,6 +114,13 @@ describe("effect step: records of the cases in between", () => {
     assert.equal(target.acts, 0);
   });
 
+  it("a relied-on change to a plan without a basis says the version it planned against is unknown", async () => {
+    const target: Target = { live: { version: "v2", record: { ...planned, iban: "DE00 9999" } }, acts: 0, noBasis: true };
+    const { result } = await run(target);
+    assert.equal(result.status, "needs_replanning");
+    assert.ok(result.error!.message.endsWith("changed in iban, which it relies on (version ? -> v2)"), result.error!.message);
+  });
+
   for (const [what, record, said] of [
     ["two fields it does not rely on", { ...planned, name: "Acme GmbH", city: "Bremen" }, "city, name"],
     ["no field, only the version", planned, "no field"],
@@ -148,6 +163,12 @@ describe("effect step: records of the cases in between", () => {
     assert.equal((intent.drift as unknown as { live: Json }).live, null, "no current record invented");
   });
 
+  it("a refusal of an unchecked effect says it wrote against no known version", async () => {
+    const { result } = await run({ refuse: new PreconditionFailedError("412 from the bank"), acts: 0, noCheck: true });
+    assert.equal(result.status, "needs_replanning");
+    assert.ok(result.error!.message.endsWith("bank:payments refused the conditional write at version ?"), result.error!.message);
+  });
+
   it("a plain Error whose code happens to be PRECONDITION_FAILED is a failed act, not a refusal", async () => {
     const { result, intent, whats } = await run({
       refuse: Object.assign(new Error("socket hang up"), { code: "PRECONDITION_FAILED" }),
@@ -166,6 +187,19 @@ describe("effect step: records of the cases in between", () => {
     assert.equal(result.error?.code, "EFFECT_FAILED", result.error?.message);
     assert.ok(result.error!.message.endsWith("failed in act: amount must be positive"), result.error!.message);
     assert.equal(intent.status, "failed");
+  });
+
+  it("without the test hooks an effect does not pause or say it does (no 'test hook' line on the log)", async () => {
+    const logs: string[] = [];
+    const target: Target = { acts: 0 };
+    const result = await new Engine(workflow(target), new MemoryStore(), { log: (m) => logs.push(m), hooks: { pauseAfterActMs: 0 } }).run();
+    assert.equal(result.status, "completed");
+    assert.equal(target.acts, 1);
+    assert.deepEqual(
+      logs.filter((l) => l.includes("test hook")),
+      [],
+      "a hook of 0 ms, or none, is no pause",
+    );
   });
 
   it("PreconditionFailedError is a CasefileError whose JSON carries the record the system now holds", () => {
