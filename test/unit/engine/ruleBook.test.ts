@@ -166,6 +166,13 @@ describe("rule book: refusals name what is missing", () => {
     const inForce = rulesInForce([{ ...rule, confirmedAt: NOW }], NOW);
     assert.deepEqual(inForce, [{ id: "rule-1", statement: "s", value: 1, proposedBy: "p", confirmedBy: "maria", confirmedAt: NOW }]);
     assert.ok(!("sourceCase" in inForce[0]!) && !("expiresAt" in inForce[0]!), "no undefined fields in the context's record");
+    const later = "2027-02-01T00:00:00.000Z";
+    const [withBoth] = rulesInForce([{ ...rule, confirmedAt: NOW, sourceCase: "run-1", expiresAt: later }], NOW);
+    assert.deepEqual(
+      [withBoth!.sourceCase, withBoth!.expiresAt],
+      ["run-1", later],
+      "the context says where a rule came from and when it ends",
+    );
   });
 
   it("the history of an id the book never held is refused, saying the book is empty or listing its rules", () => {
