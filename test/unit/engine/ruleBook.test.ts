@@ -93,7 +93,7 @@ describe("rule book: refusals name what is missing", () => {
     const book = new MemoryStore();
     const r = addRule(book, proposal, NOW);
     refuses(() => confirmRule(book, r.id, " ", NOW), "USAGE", `confirming rule "${r.id}" needs who confirms it`);
-    refuses(() => editRule(book, r.id, { value: 1 }, "", NOW), "USAGE", `editing rule "${r.id}" needs who edits it`);
+    refuses(() => editRule(book, r.id, { value: 1 }, " ", NOW), "USAGE", `editing rule "${r.id}" needs who edits it`);
     refuses(() => deleteRule(book, r.id, " ", NOW), "USAGE", `deleting rule "${r.id}" needs who deletes it`);
     refuses(() => editRule(book, r.id, { statement: " " }, "li", NOW), "USAGE", `rule "${r.id}" cannot be edited to an empty statement`);
     assert.equal(ruleHistory(book, r.id).length, 1, "no refused change left a trace");
