@@ -114,7 +114,7 @@ const ASSERT_OK_MESSAGE = {
 };
 
 export default tseslint.config(
-  { ignores: ["dist/**", "media/**", "node_modules/**", ".vscode-test/**", "test-output/**", "examples/**/cases/**"] },
+  { ignores: ["dist/**", "media/**", "node_modules/**", ".vscode-test/**", "test-output/**", "examples/**/cases/**", ".stryker-tmp/**", "reports/**"] },
   ...tseslint.configs.recommended,
   {
     rules: {

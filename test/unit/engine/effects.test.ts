@@ -10,7 +10,7 @@ import { compareIntents, comparePrecondition, intentConflict, intentKey } from "
 import { intent } from "../casefile/builders";
 import { PreconditionFailedError } from "../../../src/engine/effectStep";
 import { Engine } from "../../../src/engine/engine";
-import { code, edge, effect, fact, loader, type LiveRecord } from "../../../src/engine/executors";
+import { code, edge, effect, fact, loader, type LiveRecord, type PlannedEffect } from "../../../src/engine/executors";
 import { stableHash } from "../../../src/engine/hash";
 import type { EventRecord, IntentRecord, Json } from "../../../src/engine/records";
 import type { CaseStore } from "../../../src/engine/store";
@@ -39,6 +39,8 @@ interface Target {
   loseAnswer?: boolean;
   /** Counts the calls of act, when set (a system without idempotency keys would take each as a new write). */
   acts?: number;
+  /** The intents reconcile was handed, when set. */
+  lookedUp?: PlannedEffect[];
 }
 
 async function http(
@@ -106,6 +108,7 @@ function workflow(target: Target) {
           return { id: rec.id, version: rec.version };
         },
         async reconcile(intent) {
+          target.lookedUp?.push(intent);
           if (target.failReconcile) throw new Error("ERP idempotency lookup unavailable (503)");
           const r = await http("GET", `${target.url}/idempotency/${encodeURIComponent(intent.key)}`);
           if (r.status === 404) return null;
@@ -386,7 +389,7 @@ describe("effects: open intents are reconciled on resume before anything else ru
   });
 
   it("found: a crash after the action is resolved by the key, recorded done, and not acted on again", async () => {
-    const target: Target = { url: erp.url };
+    const target: Target = { url: erp.url, acts: 0 };
     const crashed = await crashCopyAt("AFTER", target);
     assert.equal(workflowWrites(erp).length, 1, "the action reached the ERP before the crash");
 
@@ -404,6 +407,8 @@ describe("effects: open intents are reconciled on resume before anything else ru
       assert.equal(intent.status, "done");
       assert.deepEqual(intent.reference, { id: "V-1", version: 2 });
       assert.equal(workflowWrites(erp).length, 1, "the ERP took exactly one write");
+      // Mutant killed: a found intent acted on again (the ERP's idempotency hides it from its log).
+      assert.equal(target.acts, 1, "act ran once, before the crash; the resume only looked the key up");
       const events = store.listEvents({ runId: run.id });
       const reconciled = events.find((e) => e.type === "intent" && (e.data as { what: string }).what === "reconciled: found");
       const firstAfter = events.find((e) => e.type === "step_completed" && e.superstep === latest.superstep + 1);
@@ -462,7 +467,7 @@ describe("effects: open intents are reconciled on resume before anything else ru
   });
 
   it("not found: a crash after the intent opened but before the action reached the ERP acts on resume, once", async () => {
-    const target: Target = { url: erp.url };
+    const target: Target = { url: erp.url, lookedUp: [] };
     const dataDir = path.dirname(erp.dataFile);
     // While the effect is paused with its intent open, the ERP goes away: the original process's
     // action never reaches it, as if the process had died there.
@@ -487,6 +492,12 @@ describe("effects: open intents are reconciled on resume before anything else ru
       const writes = workflowWrites(erp);
       assert.equal(writes.length, 1, "acted exactly once");
       assert.equal(writes[0]!.idempotencyKey, intent.id, "with the intent's key");
+      // Mutant killed: the intent handed to reconcile on resume without the basis it was planned on.
+      assert.deepEqual(
+        target.lookedUp!.map((i) => [i.key, i.basis?.version]),
+        [[intent.id, '"v1"']],
+        "looked up once, by its key, with the plan's basis",
+      );
     } finally {
       store.close();
     }

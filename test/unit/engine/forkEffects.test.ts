@@ -2,16 +2,13 @@ import assert from "node:assert/strict";
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { z } from "zod";
 import { startErp, type ErpServer, type ErpWrite } from "../../../examples/erp/server";
 import { SqlJsStore } from "../../../src/casefile/sqlJsStore";
 import type { AgentReplay } from "../../../src/engine/task";
 import { Engine, type EngineOptions, type RunResult } from "../../../src/engine/engine";
-import { agent, commit, edge, effect, fact, loader } from "../../../src/engine/executors";
-import type { ModelProvider } from "../../../src/engine/model";
 import type { EventRecord, IntentConflict, IntentRecord, Json } from "../../../src/engine/records";
-import { defineWorkflow } from "../../../src/engine/workflow";
 import { formatInspection, inspectCaseFile } from "../../../src/cli/inspect";
+import { lookups, model, provider, refundWorkflow } from "./helpers/refundWorkflow";
 
 /**
  * A branch reaching an effect whose idempotency key another run of the case holds. The workflow
@@ -21,94 +18,19 @@ import { formatInspection, inspectCaseFile } from "../../../src/cli/inspect";
  * on a case file on disk, closed and reopened between commands as the CLI would.
  */
 
-const Proposal = z.object({ action: z.literal("refund"), amount: z.number(), reason: z.string(), facts: z.array(z.string()) });
-
-/** The model's answer: what a live call (or a replay in live mode) proposes. Changed by the tests. */
-const model = { amount: 60 };
-const provider: ModelProvider = {
-  name: "test-model",
-  complete: async () => ({
-    text: JSON.stringify({ action: "refund", amount: model.amount, reason: "damaged on arrival", facts: ["claim"] }),
-  }),
-};
-
-function refundWorkflow(erpUrl: () => string) {
-  return defineWorkflow({
-    name: "refunds",
-    version: 1,
-    state: {
-      claim: fact(z.object({ id: z.string(), amount: z.number() })),
-      decision: z.object({ amount: z.number() }),
-      refund: z.object({ id: z.string(), amount: z.number() }),
-    },
-    start: "load",
-    executors: {
-      load: loader({
-        owns: ["claim"],
-        run(ctx) {
-          ctx.fact("claim", { id: "C-7", amount: 80 }, { source: "crm:claims/C-7", sourceVersion: '"v1"' });
-          return "loaded";
-        },
-      }),
-      propose: agent({
-        reads: ["claim"],
-        proposal: Proposal,
-        model: { model: "test" },
-        context: (s) => [{ role: "user", content: `Claim ${JSON.stringify(s.claim.value)}: how much to refund?` }],
-      }),
-      decide: commit({
-        reads: ["claim"],
-        owns: ["decision"],
-        rules: { withinClaim: ({ proposal, state }) => Number(proposal.amount) <= state.claim.value.amount },
-        apply(outcome, ctx) {
-          if (outcome.verdict === "accepted") ctx.write("decision", { amount: Number(outcome.proposal!.amount) });
-          return "decided";
-        },
-      }),
-      refund: effect({
-        reads: ["decision", "claim"],
-        owns: ["refund"],
-        intent: (s) => ({
-          action: "refund",
-          target: "erp:refunds",
-          payload: { claim: s.claim.value.id, amount: s.decision.amount, currency: "EUR" },
-          reliesOn: { claimAmount: s.claim.value.amount },
-        }),
-        async act(intent) {
-          const res = await fetch(`${erpUrl()}/refunds`, {
-            method: "POST",
-            headers: { "content-type": "application/json", "idempotency-key": intent.key },
-            body: JSON.stringify(intent.payload),
-          });
-          const rec = (await res.json()) as { id: string; data: { amount: number } };
-          return { id: rec.id, amount: rec.data.amount };
-        },
-        async reconcile(intent) {
-          const res = await fetch(`${erpUrl()}/idempotency/${encodeURIComponent(intent.key)}`);
-          if (res.status === 404) return null;
-          const rec = (await res.json()) as { id: string; data: { amount: number } };
-          return { id: rec.id, amount: rec.data.amount };
-        },
-        done(reference, ctx) {
-          ctx.write("refund", reference as { id: string; amount: number });
-        },
-      }),
-    },
-    edges: [edge("load", "propose"), edge("propose", "decide"), edge("decide", "refund")],
-  });
-}
-
 describe("effects on branches: a fork never silently takes over a different effect", () => {
   let dir: string;
   let file: string;
   let erp: ErpServer;
-  const wf = refundWorkflow(() => erp.url);
+  let wf = refundWorkflow(() => erp.url);
 
   beforeEach(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "casefile-fork-effects-"));
     file = path.join(dir, "refund.casefile");
     erp = await startErp({ dataDir: path.join(dir, "erp") });
     model.amount = 60;
+    wf = refundWorkflow(() => erp.url);
+    Object.assign(lookups, { count: 0, down: false });
   });
   afterEach(async () => {
     await erp.close();
@@ -258,6 +180,8 @@ describe("effects on branches: a fork never silently takes over a different effe
         branch.logs.some((l) => l.includes(`identical to run ${parent.runId}'s intent ${parent.intent.id}; reused its reference`)),
         `no log said the intent was reused; logs: ${JSON.stringify(branch.logs)}`,
       );
+      // Mutant killed: a done holder's reference looked up in the ERP again instead of taken from its record.
+      assert.equal(lookups.count, 0, "the parent's done intent has its reference: no lookup by key");
     });
 
     it("different decision: stops the branch for replanning with both intents, no call on the ERP", async () => {
@@ -314,16 +238,21 @@ describe("effects on branches: a fork never silently takes over a different effe
     ): Promise<{ runId: string; intent: IntentRecord }> {
       const crashed = path.join(dir, "crashed.casefile");
       let paused: Promise<void> | undefined;
+      let said = "";
       await command(file, (e) => e.run(), {
         hooks: hook === "AFTER" ? { pauseAfterActMs: 30 } : { pauseBeforeActMs: 30 },
         log: (m) => {
           if (!m.includes("test hook")) return;
+          said = m;
           copyFileSync(file, crashed);
           if (existsSync(`${file}.journal`)) copyFileSync(`${file}.journal`, `${crashed}.journal`);
           paused = onPause?.();
         },
       });
       await paused;
+      // The hook says which window the copy landed in (the kill test waits for these words).
+      const window = hook === "AFTER" ? "; pausing 30 ms before recording the reference" : " open; pausing 30 ms before acting";
+      assert.ok(said.endsWith(window), `the test hook said: ${said}`);
       file = crashed;
       const runs = await read(file, (s) => s.listRuns());
       const intent = await read(file, (s) => s.listIntents({ runId: runs[0]!.id }));
@@ -386,6 +315,92 @@ describe("effects on branches: a fork never silently takes over a different effe
       assert.deepEqual(parentNow.reference, mine.reference, "the parent found the one refund by its key");
       assert.equal(refundsPosted().length, 1, "still one refund");
     });
+    /** The whats of a run's intent events, in order ("opened", "done", "reused", ...). */
+    const intentSteps = (runId: string) =>
+      read(file, (s) => s.listEvents({ runId }).flatMap((e) => (e.type === "intent" ? [(e.data as { what: string }).what] : [])));
+
+    it("opened, not acted: the identical branch says the key is not in the ERP and records no reuse before acting", async () => {
+      const dataDir = path.dirname(erp.dataFile);
+      const parent = await crashedParent("BEFORE", () => erp.close());
+      erp = await startErp({ dataDir });
+      const same = await command(file, (e) => e.resume(checkpoint(parent.runId, 3), { patch: { decision: { amount: 60 } } }));
+      assert.equal(same.status, "completed", same.error?.message);
+      const said = `run ${parent.runId}'s identical intent ${parent.intent.id} is open and its key is not in erp:refunds; acting`;
+      assert.ok(
+        same.logs.some((l) => l.includes(said)),
+        `no log said why it acted; logs: ${JSON.stringify(same.logs)}`,
+      );
+      assert.deepEqual(await intentSteps(same.runId), ["opened", "done"], "acted once; no 'reused' record with a null reference first");
+    });
+
+    it("the ERP's lookup down: an identical branch of an open intent fails in reconcile, naming the effect, and does not act", async () => {
+      const parent = await crashedParent("AFTER");
+      lookups.down = true;
+      const same = await command(file, (e) => e.resume(checkpoint(parent.runId, 3), { patch: { decision: { amount: 60 } } }));
+      assert.equal(same.status, "failed");
+      assert.equal(same.error?.code, "EFFECT_FAILED");
+      assert.ok(
+        same.error!.message.includes(
+          `effect "refund" (intent ${parent.intent.id}@${same.runId}, refund on erp:refunds) failed in reconcile: ERP idempotency lookup unavailable (503)`,
+        ),
+        same.error!.message,
+      );
+      assert.equal(refundsPosted().length, 1, "the branch did not act while the outcome was unknown");
+    });
+
+    it("no lookup by key: an identical branch of an open intent acts under the same key, warning that the target must honour it", async () => {
+      const parent = await crashedParent("AFTER");
+      wf = refundWorkflow(() => erp.url, { reconcile: false });
+      const same = await command(file, (e) => e.resume(checkpoint(parent.runId, 3), { patch: { decision: { amount: 60 } } }));
+      assert.equal(same.status, "completed", same.error?.message);
+      const warnings = await read(file, (s) =>
+        s.listEvents({ runId: same.runId }).flatMap((e) => (e.type === "warning" ? [(e.data as { message: string }).message] : [])),
+      );
+      const said = `run ${parent.runId}'s identical intent ${parent.intent.id} was left open and "refund" has no reconcile: acting with the same idempotency key, which the target must honour`;
+      assert.ok(
+        warnings.some((w) => w.includes(said)),
+        `no warning said so; warnings: ${JSON.stringify(warnings)}`,
+      );
+      assert.equal(refundsPosted().length, 1, "the ERP answered the repeated key with its first refund");
+      assert.equal(refundsPosted()[0]!.idempotencyKey, parent.intent.id);
+    });
+
+    it("no lookup by key: the parent resumed acts again under its key, and warns so on its log", async () => {
+      const parent = await crashedParent("AFTER");
+      wf = refundWorkflow(() => erp.url, { reconcile: false });
+      const resumed = await command(file, (e, s) => e.resume(s.latestCheckpoint(parent.runId)!.id));
+      assert.equal(resumed.status, "completed", resumed.error?.message);
+      const said = `warning: intent ${parent.intent.id} (refund on erp:refunds) was left open and "refund" has no reconcile: acting again with the same idempotency key, which the target must honour`;
+      assert.ok(resumed.logs.includes(said), `no warning said so; logs: ${JSON.stringify(resumed.logs)}`);
+      assert.equal(refundsPosted().length, 1, "the ERP answered the repeated key with its first refund");
+    });
+
+    it("resolving the parent's open intent on resume, act sees a context that logs under its name and says it is a resume", async () => {
+      const dataDir = path.dirname(erp.dataFile);
+      const parent = await crashedParent("BEFORE", () => erp.close());
+      erp = await startErp({ dataDir });
+      wf = refundWorkflow(() => erp.url, { whileResolving: (ctx) => ctx.log(`resolving ${ctx.executor} at ${ctx.superstep}`) });
+      const resumed = await command(file, (e, s) => e.resume(s.latestCheckpoint(parent.runId)!.id));
+      assert.equal(resumed.status, "completed", resumed.error?.message);
+      assert.ok(resumed.logs.includes("[refund] resolving refund at 4"), `act's log line: ${JSON.stringify(resumed.logs)}`);
+      assert.equal(refundsPosted().length, 1);
+    });
+
+    for (const call of ["write", "send", "yield", "setLocal"] as const) {
+      it(`resolving on resume, act calling ctx.${call} fails naming the call and says to stage writes in done()`, async () => {
+        const dataDir = path.dirname(erp.dataFile);
+        const parent = await crashedParent("BEFORE", () => erp.close());
+        erp = await startErp({ dataDir });
+        wf = refundWorkflow(() => erp.url, {
+          whileResolving: (ctx) => (ctx[call] as (...a: unknown[]) => void)("refund", { id: "x", amount: 1 }),
+        });
+        const resumed = await command(file, (e, s) => e.resume(s.latestCheckpoint(parent.runId)!.id));
+        assert.equal(resumed.error?.code, "EFFECT_FAILED");
+        const said = `effect "refund" called ctx.${call} while its open intent was being resolved on resume; stage writes in done()`;
+        assert.ok(resumed.error!.message.endsWith(said), resumed.error!.message);
+        assert.equal(refundsPosted().length, 0, "nothing was posted");
+      });
+    }
   });
 
   it("holds both ways round: the root run, resumed after a branch refunded 25, refuses its own 60", async () => {
