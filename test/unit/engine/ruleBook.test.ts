@@ -45,8 +45,8 @@ describe("rule book: an expiry is an ISO 8601 date or date-time with a zone, nev
     it(`stores ${text} as ${stored}`, () => assert.equal(parseExpiry(text), stored));
 
   for (const [text, why] of [
-    ["7", "is not an ISO 8601 date"],
-    ["tomorrow", "is not an ISO 8601 date"],
+    ["7", "is not an ISO 8601 date in the form taken here (YYYY-MM-DD, or YYYY-MM-DDThh:mm[:ss[.fff]] with Z or ±hh:mm)"],
+    ["tomorrow", "is not an ISO 8601 date in the form taken here (YYYY-MM-DD, or YYYY-MM-DDThh:mm[:ss[.fff]] with Z or ±hh:mm)"],
     ["2027-02-28T12:00", "has no time zone (add Z or an offset such as +01:00)"],
     ["2027-02-28T12:00:00.123", "has no time zone (add Z or an offset such as +01:00)"],
     ["2027-13-01", "has no month 13"],
