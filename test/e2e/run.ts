@@ -19,7 +19,7 @@
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -231,14 +231,21 @@ async function waitForResult(mode: Mode, page: Page, resultFile: string, exchang
     }
     for (const f of readdirSync(exchange)) {
       if (!f.endsWith(".request.json") || answered.has(f)) continue;
+      let request: InspectorDomRequest;
+      try {
+        request = JSON.parse(readFileSync(path.join(exchange, f), "utf8")) as InspectorDomRequest;
+      } catch {
+        continue; // not whole yet: read it again on the next tick
+      }
       answered.add(f);
-      const request = JSON.parse(readFileSync(path.join(exchange, f), "utf8")) as InspectorDomRequest;
       const checks = await readInspector(page, request, mode).catch((err: unknown): BrowserChecks => ({
         found: false,
         texts: {},
         error: err instanceof Error ? err.message : String(err),
       }));
-      writeFileSync(path.join(exchange, f.replace(".request.json", ".answer.json")), JSON.stringify(checks));
+      const answerFile = path.join(exchange, f.replace(".request.json", ".answer.json"));
+      writeFileSync(`${answerFile}.tmp`, JSON.stringify(checks));
+      renameSync(`${answerFile}.tmp`, answerFile);
     }
     await sleep(250);
   }

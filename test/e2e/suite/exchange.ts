@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { suiteConfig } from "./config";
 
@@ -79,7 +79,10 @@ export function browserCheckLeftOut(what: string): void {
 export async function askBrowser(request: InspectorDomRequest, timeoutMs = 90_000): Promise<BrowserChecks> {
   const dir = suiteConfig().exchangeDir;
   const answer = path.join(dir, `${request.name}.answer.json`);
-  writeFileSync(path.join(dir, `${request.name}.request.json`), JSON.stringify(request));
+  // Written whole, then renamed into place: the harness polls the folder and must never read half of it.
+  const requestFile = path.join(dir, `${request.name}.request.json`);
+  writeFileSync(`${requestFile}.tmp`, JSON.stringify(request));
+  renameSync(`${requestFile}.tmp`, requestFile);
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (existsSync(answer)) {
