@@ -5,32 +5,13 @@ import path from "node:path";
 import { openCaseFile } from "../../../src/casefile/index";
 import { main } from "../../../src/cli/main";
 import { InspectOutputSchema } from "../../../src/protocol/inspect";
+import { signoffWorkflow } from "./helpers/signoffWorkflow";
 
 /**
  * A request is answered once, seen through the CLI as a user sees it: a second `respond` is
  * refused naming the first answer whether or not it names a workflow, and `inspect` lists no
  * answered request as waiting, on case files reopened from disk.
  */
-
-function shipment(version: number): string {
-  return `import { defineWorkflow, request, z } from "casefile";
-export default defineWorkflow({
-  name: "shipment",
-  version: ${version},
-  state: { signoff: z.string() },
-  start: "approve",
-  executors: {
-    approve: request({
-      owns: ["signoff"],
-      prompt: () => ({ title: "Sign off 2 pallets", options: ["approve", "reject"] }),
-      onAnswer: (answer, ctx) => ctx.write("signoff", answer.decision),
-    }),
-  },
-  edges: [],
-  ${version > 1 ? "migrations: { 2: (s) => s }," : ""}
-});
-`;
-}
 
 describe("casefile respond: a request is answered once", function () {
   this.timeout(60_000);
@@ -43,8 +24,8 @@ describe("casefile respond: a request is answered once", function () {
     caseFile = path.join(dir, "ship.casefile");
     v1 = path.join(dir, "ship.ts");
     v2 = path.join(dir, "ship2.ts");
-    writeFileSync(v1, shipment(1));
-    writeFileSync(v2, shipment(2));
+    writeFileSync(v1, signoffWorkflow(1));
+    writeFileSync(v2, signoffWorkflow(2));
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 

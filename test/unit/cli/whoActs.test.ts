@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { openCaseFile } from "../../../src/casefile/index";
 import { main } from "../../../src/cli/main";
+import { signoffWorkflow } from "./helpers/signoffWorkflow";
 
 /**
  * Who is acting, and the rule book's refusals, through the CLI on books and case files reopened
@@ -11,23 +12,6 @@ import { main } from "../../../src/cli/main";
  * else the login name), a missing rule book is called one, and a confirmed rule is not confirmed
  * again.
  */
-
-const SIGNOFF = `import { defineWorkflow, request, z } from "casefile";
-export default defineWorkflow({
-  name: "signoff",
-  version: 1,
-  state: { signoff: z.string() },
-  start: "approve",
-  executors: {
-    approve: request({
-      owns: ["signoff"],
-      prompt: () => ({ title: "Sign off 2 pallets", options: ["approve", "reject"] }),
-      onAnswer: (answer, ctx) => ctx.write("signoff", answer.decision),
-    }),
-  },
-  edges: [],
-});
-`;
 
 describe("casefile: who is acting, and rule book refusals", function () {
   this.timeout(60_000);
@@ -67,7 +51,7 @@ describe("casefile: who is acting, and rule book refusals", function () {
 
   it("respond and rules sign with the same name: --by, else $USER, else $USERNAME, else the login name", async () => {
     const workflow = path.join(dir, "signoff.ts");
-    writeFileSync(workflow, SIGNOFF);
+    writeFileSync(workflow, signoffWorkflow());
     const login = os.userInfo().username;
     const cases: [string, string[], NodeJS.ProcessEnv, string][] = [
       ["$USER", [], { USER: "ann", USERNAME: "win-ann" }, "ann"],
@@ -110,7 +94,7 @@ describe("casefile: who is acting, and rule book refusals", function () {
       );
     }
     const workflow = path.join(dir, "signoff.ts");
-    writeFileSync(workflow, SIGNOFF);
+    writeFileSync(workflow, signoffWorkflow());
     const run = await cli(["run", workflow, "--case-file", path.join(dir, "x.casefile")], { USER: "tester", CASEFILE_RULES: book });
     assert.equal(run.code, 3, run.out);
     assert.match(run.err, new RegExp(`^casefile: NOT_A_CASE_FILE: no rule book at ${book} \\(named by CASEFILE_RULES\\)`));
