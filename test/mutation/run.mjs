@@ -48,6 +48,10 @@ const env = {
   ...process.env,
   CASEFILE_MUTATE: mutate.join(","),
   CASEFILE_MUTATE_INCREMENTAL: incrementalFile,
+  // The tests' case files in memory-backed /dev/shm: a mutant is judged by what the tests assert,
+  // and thousands of runs need not wait on this disk's fsyncs (the power-loss tests have their own
+  // file-system layer and do not depend on the disk).
+  ...(existsSync("/dev/shm") && !process.env.TMPDIR ? { TMPDIR: "/dev/shm" } : {}),
   NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require ./test/mutation/mochaCjs.cjs`.trim(),
   PATH: existsSync(node24) ? `${node24}${path.delimiter}${process.env.PATH}` : process.env.PATH,
 };
