@@ -162,10 +162,11 @@ export class PostgresStore implements CaseStore {
   }
 
   /**
-   * One transaction: lock the case row (and check the lease generation when fenced), then one
-   * statement inserting into every table the batch touches (rows.ts, writeStatement). Validation
-   * (prepareBatch, shared with every store) runs first; a row the case already holds is refused
-   * by its key in the transaction, which then applies nothing.
+   * One statement, so one transaction (rows.ts, writeStatement): lock the case row (when fenced,
+   * only while the lease has this worker's generation), then insert into every table the batch
+   * touches. Called by the engine at the end of every superstep, and by the effect steps around
+   * their act. Validation (prepareBatch, shared with every store) runs first; a row the case
+   * already holds is refused by its key in the statement, which then applies nothing.
    */
   commit(batch: CommitBatch): void {
     if (this.readOnly) throw new CasefileError("READ_ONLY", `${this.where} case ${this.caseId} is open read-only`);
@@ -175,33 +176,27 @@ export class PostgresStore implements CaseStore {
     if (TABLES.every((t) => b[t].length === 0)) return;
     const rows: Partial<Record<TableName, unknown[]>> = {};
     for (const table of TABLES) rows[table] = UPSERT_TABLES.has(table) ? lastOfEach(b[table] as { id: string }[]) : (b[table] as unknown[]);
-    try {
-      this.live().transaction([this.lockStatement(), writeStatement(this.tenant, this.caseId, rows)]);
-    } catch (e) {
-      if (e instanceof PgError && e.failure.code === "23505") {
-        // Rolled back: name the row as every store does ("steps row s1 already exists").
-        const existing = this.existingKeys(batch);
-        prepareBatch(batch, { exists: (t, k) => existing.has(`${t}\0${k}`), nextEventSeq: 1 });
-      }
-      throw commitRefused(e, this.where, this.tenant, this.caseId, this.fence);
-    }
-  }
-
-  private lockStatement(): Statement {
-    if (this.fence === undefined) {
-      return {
-        sql: `SELECT 1 FROM ${S}.cases WHERE tenant = $1 AND id = $2 FOR UPDATE`,
-        params: [this.tenant, this.caseId],
-        expectRows: 1,
-        label: "case",
-      };
-    }
-    return {
-      sql: `SELECT 1 FROM ${S}.cases WHERE tenant = $1 AND id = $2 AND lease_generation = $3 FOR UPDATE`,
-      params: [this.tenant, this.caseId, this.fence.generation],
+    const write: Statement = {
+      ...writeStatement(this.tenant, this.caseId, rows, this.fence),
       expectRows: 1,
-      label: "lease",
+      label: this.fence === undefined ? "case" : "lease",
     };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.live().statement(write);
+        return;
+      } catch (e) {
+        // Another writer of this case committed while this statement waited for the case's lock:
+        // the events' numbers were taken from before it (rows.ts, events). Nothing was applied; again.
+        if (e instanceof PgError && e.failure.constraint === "events_pkey" && attempt < 5) continue;
+        if (e instanceof PgError && e.failure.code === "23505") {
+          // Rolled back: name the row as every store does ("steps row s1 already exists").
+          const existing = this.existingKeys(batch);
+          prepareBatch(batch, { exists: (t, k) => existing.has(`${t}\0${k}`), nextEventSeq: 1 });
+        }
+        throw commitRefused(e, this.where, this.tenant, this.caseId, this.fence);
+      }
+    }
   }
 
   /** The append-only identities the batch names that the case already holds, as `table\0key`. */

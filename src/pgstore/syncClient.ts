@@ -189,6 +189,14 @@ export class SyncPgClient {
     return this.call({ kind: "query", statement: { sql, params } })[0] as T[];
   }
 
+  /**
+   * Runs one statement outside any explicit transaction (alone, it is one), checked as a
+   * transaction's are (Statement.expectRows): a commit that is one statement is one round trip.
+   */
+  statement(st: Statement): Record<string, unknown>[] {
+    return this.call({ kind: "query", statement: st })[0]!;
+  }
+
   /** Runs the statements in one transaction: every one's rows, or a PgError having applied none. */
   transaction(statements: Statement[]): Record<string, unknown>[][] {
     return this.call({ kind: "transaction", statements });
