@@ -22,7 +22,7 @@
  * Run: npm run bench:postgres [-- --cases N --supersteps N --latency-ms N]
  * Writes test/bench/results/postgres.json.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -282,15 +282,35 @@ function floor(c: PgCluster, supersteps: number, bytes: number): number {
 }
 
 /**
- * CPU seconds of a scaling run by process, then per case in ms, the load average at its end, and
- * how busy the machine's cores were (ours and everyone else's).
+ * CPU seconds of one `casefile worker` starting and exiting on an empty queue (node, the CLI, the
+ * workflow's bundle, the connection thread, the schema check): what each worker of a run pays
+ * before its first case. The median of three.
  */
-function cpuLine(t: CpuSpent, cpus: number, cases: number): string {
+function workerStartCpu(c: PgCluster): number {
+  const { url } = database(c, "start");
+  new PgQueue(url).close();
+  const spent: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const before = procTimes("/proc/self/stat", [16, 17]);
+    const r = spawnSync(process.execPath, [cli, "worker", supplier, "--store", url, "--idle-exit-ms", "1"], { stdio: "ignore" });
+    if (r.status !== 0) throw new Error(`an idle worker exited ${r.status}`);
+    spent.push(procTimes("/proc/self/stat", [16, 17]) - before);
+  }
+  return spent.sort((a, b) => a - b)[1]!;
+}
+
+/**
+ * CPU seconds of a scaling run by process, then per case in ms (the workers' both with and
+ * without their start-up, `startS` each), the load average at its end, and how busy the
+ * machine's cores were (ours and everyone else's).
+ */
+function cpuLine(t: CpuSpent, cpus: number, cases: number, workers: number, startS: number): string {
   const ours = t.workers + t.postgres + t.erp + t.bench;
   const per = (s: number): string => ((s * 1000) / cases).toFixed(1);
   return (
-    `CPU s: workers ${t.workers.toFixed(2)}, Postgres ${t.postgres.toFixed(2)}, ERP stand-in ${t.erp.toFixed(2)}, bench ${t.bench.toFixed(2)} ` +
-    `(ms per case ${per(t.workers)} / ${per(t.postgres)} / ${per(t.erp)}, all ${per(ours)}); load ${t.load.toFixed(1)}; ` +
+    `CPU s: workers ${t.workers.toFixed(2)}, Postgres ${t.postgres.toFixed(2)}, ERP stand-in ${t.erp.toFixed(2)}, bench ${t.bench.toFixed(2)}; ` +
+    `ms per case: workers ${per(t.workers)} (${per(t.workers - workers * startS)} after start-up), Postgres ${per(t.postgres)}, ` +
+    `ERP ${per(t.erp)}, all ${per(ours)}; load ${t.load.toFixed(1)}; ` +
     `machine busy ${t.machine.toFixed(1)} of ${(cpus * t.wall).toFixed(1)} core-s, of which others' ${Math.max(0, t.machine - ours).toFixed(1)}`
   );
 }
@@ -301,14 +321,14 @@ interface Scaling {
   cpu: Record<string, CpuSpent>;
 }
 
-async function scalingRuns(c: PgCluster, cases: number, latencyMs: number, log: (m: string) => void): Promise<Scaling> {
+async function scalingRuns(c: PgCluster, cases: number, latencyMs: number, startS: number, log: (m: string) => void): Promise<Scaling> {
   const out: Scaling = { rates: {}, cpu: {} };
   for (const w of [1, 2, 4]) {
     const r = await casesPerSecond(c, w, cases, latencyMs);
     out.rates[w] = r.rate;
     out.cpu[w] = r.cpu;
     log(
-      `  ${w} worker(s)${latencyMs ? `, model ${latencyMs} ms` : ""}: ${r.rate.toFixed(2)} cases/s; ${cpuLine(r.cpu, os.cpus().length, cases)}`,
+      `  ${w} worker(s)${latencyMs ? `, model ${latencyMs} ms` : ""}: ${r.rate.toFixed(2)} cases/s; ${cpuLine(r.cpu, os.cpus().length, cases, w, startS)}`,
     );
   }
   return out;
@@ -331,8 +351,10 @@ async function main(): Promise<void> {
   const started = Date.now();
   try {
     const cpus = os.cpus().length;
-    const immediate = await scalingRuns(cluster, cases, 0, log);
-    const hosted = await scalingRuns(cluster, cases, latencyMs, log);
+    const startS = workerStartCpu(cluster);
+    log(`  a worker's start and exit on an empty queue: ${startS.toFixed(2)} CPU s`);
+    const immediate = await scalingRuns(cluster, cases, 0, startS, log);
+    const hosted = await scalingRuns(cluster, cases, latencyMs, startS, log);
     const lines = invoiceLines(100_000);
     const ours = await oursGrowth(cluster, supersteps, lines);
     log(`  ours: ${ours.msPerSuperstep.toFixed(3)} ms/superstep, ${fmtBytes(ours.bytesPer1000)} per 1,000 supersteps`);
@@ -344,9 +366,10 @@ async function main(): Promise<void> {
     const load = os.loadavg().map((x) => x.toFixed(1));
     console.log(`\nPostgres store, ${cpus} CPUs, load average ${load.join(" ")}; ${cases} supplier cases, ${supersteps} supersteps`);
     console.log(scalingLine("cases/s, model answering at once", immediate, " (target >= 3x)"));
-    for (const w of [1, 2, 4]) console.log(`  ${w} worker(s): ${cpuLine(immediate.cpu[w]!, cpus, cases)}`);
+    console.log(`a worker's start-up (start and exit on an empty queue): ${startS.toFixed(2)} CPU s`);
+    for (const w of [1, 2, 4]) console.log(`  ${w} worker(s): ${cpuLine(immediate.cpu[w]!, cpus, cases, w, startS)}`);
     console.log(scalingLine(`cases/s, model answering after ${latencyMs} ms a call (scripted latencyMs)`, hosted, ""));
-    for (const w of [1, 2, 4]) console.log(`  ${w} worker(s): ${cpuLine(hosted.cpu[w]!, cpus, cases)}`);
+    for (const w of [1, 2, 4]) console.log(`  ${w} worker(s): ${cpuLine(hosted.cpu[w]!, cpus, cases, w, startS)}`);
     console.log(
       `durable commit per superstep: ours ${ours.msPerSuperstep.toFixed(3)} ms; one-row INSERT commit ${floorMs.toFixed(3)} ms (ours/floor ${(ours.msPerSuperstep / floorMs).toFixed(2)}x)`,
     );
@@ -363,6 +386,7 @@ async function main(): Promise<void> {
       loadAverage: os.loadavg(),
       cases,
       supersteps,
+      workerStartCpuS: startS,
       scaling: immediate.rates,
       cpu: immediate.cpu,
       latency: { msPerCall: latencyMs, scaling: hosted.rates, cpu: hosted.cpu },
