@@ -60,13 +60,8 @@ export interface PgAgentCallSummary {
 
 const S = PG_SCHEMA;
 
-/** Connections whose store schema this process has brought up to date: a store opened on one again checks only the version. */
+/** Connections whose store schema this process has brought up to date: a store opened on one again checks only the version, as it finds the case. */
 const migrated = new WeakSet<SyncPgClient>();
-
-/** The version of a store known to have its schema_meta row. */
-function schemaVersionOf(client: SyncPgClient): number {
-  return client.query<{ v: number }>(`SELECT schema_version AS v FROM ${PG_SCHEMA}.schema_meta WHERE id = 1`)[0]?.v ?? 0;
-}
 
 /**
  * A CaseStore over one case of a Postgres store (src/pgstore/schema.ts): what a case file holds,
@@ -123,18 +118,29 @@ export class PostgresStore implements CaseStore {
             `${where}: the store has schema v${v}; open it once as a writer to migrate it to v${PG_SCHEMA_VERSION}`,
           );
         }
-      } else if (!migrated.has(client) || wrap(where, "read the schema version", () => schemaVersionOf(client)) !== PG_SCHEMA_VERSION) {
-        // Once a connection's store is up to date, one query per open checks that no newer Casefile migrated it since.
+      } else if (!migrated.has(client)) {
         wrap(where, "migrate the schema", () => migratePg(client, where));
         migrated.add(client);
       }
       const tenant = opts.tenant ?? wrap(where, "read the connection's tenant", () => connectionTenant(client)) ?? "";
-      const find = (): { created_at: string } | undefined =>
+      // The case, with the store's schema version: on a connection whose store was brought up to
+      // date before (a worker's, one open per case), whether a newer Casefile migrated it since
+      // costs no round trip of its own.
+      const find = (): { v: number | null; created_at: string | null } =>
         wrap(where, "read the case", () =>
-          client.query<{ created_at: string }>(`SELECT created_at FROM ${S}.cases WHERE tenant = $1 AND id = $2`, [tenant, opts.caseId]),
-        )[0];
+          client.query<{ v: number | null; created_at: string | null }>(
+            `SELECT (SELECT schema_version FROM ${S}.schema_meta WHERE id = 1) AS v, k.created_at ` +
+              `FROM (SELECT 1) one LEFT JOIN ${S}.cases k ON k.tenant = $1 AND k.id = $2`,
+            [tenant, opts.caseId],
+          ),
+        )[0]!;
       let row = find();
-      if (!row && opts.create === true && !readOnly) {
+      if (!readOnly && row.v !== PG_SCHEMA_VERSION) {
+        // Migrated by another Casefile since: a newer one is refused (NEWER_SCHEMA).
+        wrap(where, "migrate the schema", () => migratePg(client, where));
+        row = find();
+      }
+      if (row.created_at === null && opts.create === true && !readOnly) {
         try {
           client.query(`INSERT INTO ${S}.cases (tenant, id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [
             tenant,
@@ -147,7 +153,7 @@ export class PostgresStore implements CaseStore {
         }
         row = find();
       }
-      if (!row) throw unknownCase(where, opts.caseId, tenant);
+      if (row.created_at === null) throw unknownCase(where, opts.caseId, tenant);
       return new PostgresStore(client, where, readOnly, tenant, opts.caseId, row.created_at, opts.fence, opts.connection === undefined);
     } catch (e) {
       if (opts.connection === undefined) client.close();
