@@ -154,9 +154,25 @@ async function startErpProcess(dir: string, cases: number): Promise<{ url: strin
   };
 }
 
+/**
+ * Waits until the workers' Postgres backends (every one on `db` but this process's queue) have
+ * exited and been reaped: their CPU reaches the postmaster's count only then, a moment after
+ * the workers themselves exit.
+ */
+async function backendsGone(c: PgCluster, db: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const n = Number(c.psql(`SELECT count(*) FROM pg_stat_activity WHERE datname = '${db}' AND pid <> pg_backend_pid()`));
+    // The queue's own connection stays open until the run's end.
+    if (n <= 1) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  // The postmaster reaps an exited backend on SIGCHLD: a moment more.
+  await new Promise((r) => setTimeout(r, 200));
+}
+
 /** `latencyMs`: the scripted model answers each call that long after it (0: at once). */
 async function casesPerSecond(c: PgCluster, workers: number, cases: number, latencyMs: number): Promise<{ rate: number; cpu: CpuSpent }> {
-  const { url } = database(c, `scale${workers}_${latencyMs}`);
+  const { url, name } = database(c, `scale${workers}_${latencyMs}`);
   const dir = mkdtempSync(path.join(os.tmpdir(), "casefile-pgbench-"));
   const erp = await startErpProcess(dir, cases);
   const queue = new PgQueue(url);
@@ -194,6 +210,7 @@ async function casesPerSecond(c: PgCluster, workers: number, cases: number, late
       });
     await Promise.all(Array.from({ length: workers }, run));
     if (ended !== cases || first === undefined || last === undefined) throw new Error(`${ended} of ${cases} cases ended`);
+    await backendsGone(c, name);
     return { rate: cases / (Number(last - first) / 1e9), cpu: cpuSince(c, erp.child.pid!, t0) };
   } finally {
     queue.close();
