@@ -21,7 +21,8 @@ import { agentInputsAt, agentSpecOf, commitStateOf, commitStepAfter, evalSourceO
 import { toOpenAIEvalConfig, toOpenAIEvalItemsJsonl } from "../engine/openaiEvals";
 import type { ModelProvider } from "../engine/model";
 import { modelFor } from "../engine/modelChoice";
-import { createProvider, FixedProvider, runModelOf } from "../engine/providers/index";
+import { FixedProvider, runModelOf } from "../engine/providers/index";
+import { providerFor } from "../runner/provider";
 import type { RuleInForce } from "../engine/rules";
 import type { Json, RunRecord } from "../engine/records";
 import type { Workflow } from "../engine/workflow";
@@ -425,7 +426,7 @@ export class CaseRunner {
 
   /** Default: a provider whose only answer is the one recorded in the case. */
   private providerFor(c: EvalCase, workflowPath: string): ModelProvider {
-    if (this.provider) return createProvider(this.provider, { workflowPath, env: this.io.env });
+    if (this.provider) return providerFor(this.provider, { workflowPath, env: this.io.env });
     return new FixedProvider(c.step, c.answer);
   }
 

@@ -60,13 +60,8 @@ export interface PgAgentCallSummary {
 
 const S = PG_SCHEMA;
 
-/** Connections whose store schema this process has brought up to date: a store opened on one again checks only the version. */
+/** Connections whose store schema this process has brought up to date: a store opened on one again checks only the version, as it finds the case. */
 const migrated = new WeakSet<SyncPgClient>();
-
-/** The version of a store known to have its schema_meta row. */
-function schemaVersionOf(client: SyncPgClient): number {
-  return client.query<{ v: number }>(`SELECT schema_version AS v FROM ${PG_SCHEMA}.schema_meta WHERE id = 1`)[0]?.v ?? 0;
-}
 
 /**
  * A CaseStore over one case of a Postgres store (src/pgstore/schema.ts): what a case file holds,
@@ -123,18 +118,29 @@ export class PostgresStore implements CaseStore {
             `${where}: the store has schema v${v}; open it once as a writer to migrate it to v${PG_SCHEMA_VERSION}`,
           );
         }
-      } else if (!migrated.has(client) || wrap(where, "read the schema version", () => schemaVersionOf(client)) !== PG_SCHEMA_VERSION) {
-        // Once a connection's store is up to date, one query per open checks that no newer Casefile migrated it since.
+      } else if (!migrated.has(client)) {
         wrap(where, "migrate the schema", () => migratePg(client, where));
         migrated.add(client);
       }
       const tenant = opts.tenant ?? wrap(where, "read the connection's tenant", () => connectionTenant(client)) ?? "";
-      const find = (): { created_at: string } | undefined =>
+      // The case, with the store's schema version: on a connection whose store was brought up to
+      // date before (a worker's, one open per case), whether a newer Casefile migrated it since
+      // costs no round trip of its own.
+      const find = (): { v: number | null; created_at: string | null } =>
         wrap(where, "read the case", () =>
-          client.query<{ created_at: string }>(`SELECT created_at FROM ${S}.cases WHERE tenant = $1 AND id = $2`, [tenant, opts.caseId]),
-        )[0];
+          client.query<{ v: number | null; created_at: string | null }>(
+            `SELECT (SELECT schema_version FROM ${S}.schema_meta WHERE id = 1) AS v, k.created_at ` +
+              `FROM (SELECT 1) one LEFT JOIN ${S}.cases k ON k.tenant = $1 AND k.id = $2`,
+            [tenant, opts.caseId],
+          ),
+        )[0]!;
       let row = find();
-      if (!row && opts.create === true && !readOnly) {
+      if (!readOnly && row.v !== PG_SCHEMA_VERSION) {
+        // Migrated by another Casefile since: a newer one is refused (NEWER_SCHEMA).
+        wrap(where, "migrate the schema", () => migratePg(client, where));
+        row = find();
+      }
+      if (row.created_at === null && opts.create === true && !readOnly) {
         try {
           client.query(`INSERT INTO ${S}.cases (tenant, id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [
             tenant,
@@ -147,7 +153,7 @@ export class PostgresStore implements CaseStore {
         }
         row = find();
       }
-      if (!row) throw unknownCase(where, opts.caseId, tenant);
+      if (row.created_at === null) throw unknownCase(where, opts.caseId, tenant);
       return new PostgresStore(client, where, readOnly, tenant, opts.caseId, row.created_at, opts.fence, opts.connection === undefined);
     } catch (e) {
       if (opts.connection === undefined) client.close();
@@ -162,10 +168,11 @@ export class PostgresStore implements CaseStore {
   }
 
   /**
-   * One transaction: lock the case row (and check the lease generation when fenced), then one
-   * statement inserting into every table the batch touches (rows.ts, writeStatement). Validation
-   * (prepareBatch, shared with every store) runs first; a row the case already holds is refused
-   * by its key in the transaction, which then applies nothing.
+   * One statement, so one transaction (rows.ts, writeStatement): lock the case row (when fenced,
+   * only while the lease has this worker's generation), then insert into every table the batch
+   * touches. Called by the engine at the end of every superstep, and by the effect steps around
+   * their act. Validation (prepareBatch, shared with every store) runs first; a row the case
+   * already holds is refused by its key in the statement, which then applies nothing.
    */
   commit(batch: CommitBatch): void {
     if (this.readOnly) throw new CasefileError("READ_ONLY", `${this.where} case ${this.caseId} is open read-only`);
@@ -175,33 +182,27 @@ export class PostgresStore implements CaseStore {
     if (TABLES.every((t) => b[t].length === 0)) return;
     const rows: Partial<Record<TableName, unknown[]>> = {};
     for (const table of TABLES) rows[table] = UPSERT_TABLES.has(table) ? lastOfEach(b[table] as { id: string }[]) : (b[table] as unknown[]);
-    try {
-      this.live().transaction([this.lockStatement(), writeStatement(this.tenant, this.caseId, rows)]);
-    } catch (e) {
-      if (e instanceof PgError && e.failure.code === "23505") {
-        // Rolled back: name the row as every store does ("steps row s1 already exists").
-        const existing = this.existingKeys(batch);
-        prepareBatch(batch, { exists: (t, k) => existing.has(`${t}\0${k}`), nextEventSeq: 1 });
-      }
-      throw commitRefused(e, this.where, this.tenant, this.caseId, this.fence);
-    }
-  }
-
-  private lockStatement(): Statement {
-    if (this.fence === undefined) {
-      return {
-        sql: `SELECT 1 FROM ${S}.cases WHERE tenant = $1 AND id = $2 FOR UPDATE`,
-        params: [this.tenant, this.caseId],
-        expectRows: 1,
-        label: "case",
-      };
-    }
-    return {
-      sql: `SELECT 1 FROM ${S}.cases WHERE tenant = $1 AND id = $2 AND lease_generation = $3 FOR UPDATE`,
-      params: [this.tenant, this.caseId, this.fence.generation],
+    const write: Statement = {
+      ...writeStatement(this.tenant, this.caseId, rows, this.fence),
       expectRows: 1,
-      label: "lease",
+      label: this.fence === undefined ? "case" : "lease",
     };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.live().statement(write);
+        return;
+      } catch (e) {
+        // Another writer of this case committed while this statement waited for the case's lock:
+        // the events' numbers were taken from before it (rows.ts, events). Nothing was applied; again.
+        if (e instanceof PgError && e.failure.constraint === "events_pkey" && attempt < 5) continue;
+        if (e instanceof PgError && e.failure.code === "23505") {
+          // Rolled back: name the row as every store does ("steps row s1 already exists").
+          const existing = this.existingKeys(batch);
+          prepareBatch(batch, { exists: (t, k) => existing.has(`${t}\0${k}`), nextEventSeq: 1 });
+        }
+        throw commitRefused(e, this.where, this.tenant, this.caseId, this.fence);
+      }
+    }
   }
 
   /** The append-only identities the batch names that the case already holds, as `table\0key`. */

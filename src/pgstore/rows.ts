@@ -40,8 +40,13 @@ export const STORED: Record<TableName, { name: string; identity: string[] }> = {
   events: { name: "events", identity: ["run_id", "superstep", "seq"] },
 };
 
-/** $C: the rows' lookup columns (a JSON array of small objects, see `columnsOf`); $T: the records' JSON texts (packed: packing.ts). */
-const ROWS = "json_array_elements($C::json) WITH ORDINALITY AS t(d, n) JOIN unnest($T::text[]) WITH ORDINALITY AS u(data, m) ON m = n";
+/**
+ * $C: the rows' lookup columns (a JSON array of small objects, see `columnsOf`); $T: the records'
+ * JSON texts (packed: packing.ts). Joined with `lock` (writeStatement), which holds the case row
+ * when the commit may write and nothing when it may not: then every INSERT inserts nothing.
+ */
+const ROWS =
+  "json_array_elements($C::json) WITH ORDINALITY AS t(d, n) JOIN unnest($T::text[]) WITH ORDINALITY AS u(data, m) ON m = n CROSS JOIN lock";
 const INT = (f: string): string => `(d->>'${f}')::integer`;
 
 /**
@@ -82,9 +87,11 @@ const WRITE_SQL: Record<TableName, string> = {
     `INSERT INTO ${S}.rules (tenant, case_id, id, deleted, data) ` +
     `SELECT $1, $2, d->>'id', (d->>'deleted')::boolean, data::json FROM ${ROWS} ORDER BY n ` +
     "ON CONFLICT (tenant, case_id, id) DO UPDATE SET deleted = excluded.deleted, data = excluded.data",
-  // The store numbers events: one more than the case's last seq, in the same transaction (the case
-  // row is locked first, so two writers cannot both take the same numbers). A row holds the
-  // consecutive events of one run and superstep (eventRows): `seq` is the last one's, `n` how many.
+  // The store numbers events: one more than the case's last seq, in the same statement. A second
+  // writer of the case waits for the case row's lock, but reads the events as they were when its
+  // statement began, so it takes the same numbers and is refused by the key (events_pkey): the
+  // store runs it again (PostgresStore.commit), now after the first. A row holds the consecutive
+  // events of one run and superstep (eventRows): `seq` is the last one's, `n` how many.
   events:
     `INSERT INTO ${S}.events (tenant, case_id, seq, n, run_id, superstep, type, data) ` +
     `SELECT $1, $2, base.m + (d->>'last')::integer, (d->>'count')::integer, d->>'runId', ${INT("superstep")}, d->>'type', data::json ` +
@@ -92,18 +99,25 @@ const WRITE_SQL: Record<TableName, string> = {
 };
 
 /**
- * One statement writing every table of a batch: each table's INSERT a data-modifying CTE, so a
- * commit is BEGIN, the case's lock, this and COMMIT whatever the number of tables (each round trip
- * to the server costs more than the statement does). `rows` holds each table's rows (upserted
- * tables already one per id). $1 and $2 are the tenant and case; each table takes two more.
+ * A superstep's commit as one statement, so one round trip and one transaction of its own
+ * (Postgres runs a statement alone atomically: no BEGIN, no COMMIT, each a round trip that cost
+ * more than the statement). First `lock`: the case row FOR UPDATE, when fenced only if its lease
+ * generation is still `fence`'s (a takeover committed meanwhile is seen: Postgres checks the
+ * locked row's newest version). Then each table's INSERT, a data-modifying CTE joined with it.
+ * The statement returns the locked row, so no row means nothing was written: the case is gone or
+ * the lease was taken over. `rows` holds each table's rows (upserted tables already one per id).
+ * $1 and $2 are the tenant and case, $3 the fence's generation; each table takes two more.
  */
 export function writeStatement(
   tenant: string,
   caseId: string,
   rows: Partial<Record<TableName, unknown[]>>,
+  fence: { generation: number } | undefined,
 ): { sql: string; params: PgParam[] } {
-  const params: PgParam[] = [tenant, caseId];
-  const parts: string[] = [];
+  const params: PgParam[] = [tenant, caseId, fence?.generation ?? null];
+  const parts: string[] = [
+    `lock AS (SELECT 1 FROM ${S}.cases WHERE tenant = $1 AND id = $2 AND ($3::bigint IS NULL OR lease_generation = $3) FOR UPDATE)`,
+  ];
   const shared = new Map<string, string>();
   for (const [table, list] of Object.entries(rows) as [TableName, unknown[]][]) {
     if (list.length === 0) continue;
@@ -126,10 +140,10 @@ export function writeStatement(
     params.push([...shared.keys()], [...shared.values()]);
     parts.push(
       `w_shared AS (INSERT INTO ${S}.shared_values (tenant, case_id, hash, data) SELECT $1, $2, h, v::json ` +
-        `FROM unnest($${params.length - 1}::text[], $${params.length}::text[]) AS s(h, v) ON CONFLICT DO NOTHING)`,
+        `FROM unnest($${params.length - 1}::text[], $${params.length}::text[]) AS s(h, v) CROSS JOIN lock ON CONFLICT DO NOTHING)`,
     );
   }
-  return { sql: `WITH ${parts.join(", ")} SELECT 1`, params };
+  return { sql: `WITH ${parts.join(", ")} SELECT 1 FROM lock`, params };
 }
 
 /**

@@ -10,7 +10,8 @@ import { CasefileError, errorMessage } from "../engine/errors";
 import { missingRun } from "../engine/storeBatch";
 import type { ModelProvider } from "../engine/model";
 import { withRunModel } from "../engine/modelChoice";
-import { createProvider, runModelOf } from "../engine/providers/index";
+import { runModelOf } from "../engine/providers/index";
+import { providerFor } from "./provider";
 import type { AgentCallRecord, EventRecord, Json } from "../engine/records";
 import type { CaseStore } from "../engine/store";
 import type { ProviderConfig, RunCommand, TokenBudget } from "../protocol/runner";
@@ -105,7 +106,7 @@ export async function runSession(command: RunCommand, opts: SessionOptions = {})
     const workflow = prepared ?? (await prepare(workflowPath, recorded ? { [recorded.executor]: recorded.request.model } : undefined));
     ruleBook = await openRuleBook(workflowPath, env);
     const provider =
-      opts.providerInstance ?? createProvider(opts.provider ?? { kind: "scripted" }, { workflowPath, env: opts.env ?? process.env });
+      opts.providerInstance ?? providerFor(opts.provider ?? { kind: "scripted" }, { workflowPath, env: opts.env ?? process.env });
     const engine = new Engine(workflow, store, {
       provider,
       control: opts.control ?? new RunControl(),

@@ -4,13 +4,13 @@ import { RunControl } from "../engine/control";
 import { Engine, type RunResult } from "../engine/engine";
 import { CasefileError, describeError, isCasefileError } from "../engine/errors";
 import type { Workflow } from "../engine/workflow";
-import { createProvider } from "../engine/providers/index";
 import type { ModelProvider } from "../engine/model";
 import type { EventRecord, RunRecord } from "../engine/records";
 import { PostgresStore } from "../pgstore/index";
 import { PgQueue, SyncPgClient, redact, storeAway, type Claim, type QueueStatus } from "../pgstore/index";
 import type { ProviderConfig } from "../protocol/runner";
 import { loadWorkflow } from "./bundle";
+import { providerFor } from "./provider";
 import { hooksFromEnv } from "./session";
 
 /**
@@ -56,7 +56,7 @@ export async function runWorker(workflowPath: string, opts: WorkerOptions): Prom
   const file = path.resolve(workflowPath);
   const { workflow } = await loadWorkflow(file);
   const env = opts.env ?? process.env;
-  const provider = createProvider(opts.provider ?? { kind: "scripted" }, { workflowPath: file, env });
+  const provider = providerFor(opts.provider ?? { kind: "scripted" }, { workflowPath: file, env });
   const leaseMs = opts.leaseMs ?? 10_000;
   const pollMs = opts.pollMs ?? 200;
   const log = opts.log ?? (() => {});

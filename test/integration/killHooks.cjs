@@ -8,8 +8,8 @@
  *   KILLTEST_HOOK=append    halfway through writing a journal record (the kill leaves a torn record)
  *   KILLTEST_HOOK=rename    during compaction, the temp database written, before the rename over the file
  *   KILLTEST_HOOK=truncate  during compaction, after the rename, before the journal is emptied
- *   KILLTEST_HOOK=pg-commit    a Postgres transaction's statements run, its COMMIT not yet sent
- *   KILLTEST_HOOK=pg-committed COMMIT sent to Postgres, its answer not yet read (durable, unacknowledged)
+ *   KILLTEST_HOOK=pg-commit    a Postgres commit's statement about to be sent (nothing of it reaches Postgres)
+ *   KILLTEST_HOOK=pg-committed a Postgres commit's statement sent, its answer not yet read (durable, unacknowledged)
  *
  * KILLTEST_HOOK_AT=n picks the n-th such moment in this process; KILLTEST_HOOK_MS is how long to
  * hold still. The store reaches node:fs through property lookups at call time (esbuild's CommonJS
@@ -80,22 +80,32 @@ if (hook === "append") {
     return ftruncateSync.call(fs, fd, len);
   };
 } else if (hook === "pg-commit" || hook === "pg-committed") {
-  // node-postgres sends COMMIT as a simple query: 'Q', a 4-byte length, then "COMMIT\0".
+  // A commit is one statement (src/pgstore/rows.ts, writeStatement: "WITH lock AS ..."). node-postgres
+  // sends a query in Query.submit, its messages corked and written out as submit returns; pg is
+  // loaded in the connection thread (syncClient.ts) by require, which this wraps to find it.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const net = require("node:net");
-  const write = net.Socket.prototype.write;
-  net.Socket.prototype.write = function (chunk, ...rest) {
-    const isCommit =
-      Buffer.isBuffer(chunk) && chunk.length >= 12 && chunk[0] === 0x51 && chunk.toString("latin1", 5, 12) === "COMMIT\0";
-    if (!isCommit || ++seen !== at) return write.call(this, chunk, ...rest);
-    if (hook === "pg-commit") {
-      hold("pg-before-commit");
-      return write.call(this, chunk, ...rest);
+  const Module = require("node:module");
+  const load = Module._load;
+  Module._load = function (...args) {
+    const m = load.apply(this, args);
+    const proto = m && m.Query && m.Client ? m.Query.prototype : undefined;
+    if (proto && !proto.killHooked) {
+      proto.killHooked = true;
+      const submit = proto.submit;
+      proto.submit = function (connection) {
+        const isCommit = typeof this.text === "string" && this.text.startsWith("WITH lock AS");
+        if (!isCommit || ++seen !== at) return submit.call(this, connection);
+        if (hook === "pg-commit") {
+          hold("pg-before-commit");
+          return submit.call(this, connection);
+        }
+        // Node writes to the socket at once when nothing is queued before it, so the statement is
+        // with the server when submit returns: hold before its answer is read.
+        const r = submit.call(this, connection);
+        hold("pg-after-commit-sent");
+        return r;
+      };
     }
-    // Node writes to the socket at once when nothing is queued before it (pg does not cork a
-    // simple query), so COMMIT is with the server when write returns: hold before its answer is read.
-    const r = write.call(this, chunk, ...rest);
-    hold("pg-after-commit-sent");
-    return r;
+    return m;
   };
 }

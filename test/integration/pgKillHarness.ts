@@ -25,8 +25,8 @@ import { checkInvariants, privateCli, prng } from "./killHarness";
  *   checkpoint    right after the worker reported its k-th durable checkpoint
  *   before-act    an intent open, its action not yet sent   (CASEFILE_TEST_PAUSE_BEFORE_ACT_MS)
  *   after-act     the action done, its reference not yet recorded (CASEFILE_TEST_PAUSE_AFTER_ACT_MS)
- *   pg-commit     a commit's statements run, COMMIT not sent (killHooks.cjs): Postgres rolls it back
- *   pg-committed  COMMIT sent, its answer not read (killHooks.cjs): durable, never acknowledged
+ *   pg-commit     a commit's statement (one: the whole superstep) about to be sent (killHooks.cjs): nothing reaches Postgres
+ *   pg-committed  that statement sent, its answer not read (killHooks.cjs): durable, never acknowledged
  * The journal and compaction windows of the case file have no counterpart here.
  */
 

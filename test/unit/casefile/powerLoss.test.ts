@@ -174,7 +174,7 @@ describe("power loss at every file-system call of the examples (simulated)", fun
       const slug = scenario.name.split(" ")[1]!;
       erp = await startErp({ dataDir: path.join(work, `${slug}-erp`), seed: scenario.seed });
       process.env.ERP_URL = erp.url;
-      const seeded = readFileSync(erp.dataFile);
+      const seeded = erp.snapshot();
 
       // The clean run: how many calls, and how the case ends.
       const cleanDir = path.join(work, `${slug}-clean`);
@@ -205,7 +205,7 @@ describe("power loss at every file-system call of the examples (simulated)", fun
       for (let at = 0; at < points; at++) {
         const call = cleanFs.calls[at]!;
         const where = `${scenario.name}, power lost at call ${at} of ${points} (${call.op} ${call.file}${call.detail ? " " + call.detail : ""})`;
-        writeFileSync(erp.dataFile, seeded);
+        erp.restore(seeded);
         const dir = path.join(work, `${slug}-${at}`);
         mkdirSync(dir);
         const file = path.join(dir, "case.casefile");
@@ -226,7 +226,7 @@ describe("power loss at every file-system call of the examples (simulated)", fun
           }
         }
         assert.ok(fs.crashed, `${where}: the run never reached the call (${fs.calls.length} calls made)`);
-        const erpAtCrash = readFileSync(erp.dataFile);
+        const erpAtCrash = erp.snapshot();
 
         for (const mode of ["durable", "flushed"] as const) {
           const after = path.join(work, `${slug}-${at}-${mode}`);
@@ -236,7 +236,7 @@ describe("power loss at every file-system call of the examples (simulated)", fun
             assert.deepEqual(crashed.emitted, [], `${where} (${mode}): events were emitted but the case file did not survive`);
           }
           rebootLock(reopened);
-          writeFileSync(erp.dataFile, erpAtCrash);
+          erp.restore(erpAtCrash);
           const recovery = new Case(scenario, workflow, provider);
           let store2: SqlJsStore;
           try {

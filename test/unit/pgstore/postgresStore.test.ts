@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { PG_SCHEMA_VERSION, PostgresStore, SyncPgClient } from "../../../src/pgstore";
 import { createDatabase, pgCluster } from "../../helpers/pgCluster";
 import { checkpoint, event, run, step } from "../casefile/builders";
@@ -112,6 +113,38 @@ describe("PostgresStore", () => {
     const s = await opened("nul");
     assert.throws(() => s.commit({ runs: [run("r1")], steps: [step("s\u00001", "r1", 0)] }), refused("INVALID_BATCH", /Postgres/));
     assert.deepEqual(s.listRuns(), []);
+  });
+
+  it("numbers a commit's events after another writer's that committed while it waited for the case's lock", async () => {
+    const a = await opened("racing");
+    // Another connection, in a process of its own, holds the case's row lock with an event written
+    // and not yet committed: the commit below starts, waits for the lock, and meets that event's seq.
+    const holder = spawn(
+      process.execPath,
+      [
+        "-e",
+        `const pg = require("pg"); const c = new pg.Client({ connectionString: process.argv[1] });
+        (async () => { await c.connect(); await c.query("BEGIN");
+          await c.query("SELECT 1 FROM casefile.cases WHERE tenant = '' AND id = 'racing' FOR UPDATE");
+          await c.query("INSERT INTO casefile.events (tenant, case_id, seq, run_id, superstep, type, data) VALUES ('', 'racing', 1, 'r0', 0, 'output', $1)", [process.argv[2]]);
+          console.log("locked"); await new Promise((r) => setTimeout(r, 700)); await c.query("COMMIT"); await c.end(); })();`,
+        url,
+        JSON.stringify({ ...event("r0", "output"), seq: 1 }),
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    const exited = new Promise((resolve) => holder.on("exit", resolve));
+    await new Promise<void>((resolve) => holder.stdout.once("data", () => resolve()));
+    a.commit({ events: [event("r1", "output")] });
+    assert.equal(await exited, 0, "the other writer committed");
+    assert.deepEqual(
+      a.listEvents().map((e) => [e.seq, e.runId]),
+      [
+        [1, "r0"],
+        [2, "r1"],
+      ],
+      "the waiting commit took the next number rather than failing on the other writer's",
+    );
   });
 
   it("numbers events in one transaction per commit, so two writers of one case never share a seq", async () => {
