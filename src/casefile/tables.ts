@@ -73,6 +73,11 @@ export class SqlTables {
     return `{${tables.join(",")}}`;
   }
 
+  /** Runs a statement without parameters or results (BEGIN, SAVEPOINT...), prepared once per store. */
+  protected execute(sql: string): void {
+    this.statement(sql).run();
+  }
+
   /** Rolls back the open transaction, if SQLite has not already ended it after an error. */
   protected rollback(): void {
     try {
