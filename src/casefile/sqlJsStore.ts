@@ -7,7 +7,7 @@ import type { CaseFileMeta, CaseStore, CommitBatch } from "../engine/store";
 import { TABLES, prepareBatch } from "./batch";
 import { nodeFs, type CaseFileFs } from "./caseFileFs";
 import type { PreparedBatch } from "./batch";
-import { JournalWriter, corrupt, journalPath, readJournal } from "./journal";
+import { HEADER_BYTES, JournalWriter, corrupt, journalPath, readJournal, sealRecord } from "./journal";
 import type { JournalScan } from "./journal";
 import { acquireLock, acquireLockWaiting } from "./lock";
 import type { LockHandle } from "./lock";
@@ -379,7 +379,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     }
     this.execute("SAVEPOINT batch");
     try {
-      journal.append(seq, this.writeRows(prepared, seq));
+      journal.appendRecord(sealRecord(this.writeRows(prepared, seq, HEADER_BYTES), seq));
       this.execute("RELEASE batch");
     } catch (e) {
       this.undoBatch();
