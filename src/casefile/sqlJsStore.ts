@@ -334,7 +334,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       try {
         // A row the database already holds is refused by its primary key (writeRows).
         batch = prepareBatch(rec.payload as CommitBatch, { exists: () => false, nextEventSeq: this.nextEventSeq, keepEventSeqs: true });
-        this.writeRows(batch, rec.seq);
+        this.writeRows(batch);
       } catch (e) {
         throw corrupt(jfile, rec.offset, `record at byte ${rec.offset} (sequence ${rec.seq}) cannot be applied: ${errorMessage(e)}`);
       }
@@ -379,7 +379,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
     }
     this.execute("SAVEPOINT batch");
     try {
-      journal.appendRecord(sealRecord(this.writeRows(prepared, seq, HEADER_BYTES), seq));
+      journal.appendRecord(sealRecord(this.writeRows(prepared, HEADER_BYTES), seq));
       this.execute("RELEASE batch");
     } catch (e) {
       this.undoBatch();
@@ -417,6 +417,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
    */
   compact(): void {
     const journal = this.writable();
+    this.stampJournalSeq(this.info.journalSeq);
     this.endTransaction();
     const bytes = this.db.export();
     replaceDatabaseFile(this.fs, this.file, bytes);

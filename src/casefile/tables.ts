@@ -41,8 +41,7 @@ export class SqlTables {
   ) {}
 
   /**
-   * Writes every row and the journal sequence number inside the caller's transaction (commit,
-   * replay). Returns the batch as JSON (what `JSON.stringify(batch)` gives) in UTF-8, after `room`
+   * Writes every row inside the caller's transaction (commit, replay). Returns the batch as JSON (what `JSON.stringify(batch)` gives) in UTF-8, after `room`
    * bytes left for a journal record's header: each row is serialised and encoded once, and the
    * bytes bound to its `data` column are a view of that buffer, which commit then journals.
    *
@@ -50,7 +49,7 @@ export class SqlTables {
    * caller's transaction: INVALID_BATCH naming the row (alreadyStored), as a check before the
    * write would say, without a lookup per row.
    */
-  protected writeRows(batch: PreparedBatch, journalSeq: number, room = 0): Buffer {
+  protected writeRows(batch: PreparedBatch, room = 0): Buffer {
     // The batch's JSON in pieces: text between rows at even indexes, each row's JSON after it.
     const parts: string[] = [];
     let between = "{";
@@ -80,8 +79,15 @@ export class SqlTables {
         part += 2;
       }
     }
-    this.statement("UPDATE meta SET journal_seq = ? WHERE id = 1").run([journalSeq]);
     return bytes;
+  }
+
+  /**
+   * Stamps the database with the last journal record it holds. Only a database written out reads
+   * it back (replay skips the records it holds), so compaction stamps it once, just before.
+   */
+  protected stampJournalSeq(journalSeq: number): void {
+    this.statement("UPDATE meta SET journal_seq = ? WHERE id = 1").run([journalSeq]);
   }
 
   /** Runs a statement without parameters or results (BEGIN, SAVEPOINT...), prepared once per store. */
