@@ -119,7 +119,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
         throw e;
       }
     }
-    let loaded = loadDatabase(SQL, file, opts.tenant);
+    let loaded = loadDatabase(SQL, file, opts.tenant, "writer");
     let lock: LockHandle;
     try {
       lock = await acquireLockWaiting(file, opts.waitForLockMs ?? 0, fs);
@@ -132,7 +132,7 @@ export class SqlJsStore extends SqlTables implements CaseStore {
       // The previous writer may have compacted between our look and our lock.
       if (changed(statSync(file), loaded.stat)) {
         loaded.db.close();
-        loaded = loadDatabase(SQL, file, opts.tenant);
+        loaded = loadDatabase(SQL, file, opts.tenant, "writer");
       }
       const scan = readJournal(journalPath(file));
       const { writer, created } = JournalWriter.open(journalPath(file), scan.validLength, fs);
