@@ -48,15 +48,37 @@ function checksum(header: Buffer, payload: Buffer): Buffer {
 }
 
 export function encodeRecord(seq: number, payloadJson: string): Buffer {
-  // One buffer, the payload encoded straight into it (every byte of it is written below).
-  const length = Buffer.byteLength(payloadJson, "utf8");
-  const buf = Buffer.allocUnsafe(HEADER_BYTES + length);
-  MAGIC.copy(buf, 0);
-  buf.writeUInt32LE(length, 4);
-  buf.writeBigUInt64LE(BigInt(seq), 8);
-  buf.write(payloadJson, HEADER_BYTES, "utf8");
-  checksum(buf, buf.subarray(HEADER_BYTES)).copy(buf, 16);
-  return buf;
+  return sealRecord(encodeParts([payloadJson], HEADER_BYTES).bytes, seq);
+}
+
+/**
+ * The UTF-8 of `parts` one after another in one buffer, after `room` bytes left for a record's
+ * header; `offsets[i]` is where part i starts and `offsets[parts.length]` where the last ends.
+ * A commit encodes its batch's JSON this way once: the record is the whole, and each row's bytes
+ * are bound to its `data` column as a view of it (tables.ts writeRows).
+ */
+export function encodeParts(parts: readonly string[], room: number): { bytes: Buffer; offsets: number[] } {
+  let length = room;
+  for (const part of parts) length += Buffer.byteLength(part, "utf8");
+  // Every byte is written below: the header by sealRecord, the payload here.
+  const bytes = Buffer.allocUnsafe(length);
+  const offsets: number[] = new Array(parts.length + 1);
+  let at = room;
+  for (let i = 0; i < parts.length; i++) {
+    offsets[i] = at;
+    at += bytes.write(parts[i]!, at, "utf8");
+  }
+  offsets[parts.length] = at;
+  return { bytes, offsets };
+}
+
+/** Makes `record` (HEADER_BYTES of room, then the payload) a record of sequence `seq`: its header and checksum. */
+export function sealRecord(record: Buffer, seq: number): Buffer {
+  MAGIC.copy(record, 0);
+  record.writeUInt32LE(record.length - HEADER_BYTES, 4);
+  record.writeBigUInt64LE(BigInt(seq), 8);
+  checksum(record, record.subarray(HEADER_BYTES)).copy(record, 16);
+  return record;
 }
 
 /** The record at `offset` if it is whole and its checksum matches, else undefined. */
@@ -192,6 +214,11 @@ export class JournalWriter {
    * the store must be reopened.
    */
   append(seq: number, payloadJson: string): void {
+    this.appendRecord(encodeRecord(seq, payloadJson));
+  }
+
+  /** `append` of a record already encoded (encodeRecord, sealRecord). */
+  appendRecord(record: Buffer): void {
     if (this.failed)
       throw new CasefileError(
         "CORRUPT_CASE_FILE",
@@ -199,7 +226,6 @@ export class JournalWriter {
       );
     const fd = this.handle();
     this.used = true;
-    const record = encodeRecord(seq, payloadJson);
     const before = this.size;
     try {
       let written = 0;

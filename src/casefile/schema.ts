@@ -233,11 +233,13 @@ export const WRITE_COLUMNS: Record<TableName, string[]> = Object.fromEntries(
 ) as Record<TableName, string[]>;
 
 /**
- * The parameters of WRITE_SQL[table] for one (validated) row: its columns, then its JSON (`json`,
- * when the caller has it) as UTF-8 bytes, which WRITE_SQL casts to TEXT.
+ * The parameters of WRITE_SQL[table] for one (validated) row: its columns, then its JSON as UTF-8
+ * bytes (`data`, when the caller has them), which WRITE_SQL casts to TEXT.
  */
-export function writeParams(table: TableName, row: object, json: string = JSON.stringify(row)): WriteParam[] {
-  return [...columnValues(table, row), Buffer.from(json, "utf8")];
+export function writeParams(table: TableName, row: object, data: Uint8Array = Buffer.from(JSON.stringify(row), "utf8")): WriteParam[] {
+  const params: WriteParam[] = columnValues(table, row);
+  params.push(data);
+  return params;
 }
 
 /**

@@ -17,6 +17,7 @@ import type { AgentCallSummary, CheckpointSummary } from "../engine/store";
 import { CasefileError, errorMessage } from "../engine/errors";
 import { TABLES, alreadyStored, appendOnlyKey, missingValue, storedRowProblem } from "./batch";
 import type { PreparedBatch, TableName } from "./batch";
+import { encodeParts } from "./journal";
 import { danglingReferences } from "./references";
 import { WRITE_COLUMNS, WRITE_SQL, columnValues, writeParams } from "./schema";
 import type { SqlParam } from "./schema";
@@ -40,37 +41,58 @@ export class SqlTables {
   ) {}
 
   /**
-   * Writes every row and the journal sequence number inside the caller's transaction (commit,
-   * replay). Returns the batch as JSON (what `JSON.stringify(batch)` gives), made of the rows' JSON
-   * written to the `data` columns: commit journals it, so each row is serialised once.
+   * Writes every row inside the caller's transaction (commit, replay). Returns the batch as JSON (what `JSON.stringify(batch)` gives) in UTF-8, after `room`
+   * bytes left for a journal record's header: each row is serialised and encoded once, and the
+   * bytes bound to its `data` column are a view of that buffer, which commit then journals.
    *
    * A row an append-only table already holds is refused by that table's primary key, inside the
    * caller's transaction: INVALID_BATCH naming the row (alreadyStored), as a check before the
    * write would say, without a lookup per row.
    */
-  protected writeRows(batch: PreparedBatch, journalSeq: number): string {
-    const tables: string[] = [];
+  protected writeRows(batch: PreparedBatch, room = 0): Buffer {
+    // The batch's JSON in pieces: text between rows at even indexes, each row's JSON after it.
+    const parts: string[] = [];
+    let between = "{";
+    TABLES.forEach((table, t) => {
+      between += `${t ? "," : ""}"${table}":[`;
+      (batch[table] as object[]).forEach((row, i) => {
+        parts.push(i ? between + "," : between, JSON.stringify(row));
+        between = "";
+      });
+      between += "]";
+    });
+    parts.push(between + "}");
+    const { bytes, offsets } = encodeParts(parts, room);
+    let part = 1;
     for (const table of TABLES) {
       const rows = batch[table] as object[];
-      const json: string[] = new Array(rows.length);
-      if (rows.length) {
-        const stmt = this.statement(WRITE_SQL[table]);
-        for (let i = 0; i < rows.length; i++) {
-          const row = rows[i]!;
-          json[i] = JSON.stringify(row);
-          try {
-            stmt.run(writeParams(table, row, json[i]));
-          } catch (e) {
-            const key = appendOnlyKey(table, row);
-            if (key !== undefined && (e as { code?: unknown }).code === "SQLITE_CONSTRAINT_PRIMARYKEY") throw alreadyStored(table, key);
-            throw e;
-          }
+      if (!rows.length) continue;
+      const stmt = this.statement(WRITE_SQL[table]);
+      for (const row of rows) {
+        try {
+          stmt.run(writeParams(table, row, bytes.subarray(offsets[part]!, offsets[part + 1]!)));
+        } catch (e) {
+          const key = appendOnlyKey(table, row);
+          if (key !== undefined && (e as { code?: unknown }).code === "SQLITE_CONSTRAINT_PRIMARYKEY") throw alreadyStored(table, key);
+          throw e;
         }
+        part += 2;
       }
-      tables.push(`"${table}":[${json.join(",")}]`);
     }
+    return bytes;
+  }
+
+  /**
+   * Stamps the database with the last journal record it holds. Only a database written out reads
+   * it back (replay skips the records it holds), so compaction stamps it once, just before.
+   */
+  protected stampJournalSeq(journalSeq: number): void {
     this.statement("UPDATE meta SET journal_seq = ? WHERE id = 1").run([journalSeq]);
-    return `{${tables.join(",")}}`;
+  }
+
+  /** Runs a statement without parameters or results (BEGIN, SAVEPOINT...), prepared once per store. */
+  protected execute(sql: string): void {
+    this.statement(sql).run();
   }
 
   /** Rolls back the open transaction, if SQLite has not already ended it after an error. */

@@ -245,6 +245,8 @@ interface Row {
   meanMs: number;
   /** ours only: the commit alone, without its share of compaction. */
   commitMedianMs?: number;
+  /** The contenders timed in rounds: mean CPU per commit, µs. */
+  cpuMeanUs?: number;
   /** ours only: opening the file (read, integrity check, journal replay). */
   openMs?: number;
   note?: string;
@@ -258,6 +260,8 @@ interface Contender {
   /** Builds the next superstep's rows (not timed) and returns the timed durable commit. */
   next(): () => void;
   times: number[];
+  /** CPU (user + system, this process) spent in the timed commits: robust where wall times are not, on a busy machine. */
+  cpuUs: number;
   finish(): Row;
 }
 
@@ -275,6 +279,7 @@ async function ours(file: string, first: number, label: string): Promise<Contend
     sizeLabel: label,
     fileBytes,
     times,
+    cpuUs: 0,
     next() {
       const b = superstep(i++);
       return () => store.commit(b);
@@ -323,6 +328,7 @@ function appendFsync(file: string, first: number, label: string): Contender {
     sizeLabel: label,
     fileBytes: 0,
     times,
+    cpuUs: 0,
     next() {
       const record = encodeRecord(i, JSON.stringify(prepared(i)));
       i++;
@@ -359,6 +365,7 @@ function betterSqlite3(file: string, first: number, label: string): Contender {
     sizeLabel: label,
     fileBytes,
     times,
+    cpuUs: 0,
     next() {
       // Validated and copied outside the timing: better-sqlite3 is not charged for our checks.
       const b = prepared(i++);
@@ -442,13 +449,16 @@ async function main(): Promise<void> {
       for (const c of order) {
         for (let r = 0; r < PER_ROUND; r++) {
           const commit = c.next();
+          const cpu = process.cpuUsage();
           const t = process.hrtime.bigint();
           commit();
           c.times.push(ms(t));
+          const used = process.cpuUsage(cpu);
+          c.cpuUs += used.user + used.system;
         }
       }
     }
-    for (const c of contenders) rows.push(c.finish());
+    for (const c of contenders) rows.push({ ...c.finish(), cpuMeanUs: c.cpuUs / c.times.length });
     eventSeq = 3_000_000_000;
     for (const f of files) {
       const reps = f.label === "1 MB" ? EXPORT_EACH_REPS.small : EXPORT_EACH_REPS.large;
@@ -482,6 +492,9 @@ function report(rows: Row[], started: number): void {
     oursCommitOverAppendFsyncSmall: ours1.commitMedianMs! / append1.medianMs,
     oursCommitOverAppendFsyncLarge: ours100.commitMedianMs! / append100.medianMs,
     oursOverAppendFsyncLarge: ours100.medianMs / append100.medianMs,
+    // CPU per commit beside what the bare append+fsync of the same bytes spends: what ours adds to the floor.
+    oursCpuBesideAppendUsSmall: ours1.cpuMeanUs! - append1.cpuMeanUs!,
+    oursCpuBesideAppendUsLarge: ours100.cpuMeanUs! - append100.cpuMeanUs!,
   };
 
   const pad = (s: string, n: number): string => s.padEnd(n);
@@ -509,6 +522,9 @@ function report(rows: Row[], started: number): void {
     `ours commit / bare append+fsync    = ${ratios.oursCommitOverAppendFsyncSmall.toFixed(2)} at 1 MB, ${ratios.oursCommitOverAppendFsyncLarge.toFixed(2)} at 100 MB  (target <= 2; with compaction amortised ${ratios.oursOverAppendFsyncLarge.toFixed(2)} at 100 MB)`,
   );
   console.log(`export-each@100MB / ours@100MB    = ${ratios.exportEachOverOursLarge.toFixed(0)}x`);
+  console.log(
+    `CPU per commit (mean, µs)          = ours ${ours1.cpuMeanUs!.toFixed(0)} / ${ours100.cpuMeanUs!.toFixed(0)}, bare append+fsync ${append1.cpuMeanUs!.toFixed(0)} / ${append100.cpuMeanUs!.toFixed(0)} at 1 / 100 MB: ours adds ${ratios.oursCpuBesideAppendUsSmall.toFixed(0)} / ${ratios.oursCpuBesideAppendUsLarge.toFixed(0)}`,
+  );
 
   const resultsDir = path.join(__dirname, "results");
   mkdirSync(resultsDir, { recursive: true });

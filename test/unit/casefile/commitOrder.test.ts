@@ -5,7 +5,7 @@ import path from "node:path";
 import { nodeFs, type CaseFileFs } from "../../../src/casefile/caseFileFs";
 import { readJournal } from "../../../src/casefile/journal";
 import { SqlJsStore } from "../../../src/casefile/sqlJsStore";
-import { checkpoint, run } from "./builders";
+import { checkpoint, run, step } from "./builders";
 import { PowerLossFs } from "./helpers/powerLossFs";
 
 /**
@@ -34,6 +34,43 @@ describe("commit order: append, fsync, then COMMIT", () => {
     const reopened = await SqlJsStore.open(path.join(dir, "after", "c.casefile"), { readOnly: true });
     try {
       assert.ok(reopened.getCheckpoint("r1:0"), "checkpoint r1:0 was committed but is not in the durable files");
+    } finally {
+      reopened.close();
+    }
+  });
+
+  // The batches between two compactions share one SQLite transaction, each in its own savepoint
+  // (sqlJsStore.ts commit): a refused batch must roll back its savepoint only, not the batches
+  // before it (journalled, so a compaction that lost them in memory would lose them for good).
+  it("a batch refused half-applied undoes only itself: the commits before it stay, in memory and in the compacted file", async () => {
+    const file = path.join(dir, "c.casefile");
+    const store = await SqlJsStore.open(file, { create: true });
+    store.commit({ runs: [run("r1")], checkpoints: [checkpoint("r1:0", "r1", 0)], steps: [step("s0", "r1", 0)] });
+    store.commit({ checkpoints: [checkpoint("r1:1", "r1", 1)] });
+    // Its run and checkpoint rows are written before the step row the table refuses.
+    assert.throws(
+      () =>
+        store.commit({
+          runs: [run("r1", { status: "completed" })],
+          checkpoints: [checkpoint("r1:2", "r1", 2)],
+          steps: [step("s0", "r1", 2)],
+        }),
+      (e: Error & { code?: string }) => e.code === "INVALID_BATCH" && /steps row s0 already exists/.test(e.message),
+    );
+    const seen = (s: SqlJsStore): unknown => ({
+      status: s.getRun("r1")?.status,
+      checkpoints: s.listCheckpoints("r1").map((c) => c.id),
+      steps: s.listSteps("r1").map((x) => `${x.id}@${x.superstep}`),
+    });
+    const expected = { status: "running", checkpoints: ["r1:0", "r1:1", "r1:3"], steps: ["s0@0"] };
+    store.commit({ checkpoints: [checkpoint("r1:3", "r1", 3)] });
+    assert.deepEqual(seen(store), expected, "the writer's view after a refused batch and one more commit");
+    store.compact();
+    assert.equal(readJournal(file + ".journal").records.length, 0, "the compaction emptied the journal");
+    store.close();
+    const reopened = await SqlJsStore.open(file, { readOnly: true });
+    try {
+      assert.deepEqual(seen(reopened), expected, "the compacted file holds every commit but the refused one");
     } finally {
       reopened.close();
     }
