@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, renameSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { SqlJsStore } from "../../../src/casefile";
@@ -195,3 +195,29 @@ describe("store lifecycle: a commit whose compaction fails", () => {
 function escape(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
+
+describe("store lifecycle: a reader kept open for a tenant", () => {
+  // Kills the tenant dropped from a reader's bookkeeping: a refresh that opens the file again
+  // (after a compaction replaced it) still refuses a case file of another tenant.
+  it("refuses, on refresh, a case file that another tenant's file replaced", async () => {
+    const file = at("acme.casefile");
+    const w = await SqlJsStore.open(file, { create: true, tenant: "acme" });
+    w.commit({ runs: [run("r1")] });
+    w.close();
+    const globex = at("globex.casefile");
+    const g = await SqlJsStore.open(globex, { create: true, tenant: "globex" });
+    g.commit({ runs: [run("g1")] });
+    g.close();
+    const r = await SqlJsStore.open(file, { readOnly: true, tenant: "acme" });
+    try {
+      copyFileSync(globex, file + ".new");
+      renameSync(file + ".new", file);
+      await assert.rejects(
+        r.refresh(),
+        (e: unknown) => isCasefileError(e) && e.code === "FOREIGN_TENANT" && /tenant "globex", not to tenant "acme"/.test(e.message),
+      );
+    } finally {
+      r.close();
+    }
+  });
+});
