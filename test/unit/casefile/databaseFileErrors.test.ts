@@ -1,0 +1,47 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { SqlJsStore } from "../../../src/casefile";
+import { loadDatabase } from "../../../src/casefile/databaseFile";
+import { loadSqlJs } from "../../../src/casefile/sqlite";
+import { isCasefileError } from "../../../src/engine/errors";
+
+/**
+ * A case file that cannot be read is a FILE_ERROR saying so (databaseFile.ts's loadDatabase):
+ * survivors of the mutation run over databaseFile.ts (issue 18), each test naming the bug it catches.
+ */
+describe("database file: a file that cannot be read", () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(path.join(os.tmpdir(), "casefile-s18b-dberr-"))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  // Kills the verb of the stat's onFile ("read") blanked: a file deleted between the caller's
+  // look and the load is "cannot read <file>".
+  it("a file gone before it is loaded: cannot read it", async () => {
+    const file = path.join(dir, "gone.casefile");
+    const SQL = await loadSqlJs();
+    assert.throws(
+      () => loadDatabase(SQL, file, undefined),
+      (e: unknown) =>
+        isCasefileError(e) && e.code === "FILE_ERROR" && e.message.startsWith(`cannot read ${file}: `) && /\(ENOENT\)$/.test(e.message),
+    );
+  });
+
+  // Kills the verb of the read's onFile blanked: a socket where the case file should be cannot be opened.
+  it("a socket where the case file should be: cannot read it (ENXIO)", async () => {
+    const file = path.join(dir, "socket.casefile");
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(file, resolve));
+    try {
+      await assert.rejects(
+        SqlJsStore.open(file, { readOnly: true }),
+        (e: unknown) =>
+          isCasefileError(e) && e.code === "FILE_ERROR" && e.message.startsWith(`cannot read ${file}: `) && /\(ENXIO\)$/.test(e.message),
+      );
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
