@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -42,6 +42,25 @@ describe("database file: a file that cannot be read", () => {
       );
     } finally {
       await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  // Kills the details of the two NOT_A_CASE_FILE refusals emptied: `--json` callers read the file from them.
+  it("a file that is not SQLite, and a SQLite database that is no case file, name the file in their details", async () => {
+    const notes = path.join(dir, "notes.casefile");
+    writeFileSync(notes, "just some notes, not a database\n".repeat(10));
+    const SQL = await loadSqlJs();
+    const db = new SQL.Database();
+    db.run("CREATE TABLE meta (k TEXT, v TEXT)");
+    const other = path.join(dir, "other.db");
+    writeFileSync(other, db.export());
+    db.close();
+    for (const file of [notes, other]) {
+      await assert.rejects(
+        SqlJsStore.open(file, { readOnly: true }),
+        (e: unknown) => isCasefileError(e) && e.code === "NOT_A_CASE_FILE" && JSON.stringify(e.details) === JSON.stringify({ file }),
+        file,
+      );
     }
   });
 });
