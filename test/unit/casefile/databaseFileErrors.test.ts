@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -62,5 +62,30 @@ describe("database file: a file that cannot be read", () => {
         file,
       );
     }
+  });
+
+  // Kills the db.close() dropped from a refused load: an inspector refreshing a file it must refuse
+  // (a newer schema) would keep a whole database in memory per try.
+  it("a database loaded and then refused is closed again", async () => {
+    const file = path.join(dir, "future.casefile");
+    const w = await SqlJsStore.open(file, { create: true });
+    w.close();
+    const SQL = await loadSqlJs();
+    const raw = new SQL.Database(readFileSync(file));
+    raw.run("UPDATE meta SET schema_version = schema_version + 1");
+    writeFileSync(file, raw.export());
+    raw.close();
+    let closed = 0;
+    class Tracked extends SQL.Database {
+      override close(): void {
+        closed++;
+        super.close();
+      }
+    }
+    assert.throws(
+      () => loadDatabase({ ...SQL, Database: Tracked }, file, undefined),
+      (e: unknown) => isCasefileError(e) && e.code === "NEWER_SCHEMA",
+    );
+    assert.equal(closed, 1, "the refused database was closed");
   });
 });
