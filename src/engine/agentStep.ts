@@ -61,6 +61,7 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
       hard: budget.hard,
     });
     if (!Array.isArray(shorter)) {
+      // Stryker disable next-line ObjectLiteral: equivalent, details of an agent step's error are not kept: the step records its code and message only (steps.ts, describeError)
       throw new CasefileError("INVALID_WORKFLOW", `step "${input.executor}": summarise returned no array of messages`, {
         step: input.executor,
       });
@@ -110,6 +111,7 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
       throw new CasefileError(
         "WORKFLOW_MISMATCH",
         `recorded response for step "${input.executor}" was made for context ${rec.hash}, but the context is now ${request.hash}: ${describeContextChange(rec.request.messages, request.messages)}`,
+        // Stryker disable next-line ObjectLiteral: equivalent, details of an agent step's error are not kept: the step records its code and message only (steps.ts, describeError)
         { recordedHash: rec.hash, currentHash: request.hash },
       );
     }
