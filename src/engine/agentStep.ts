@@ -88,6 +88,7 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
     durationMs: 0,
   };
   if (edited) record.originalHash = original.hash;
+  // Stryker disable next-line ConditionalExpression: equivalent, an undefined summarised is none: every store copies records as JSON (storeBatch.ts)
   if (summarised) record.summarised = summarised;
   const extracts = Object.entries(state).filter(([, v]) => isExtractValue(v));
   if (extracts.length)
