@@ -139,4 +139,27 @@ describe("agent step edges, as the case file records them", () => {
     assert.equal(again.originalHash, undefined, "nothing was edited, so there is no original to point to");
     assert.deepEqual(again.request.messages, call.request.messages);
   });
+
+  it("a call's duration is measured within the run (never more than the run took), and a call with no extracts records none", async () => {
+    const t0 = process.hrtime.bigint();
+    const run = await onDisk(claimWorkflow(), { provider: scripted() });
+    const runMs = Number(process.hrtime.bigint() - t0) / 1e6;
+    const call = run.calls[0]!;
+    assert.ok(call.durationMs >= 0 && call.durationMs <= runMs, `durationMs ${call.durationMs} within the run's ${runMs} ms`);
+    assert.equal(call.extracts, undefined, "no extracts in state: no extracts field (not an empty list)");
+  });
+
+  it("a recorded replay keeps which model answered the recorded call", async () => {
+    const first = await onDisk(claimWorkflow(), { provider: scripted() });
+    const recorded: AgentCallRecord = { ...first.calls[0]!, answeredBy: "gpt-4o-mini-2024-07-18" };
+    const branch = await onDisk(
+      claimWorkflow(),
+      { provider: new ScriptedProvider(path.join(dir, "none.json")), replay: { executor: "propose", mode: "recorded", recorded } },
+      `${first.runId}:${recorded.superstep - 1}`,
+    );
+    assert.equal(branch.status, "completed", branch.error);
+    assert.equal(branch.calls[0]!.mode, "recorded");
+    assert.equal(branch.calls[0]!.answeredBy, "gpt-4o-mini-2024-07-18", "the model that answered, as recorded");
+    assert.equal(branch.calls[0]!.raw, recorded.raw);
+  });
 });
