@@ -1,11 +1,14 @@
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { openCaseFile } from "../../../src/casefile/index";
 import { Engine, type EngineOptions } from "../../../src/engine/engine";
 import { agent, commit, edge, fact, loader, type AgentSpec } from "../../../src/engine/executors";
+import { OpenAICompatibleProvider } from "../../../src/engine/providers/openai";
 import { ScriptedProvider } from "../../../src/engine/providers/scripted";
 import type { AgentCallRecord, ChatMessage, Json } from "../../../src/engine/records";
 import { defineWorkflow, type Workflow } from "../../../src/engine/workflow";
@@ -161,5 +164,43 @@ describe("agent step edges, as the case file records them", () => {
     assert.equal(branch.calls[0]!.mode, "recorded");
     assert.equal(branch.calls[0]!.answeredBy, "gpt-4o-mini-2024-07-18", "the model that answered, as recorded");
     assert.equal(branch.calls[0]!.raw, recorded.raw);
+  });
+
+  it("a live answer's model, response id and token usage are kept with the call (an OpenAI-compatible server on loopback)", async () => {
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "application/json", "x-request-id": "req-42" });
+        res.end(
+          JSON.stringify({
+            id: "chatcmpl-7",
+            object: "chat.completion",
+            created: 0,
+            model: "gpt-4o-mini-2024-07-18",
+            choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: JSON.stringify(good) } }],
+            usage: { prompt_tokens: 61, completion_tokens: 19, total_tokens: 80 },
+          }),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+      const run = await onDisk(claimWorkflow(), { provider: new OpenAICompatibleProvider({ apiKey: "local", baseUrl, maxRetries: 0 }) });
+      assert.equal(run.status, "completed", run.error);
+      const call = run.calls[0]!;
+      assert.deepEqual(
+        [call.mode, call.provider, call.answeredBy, call.responseId, call.usage],
+        ["live", "openai", "gpt-4o-mini-2024-07-18", "chatcmpl-7", { promptTokens: 61, completionTokens: 19, totalTokens: 80 }],
+      );
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it("a scripted answer keeps no model, id or usage it was not given", async () => {
+    const run = await onDisk(claimWorkflow(), { provider: scripted() });
+    const call = run.calls[0]!;
+    assert.deepEqual([call.mode, call.answeredBy, call.responseId, call.usage], ["scripted", undefined, undefined, undefined]);
   });
 });
