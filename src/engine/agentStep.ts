@@ -126,6 +126,7 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
   record.raw = response.text;
   if (typeof response.meta?.model === "string") record.answeredBy = response.meta.model;
   if (typeof response.meta?.id === "string") record.responseId = response.meta.id;
+  // Stryker disable next-line ConditionalExpression: equivalent, an undefined usage is none: every store copies records as JSON (storeBatch.ts)
   if (response.usage) record.usage = response.usage as Json;
 
   const checked = checkProposal(spec, response.text, state);
