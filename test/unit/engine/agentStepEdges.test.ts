@@ -111,14 +111,14 @@ async function onDisk(
 describe("agent step edges, as the case file records them", () => {
   it("a context exactly at the soft budget is within it: not summarised; one token over is summarised", async () => {
     const plain = await onDisk(claimWorkflow(), { provider: scripted() });
-    const count = plain.calls[0]!.tokens.count;
+    const count = plain.calls[0]!.tokens!.count;
 
     const at = { calls: 0 };
     const within = await onDisk(claimWorkflow({ budget: { soft: count }, summarised: at }), { provider: scripted() });
     assert.equal(within.status, "completed", within.error);
     assert.equal(at.calls, 0, `a context of ${count} tokens with a soft budget of ${count} is not summarised`);
     assert.equal(within.calls[0]!.summarised, undefined, "no summarised record");
-    assert.equal(within.calls[0]!.tokens.count, count);
+    assert.equal(within.calls[0]!.tokens!.count, count);
 
     const over = { calls: 0 };
     const above = await onDisk(claimWorkflow({ budget: { soft: count - 1 }, summarised: over }), { provider: scripted() });
