@@ -45,6 +45,20 @@ describe("buildModelRequest: refusals, word for word", () => {
     refuses({ model: 7 as unknown as string }, 'step "classify": no model given for the request', { step: "classify" });
   });
 
+  it("a proposal schema JSON Schema cannot express names the step, with what zod said", () => {
+    let zod = "";
+    try {
+      z.toJSONSchema(z.object({ at: z.date() }));
+    } catch (e) {
+      zod = (e as Error).message;
+    }
+    refuses(
+      { responseSchema: z.object({ at: z.date() }) },
+      `step "classify": the response schema cannot be expressed as JSON Schema: ${zod}`,
+      { step: "classify" },
+    );
+  });
+
   it("a context that returned no array says what it returned", () => {
     refuses(
       { messages: "hi" as unknown as ChatMessage[] },
