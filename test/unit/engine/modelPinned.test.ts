@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import { isCasefileError } from "../../../src/engine/errors";
 import { agent, code, edge } from "../../../src/engine/executors";
-import { checkPinnedModels, withRunModel, type RunModel } from "../../../src/engine/modelChoice";
+import { checkPinnedModels, modelFor, withRunModel, type RunModel } from "../../../src/engine/modelChoice";
 import { defineWorkflow } from "../../../src/engine/workflow";
 
 /**
@@ -70,5 +70,19 @@ describe("model choice: MODEL_PINNED in full", () => {
     assert.notEqual(rewritten, wf, "an override that changes a model gives a new workflow");
     assert.equal((rewritten.executors.b as { model: { model: string } }).model.model, "o3");
     assert.equal((wf.executors.b as { model: { model: string } }).model.model, "gpt-4o", "the loaded workflow is not mutated");
+  });
+
+  it("modelFor's refusal of a pinned step advises naming the pinned model", () => {
+    const r = refusal(() => modelFor("s", { model: "gpt-4o", pin: true }, { model: "o3", provider: "openai" }));
+    assert.equal(
+      r.message,
+      'the run names model "o3", but agent step "s" pins "gpt-4o": ' +
+        'drop "model" from --provider (in the editor: clear casefile.model), set it to "gpt-4o", or remove pin from the step',
+    );
+  });
+
+  it("withRunModel refuses naming every conflicting pinned step, not only the first it rewrites", () => {
+    const wf = workflow({ a: { model: "gpt-4o", pin: true }, b: { model: "gpt-4o", pin: true } });
+    assert.deepEqual(refusal(() => withRunModel(wf, { model: "o3", provider: "openai" })).details.steps, ["a", "b"]);
   });
 });
