@@ -61,6 +61,7 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
       hard: budget.hard,
     });
     if (!Array.isArray(shorter)) {
+      // Stryker disable next-line ObjectLiteral: equivalent, details of an agent step's error are not kept: the step records its code and message only (steps.ts, describeError)
       throw new CasefileError("INVALID_WORKFLOW", `step "${input.executor}": summarise returned no array of messages`, {
         step: input.executor,
       });
@@ -87,6 +88,7 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
     durationMs: 0,
   };
   if (edited) record.originalHash = original.hash;
+  // Stryker disable next-line ConditionalExpression: equivalent, an undefined summarised is none: every store copies records as JSON (storeBatch.ts)
   if (summarised) record.summarised = summarised;
   const extracts = Object.entries(state).filter(([, v]) => isExtractValue(v));
   if (extracts.length)
@@ -110,6 +112,7 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
       throw new CasefileError(
         "WORKFLOW_MISMATCH",
         `recorded response for step "${input.executor}" was made for context ${rec.hash}, but the context is now ${request.hash}: ${describeContextChange(rec.request.messages, request.messages)}`,
+        // Stryker disable next-line ObjectLiteral: equivalent, details of an agent step's error are not kept: the step records its code and message only (steps.ts, describeError)
         { recordedHash: rec.hash, currentHash: request.hash },
       );
     }
@@ -123,6 +126,7 @@ export async function runAgent(spec: AgentSpec, input: TaskInput, state: Readonl
   record.raw = response.text;
   if (typeof response.meta?.model === "string") record.answeredBy = response.meta.model;
   if (typeof response.meta?.id === "string") record.responseId = response.meta.id;
+  // Stryker disable next-line ConditionalExpression: equivalent, an undefined usage is none: every store copies records as JSON (storeBatch.ts)
   if (response.usage) record.usage = response.usage as Json;
 
   const checked = checkProposal(spec, response.text, state);
