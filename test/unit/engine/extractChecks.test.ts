@@ -190,7 +190,7 @@ describe("extract checks: the pass before a superstep", () => {
       version: 1,
       state: {
         contract: fact(z.object({ text: z.string() })),
-        head: extract(z.object({ n: z.number() }), { from: "contract", run: () => ({ n: "one" }) }),
+        head: extract(z.object({ n: z.number() }), { from: "contract", run: () => ({ n: "one" }) as unknown as { n: number } }),
       },
       start: "a",
       executors: { a: code({ reads: ["head"], run: () => undefined }) },

@@ -1,11 +1,16 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { SqlJsStore } from "../../../src/casefile/sqlJsStore";
 import type { CommitBatch } from "../../../src/engine/store";
-import { agentCallCounts, caseIdOf } from "../../../src/engine/lineage";
-import { agentCall, checkpoint, run } from "../casefile/builders";
+import { z } from "zod";
+import { isCasefileError } from "../../../src/engine/errors";
+import { agent, code, commit, edge, effect } from "../../../src/engine/executors";
+import { agentCallCounts, caseIdOf, readBeforeWriting } from "../../../src/engine/lineage";
+import { defineWorkflow } from "../../../src/engine/workflow";
+import { agentCall, checkpoint, intent, rule, run } from "../casefile/builders";
 
 /**
  * A run's place in its case, read from a case file on disk (written, closed, reopened) as the
@@ -18,9 +23,10 @@ import { agentCall, checkpoint, run } from "../casefile/builders";
  * forked from R's checkpoint at superstep 3 and calls `classify` at 4 and 6; branch B2 is forked
  * from B's checkpoint at superstep 5 and calls `classify` at 6.
  */
+let files = 0;
+
 describe("lineage: agent call counts and the case of a branch, read from the case file", () => {
   let dir: string;
-  let files = 0;
   beforeEach(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), "casefile-s18d-lineage-"));
   });
@@ -105,5 +111,102 @@ describe("lineage: agent call counts and the case of a branch, read from the cas
     };
     const cases = await reopened([orphan], (store) => ["O", "O2"].map((id) => caseIdOf(store, store.getRun(id)!)));
     assert.deepEqual(cases, ["O", "O"], "the oldest ancestor still in the file");
+  });
+});
+
+/**
+ * readBeforeWriting reads, before a run's first commit, the records its later steps will read:
+ * every intent for a workflow with effects, every business rule for one with agents or commit
+ * steps. A damaged one (a row edited by hand) is then refused with CORRUPT_CASE_FILE before the
+ * run is written, not found mid-run leaving it `running` for ever; a workflow that reads neither
+ * is not refused for a damaged row it never reads.
+ */
+describe("lineage: the records a run reads later, read before its first write", () => {
+  let dir: string;
+  let file: string;
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "casefile-s18d-readbefore-"));
+    file = path.join(dir, "claims.casefile");
+    const writer = await SqlJsStore.open(file, { create: true });
+    writer.commit({ runs: [run("R")], checkpoints: [checkpoint("R:0", "R", 0)], intents: [intent("pay-7", "R")], rules: [rule("eur")] });
+    writer.close();
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const step = { code: code({ run: () => "x" }) };
+  const Proposal = z.object({ action: z.string(), reason: z.string(), facts: z.array(z.string()) });
+  const kinds = {
+    code: defineWorkflow({ name: "w", version: 1, state: {}, start: "code", executors: step, edges: [] }),
+    effect: defineWorkflow({
+      name: "w",
+      version: 1,
+      state: {},
+      start: "code",
+      executors: {
+        ...step,
+        pay: effect({ intent: () => ({ action: "pay", target: "t", payload: 1, reliesOn: {} }), act: async () => "ref" }),
+      },
+      edges: [edge("code", "pay")],
+    }),
+    agent: defineWorkflow({
+      name: "w",
+      version: 1,
+      state: {},
+      start: "code",
+      executors: { ...step, ask: agent({ proposal: Proposal, model: { model: "m" }, context: () => [{ role: "user", content: "?" }] }) },
+      edges: [edge("code", "ask")],
+    }),
+    commit: defineWorkflow({
+      name: "w",
+      version: 1,
+      state: {},
+      start: "code",
+      executors: { ...step, decide: commit({ rules: {}, apply: () => undefined }) },
+      edges: [edge("code", "decide")],
+    }),
+  };
+
+  /** The case file with one table's first row made unreadable, opened as the engine opens it. */
+  async function damaged<T>(table: "intents" | "rules", read: (store: SqlJsStore) => T): Promise<T> {
+    const copy = path.join(dir, `${table}-${++files}.casefile`);
+    copyFileSync(file, copy);
+    execFileSync("/usr/bin/sqlite3", [copy, `UPDATE ${table} SET data = 'not json'`]);
+    const store = await SqlJsStore.open(copy, { readOnly: true });
+    try {
+      return read(store);
+    } finally {
+      store.close();
+    }
+  }
+  const corrupt = (table: string) => (e: unknown) =>
+    isCasefileError(e) && e.code === "CORRUPT_CASE_FILE" && new RegExp(`is corrupted: ${table} row `).test(e.message);
+
+  it("refuses a workflow with effects when an intent is damaged, and one with agents or commit steps when a rule is", async () => {
+    await damaged("intents", (s) =>
+      assert.throws(() => readBeforeWriting(s, kinds.effect, s, s.getRun("R")!), corrupt("intents"), "effects read intents"),
+    );
+    await damaged("rules", (s) =>
+      assert.throws(() => readBeforeWriting(s, kinds.agent, s, s.getRun("R")!), corrupt("rules"), "agents read rules"),
+    );
+    await damaged("rules", (s) =>
+      assert.throws(() => readBeforeWriting(s, kinds.commit, s, s.getRun("R")!), corrupt("rules"), "commits read rules"),
+    );
+  });
+
+  it("does not refuse a workflow for a damaged row of a table it never reads, and gives the run's case and counts", async () => {
+    for (const [table, wf] of [
+      ["intents", kinds.code],
+      ["intents", kinds.agent],
+      ["intents", kinds.commit],
+      ["rules", kinds.code],
+      ["rules", kinds.effect],
+    ] as const) {
+      const lineage = await damaged(table, (s) => readBeforeWriting(s, wf, s, s.getRun("R")!));
+      assert.deepEqual(
+        lineage,
+        { caseId: "R", callCounts: new Map() },
+        `a damaged ${table} row is not read for ${Object.keys(wf.executors).join("+")}`,
+      );
+    }
   });
 });
