@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { isCasefileError } from "../../../src/engine/errors";
-import { evalCaseFromRecords, toOpenAIEvalsJsonl, toOwnJson, toPromptfooYaml, type EvalCase } from "../../../src/engine/evalCase";
+import { toOpenAIEvalsJsonl, toOwnJson, toPromptfooYaml } from "../../../src/engine/evalCase";
 import { evalCasesOfText, sniffEvalFormat } from "../../../src/engine/evalFile";
 import { toOpenAIEvalConfig, toOpenAIEvalItemsJsonl } from "../../../src/engine/openaiEvals";
+import { claimCase as evalCase } from "./helpers/evalCaseFixture";
 
 /**
  * `casefile eval <file>` and the editor's Testing view read an eval file whatever it is called:
@@ -11,46 +12,6 @@ import { toOpenAIEvalConfig, toOpenAIEvalItemsJsonl } from "../../../src/engine/
  * formats is pinned here (issue 18: the mutants of evalFile.ts, none of which the engine's tests
  * reached; test/unit/cli/inspect.test.ts sniffs a few files too, outside the mutation run).
  */
-const evalCase: EvalCase = evalCaseFromRecords({
-  caseFile: "/cases/CLM-7.casefile",
-  workflow: { name: "claims", version: 3 },
-  call: {
-    id: "call-1",
-    runId: "run-1",
-    superstep: 2,
-    executor: "propose",
-    request: {
-      messages: [{ role: "user", content: "pay claim CLM-7?" }],
-      model: "gpt-4o-mini",
-      params: {},
-      responseSchema: { type: "object", properties: { action: { enum: ["pay", "refuse"] }, reason: { type: "string" } } },
-    },
-    hash: "sha256:abc",
-    provider: "scripted",
-    mode: "scripted",
-    raw: '{"action":"pay","reason":"covered"}',
-    proposal: { action: "pay", reason: "covered" },
-    at: "2026-12-01T07:00:00.000Z",
-    durationMs: 3,
-  },
-  verdict: {
-    id: "v-1",
-    runId: "run-1",
-    superstep: 3,
-    executor: "decide",
-    agentCallId: "call-1",
-    proposal: { action: "pay", reason: "covered" },
-    rules: [],
-    verdict: "accepted",
-    reason: "all rules passed",
-    diff: {},
-    at: "2026-12-01T07:00:01.000Z",
-  },
-  facts: {},
-  rules: [],
-  rulesFrom: "agent call",
-});
-
 describe("eval files: the format told from the text", () => {
   it("reads each file an export writes as the format it was written in", () => {
     assert.equal(sniffEvalFormat(toOwnJson(evalCase)), "json", "our own JSON");
