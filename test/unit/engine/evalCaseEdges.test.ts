@@ -25,6 +25,19 @@ describe("eval cases: edges of export, correction and the JSONL reader", () => {
     );
   });
 
+  it("refuses to grade a case expecting no valid proposal, naming the case in the error's details", () => {
+    const rejected = evalCaseFromRecords({
+      ...claimSource,
+      verdict: undefined,
+      call: { ...claimSource.call, proposal: undefined, rejection: { code: "INVALID_JSON", message: "not JSON" } },
+    });
+    assert.throws(
+      () => toOpenAIEvalsJsonl([rejected]),
+      (e: unknown) => isCasefileError(e) && e.code === "USAGE" && JSON.stringify(e.details) === JSON.stringify({ caseId: rejected.id }),
+      "the CLI's JSON error names the case",
+    );
+  });
+
   it("keeps the action a developer gives beside a corrected proposal, and takes it from the proposal only when none is given", () => {
     const both = correctExpected(claimCase, { proposal: { action: "refuse", reason: "not covered" }, action: "escalate" });
     assert.equal(both.expected.action, "escalate", "the action given wins over the proposal's");
