@@ -150,7 +150,8 @@ describe("eval cases: what a grader is given", () => {
     const mixedEnum = { type: "object", properties: { action: { type: "string", enum: ["pay", 1] } } };
     const c = { ...withSchema(mixedEnum, { action: "pay" }), request: { ...withSchema(mixedEnum, { action: "pay" }).request, params } };
     const { eval: created, run } = toOpenAIEvalConfig([c]);
-    const { response_format: _format, ...sampling } = (run.data_source as { sampling_params: Record<string, unknown> }).sampling_params;
+    const { response_format: _format, ...sampling } = (run.data_source as unknown as { sampling_params: Record<string, unknown> })
+      .sampling_params;
     assert.deepEqual(sampling, { seed: 7, max_completion_tokens: 200 }, "a string or null parameter is not sent");
     const config = created.data_source_config as unknown as { item_schema: { properties: Record<string, unknown> } };
     assert.deepEqual(config.item_schema.properties.expected_action, { type: "string" }, "an enum holding a number is no action enum");
