@@ -5,8 +5,8 @@ import path from "node:path";
 import { z } from "zod";
 import { SqlJsStore } from "../../../src/casefile/sqlJsStore";
 import { isCasefileError } from "../../../src/engine/errors";
-import { evalSourceOf } from "../../../src/engine/evalSource";
-import { agent, code, edge } from "../../../src/engine/executors";
+import { commitStepAfter, evalSourceOf } from "../../../src/engine/evalSource";
+import { agent, code, commit, edge } from "../../../src/engine/executors";
 import { defineWorkflow } from "../../../src/engine/workflow";
 import { agentCall, checkpoint, run } from "../casefile/builders";
 
@@ -33,7 +33,9 @@ describe("eval source: a recorded call the workflow no longer fits", () => {
   });
 
   const Proposal = z.object({ action: z.string(), reason: z.string(), facts: z.array(z.string()) });
-  const mismatch = (message: string) => (e: unknown) => isCasefileError(e) && e.code === "WORKFLOW_MISMATCH" && e.message === message;
+  /** The refusal's code, its message, and its details naming the step (the CLI's JSON error carries them). */
+  const mismatch = (message: string) => (e: unknown) =>
+    isCasefileError(e) && e.code === "WORKFLOW_MISMATCH" && e.message === message && JSON.stringify(e.details) === '{"executor":"propose"}';
 
   it("names the call when its step is now another kind of step", () => {
     const now = defineWorkflow({
@@ -66,5 +68,21 @@ describe("eval source: a recorded call the workflow no longer fits", () => {
       () => evalSourceOf(store, "CLM-9.casefile", store.getAgentCall("call-9")!, now),
       mismatch('agent step "call-9": agent step "propose" has no edge to a commit step in workflow "claims"'),
     );
+  });
+
+  it("finds the commit step among the step's targets, past a step of another kind", () => {
+    const now = defineWorkflow({
+      name: "claims",
+      version: 5,
+      state: {},
+      start: "propose",
+      executors: {
+        propose: agent({ proposal: Proposal, model: { model: "m" }, context: () => [{ role: "user", content: "?" }] }),
+        log: code({ run: () => undefined }),
+        decide: commit({ rules: {}, apply: () => undefined }),
+      },
+      edges: [edge("propose", ["log", "decide"])],
+    });
+    assert.equal(commitStepAfter(now, "propose", "eval case c1").target, "decide", "the commit step, not the first target");
   });
 });
