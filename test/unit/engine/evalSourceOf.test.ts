@@ -150,6 +150,16 @@ describe("eval source: what an agent step saw, read back from its case file", ()
     assert.equal(seen.facts.terms!.provenance.sourceVersion, "p1");
   });
 
+  it("cites an extract only when the call records being given that extract at that version", () => {
+    const given = (key: string, sourceVersion: string) => ({ key, from: "policy", source: "erp://policies/P-1", sourceVersion });
+    const factKeys = (extracts: AgentCallRecord["extracts"]) =>
+      Object.keys(evalSourceOf(store, file, { ...second, extracts }, workflow).facts).sort();
+    assert.deepEqual(factKeys(undefined), ["claim"], "a call recorded before extracts were: none cited");
+    assert.deepEqual(factKeys([given("terms", "p0")]), ["claim"], "given another version of the document");
+    assert.deepEqual(factKeys([given("other", "p1")]), ["claim"], "given another extract of that version");
+    assert.deepEqual(factKeys([given("other", "p0"), given("terms", "p1")]), ["claim", "terms"], "given it among others");
+  });
+
   it("gives the business rules recorded with the call, or, for a call recorded before they were kept, the rule table's in force then", () => {
     const seen = evalSourceOf(store, file, second, workflow);
     assert.equal(seen.rulesFrom, "agent call");
