@@ -30,13 +30,13 @@ export function agentCallCounts(store: CaseStore, run: RunRecord): Map<string, n
 
 /** The case a run belongs to: the root run of its branch tree (effects key their intents on it). */
 export function caseIdOf(store: CaseStore, run: RunRecord): string {
-  let r: RunRecord | undefined = run;
-  while (r?.parentRunId) {
+  let r: RunRecord = run;
+  while (r.parentRunId) {
     const parent = store.getRun(r.parentRunId);
     if (!parent) break;
     r = parent;
   }
-  return r?.id ?? run.id;
+  return r.id;
 }
 
 /** A run's place in its case, read before its first commit (readBeforeWriting). */

@@ -64,3 +64,42 @@ describe("case naming: the case id and the default case file", () => {
     assert.equal(defaultCaseFile("/p/flow.ts", undefined, { folder: "runs" }), "/p/runs/flow.casefile");
   });
 });
+
+// Issue 18: the mutants of caseName.ts the cases above left alive.
+describe("case naming: what a caseId may give, and which file names are kept", () => {
+  const gives = (id: unknown) => caseIdOf({ name: "w", caseId: () => id as string }, {});
+  const refusal = (shown: string) => (e: unknown) =>
+    isCasefileError(e) && e.code === "INVALID_INPUT" && e.message === `caseId of workflow "w" gave ${shown}, not a non-empty string`;
+
+  it("refuses a caseId that gives undefined, an object or an empty string, showing what it gave", () => {
+    assert.throws(() => gives(undefined), refusal("undefined"), "undefined is named, not left blank");
+    assert.throws(() => gives({ id: "C-1" }), refusal('{"id":"C-1"}'), "an object is no id");
+    assert.throws(() => gives(""), refusal('""'), "an empty string is no id");
+    assert.equal(gives(0), "0", "zero is a number, so an id");
+  });
+
+  it("keeps every letter, digit, dot, underscore and hyphen, and makes every other character (one run of them) an underscore", () => {
+    assert.equal(gives("AZaz09._-"), "AZaz09._-", "the safe characters, the ends of each range included");
+    assert.equal(gives("a b\\c*d?e€f"), "a_b_c_d_e_f", "space, backslash, star, question mark and a non-ASCII letter");
+    assert.equal(gives("a \t/b"), "a_b", "a run of several unsafe characters is one _");
+  });
+
+  it("makes leading dots one underscore (no hidden file, no ..), and keeps dots inside the id", () => {
+    assert.equal(gives("...x"), "_x", "all the leading dots, as one _");
+    assert.equal(gives(".x"), "_x");
+    assert.equal(gives("a..b."), "a..b.", "dots after the first character stay");
+  });
+
+  it("drops only a workflow script's extension from the default case file name", () => {
+    for (const ext of ["ts", "js", "mts", "cts", "mjs", "cjs"])
+      assert.equal(defaultCaseFile(`/p/flow.${ext}`, undefined), "/p/flow.casefile", `.${ext} dropped`);
+    assert.equal(defaultCaseFile("/p/flow.tsx", undefined), "/p/flow.tsx.casefile", "not a workflow script extension: kept");
+    assert.equal(defaultCaseFile("/p/flow.json", undefined), "/p/flow.json.casefile", ".js not at the end: kept");
+    assert.equal(defaultCaseFile("/p/flowts", undefined), "/p/flowts.casefile", "no dot, no extension");
+    assert.equal(
+      defaultCaseFile("/p/flow.ts", "C-1", { folder: "runs" }),
+      "/p/runs/C-1.casefile",
+      "a folder without a root is beside the workflow",
+    );
+  });
+});
