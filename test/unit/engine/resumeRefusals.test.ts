@@ -8,6 +8,7 @@ import { RunControl } from "../../../src/engine/control";
 import { Engine, type EngineOptions, type RunResult } from "../../../src/engine/engine";
 import { isCasefileError, type CasefileError } from "../../../src/engine/errors";
 import { code, edge, request, type ExecutorSpec } from "../../../src/engine/executors";
+import { planResume } from "../../../src/engine/resumePlan";
 import { defineWorkflow, type Workflow, type WorkflowSpec } from "../../../src/engine/workflow";
 
 /**
@@ -292,6 +293,24 @@ describe("resume refusals: a waiting request or a message whose executor a versi
     const r = await engine(approval(2, { ask }, dropsAsk))((e) => e.run());
     assert.equal(r.status, "waiting", "the version 2 run waits on ask");
     await refused(approval(3, { decide }, { ...dropsAsk, 3: (s) => s }), r.checkpointId);
+  });
+
+  it("a migration object that routes no messages, or only another executor's, does not drop a waiting request", async () => {
+    const r = await engine(approval(1, { ask }))((e) => e.run());
+    await refused(approval(2, { decide }, { 2: { state: (s) => s } }), r.checkpointId);
+    await refused(approval(2, { decide }, { 2: { messages: { review: null } } }), r.checkpointId);
+  });
+
+  it("planResume called without saying it answers refuses a checkpoint waiting on an answered request", async () => {
+    const wf = approval(1, { ask });
+    const r = await engine(wf)((e) => e.run());
+    await engine(wf)((e) => e.respond(`${r.runId}:1:ask`, { decision: "approve" }));
+    const ctx = { now: () => "2026-01-01T00:00:00.000Z", warn: () => undefined, warnings: [] };
+    const err = await refusal(
+      onDisk((s) => planResume(wf, s, { fromId: r.checkpointId }, ctx)),
+      "planning a resume of the answered checkpoint",
+    );
+    assert.equal(err.code, "REQUEST_ANSWERED", "a request is answered once, whoever plans the resume");
   });
 
   it("the first migration that drops a waiting request is the one the warning names", async () => {
