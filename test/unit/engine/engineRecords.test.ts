@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -214,5 +215,21 @@ describe("engine records: answers", () => {
     );
     assert.equal(err.code, "WORKFLOW_MISMATCH");
     assert.equal(err.message, `request "${id}" belongs to executor "ask", which is no longer a request step`);
+  });
+});
+
+describe("engine records: a damaged intent found on resume", () => {
+  it("an open intent row that is not a record refuses the resume as CORRUPT_CASE_FILE, and the run is not marked failed", async () => {
+    const stopped = await engine(approval(), { control: stopAtOnce() })((e) => e.run({ amount: 1 }));
+    execFileSync("/usr/bin/sqlite3", [file, `INSERT INTO intents VALUES ('intent-x', '${stopped.runId}', 'open', 'not json')`]);
+    const err = await refusal(
+      engine(approval())((e) => e.resume(stopped.checkpointId)),
+      "resuming over a damaged intent",
+    );
+    assert.equal(err.code, "CORRUPT_CASE_FILE", err.message);
+    assert.match(err.message, /intents row /, "the message names the damaged table");
+    const run = await onDisk((s) => s.getRun(stopped.runId)!);
+    assert.notEqual(run.status, "failed", "nothing more was written as the run's outcome into the damaged file");
+    assert.equal(run.error, undefined, "no error was recorded on the run");
   });
 });
