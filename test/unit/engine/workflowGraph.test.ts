@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { WorkflowDefinitionError } from "../../../src/engine/errors";
-import { agent, code, edge, extract, fact, loader, type ExecutorSpec } from "../../../src/engine/executors";
+import { agent, ApprovalAnswer, code, edge, extract, fact, loader, type ExecutorSpec } from "../../../src/engine/executors";
 import { defineWorkflow, parseSafely, proposalActions, type WorkflowSpec } from "../../../src/engine/workflow";
 
 /**
@@ -242,5 +242,32 @@ describe("workflow graph: parsing with an author's schema", () => {
     assert.equal(proposalActions(z.object({ action: z.string() })), undefined, "a free-text action has no fixed set");
     assert.equal(proposalActions(z.object({ action: z.enum(["a"]).or(z.literal(1)) })), undefined, "a union is not a fixed set of strings");
     assert.equal(proposalActions(z.string()), undefined, "a schema without a shape has no action");
+  });
+});
+
+describe("workflow graph: the default answer to a request", () => {
+  it("takes approve, reject or choose, with an optional choice and comment, and refuses anything else", () => {
+    for (const decision of ["approve", "reject", "choose"])
+      assert.ok(ApprovalAnswer.safeParse({ decision }).success, `${decision} is an answer`);
+    assert.deepEqual(ApprovalAnswer.parse({ decision: "choose", choice: "b", comment: "ok" }), {
+      decision: "choose",
+      choice: "b",
+      comment: "ok",
+    });
+    for (const bad of [{ decision: "maybe" }, { decision: "choose", choice: 2 }, { decision: "approve", comment: false }, {}])
+      assert.ok(!ApprovalAnswer.safeParse(bad).success, `${JSON.stringify(bad)} is refused`);
+  });
+
+  it("an extract keeps its description and source, and an edge its label and condition", () => {
+    const run = () => "x";
+    const schema = z.string();
+    assert.deepEqual(
+      extract(schema, { from: "doc", run, description: "the terms" }),
+      { kind: "extract", schema, from: "doc", run, description: "the terms" },
+      "the graph view shows an extract's description",
+    );
+    const when = () => true;
+    assert.deepEqual(edge("a", ["b"], { when, label: "yes" }), { from: "a", to: ["b"], when, label: "yes" });
+    assert.deepEqual(edge("a", "b"), { from: "a", to: "b" }, "an edge without options has none");
   });
 });
