@@ -135,7 +135,7 @@ describe("superstep records: what a checkpoint keeps of each step", () => {
       superstep: 2,
       executor: "count",
       rules: [],
-      verdict: "commit",
+      verdict: "accepted",
       reason: "ok",
       diff: {},
       at: "t2",
