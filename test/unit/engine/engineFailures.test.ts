@@ -5,6 +5,7 @@ import path from "node:path";
 import { z } from "zod";
 import { openCaseFile, type SqlJsStore } from "../../../src/casefile/index";
 import { Engine, type EngineOptions, type RunResult } from "../../../src/engine/engine";
+import { CasefileError } from "../../../src/engine/errors";
 import { agent, code, edge } from "../../../src/engine/executors";
 import type { ModelProvider } from "../../../src/engine/model";
 import { defineWorkflow, type Workflow } from "../../../src/engine/workflow";
@@ -82,6 +83,38 @@ describe("engine failures: the step at fault", () => {
       "a step_failed for bad alone, then the run's failure naming the checkpoint it rests at",
     );
     assert.equal(r.error!.message, 'executor "bad" wrote a Date object at "message": state holds JSON data only');
+  });
+});
+
+describe("engine failures: a case stopped for replanning", () => {
+  it("a step that says the plan no longer holds ends the run needs_replanning, not failed, on the record", async () => {
+    const wf = defineWorkflow({
+      name: "replan",
+      version: 1,
+      state: {},
+      start: "pay",
+      edges: [],
+      executors: {
+        pay: code({
+          run: () => {
+            throw new CasefileError("NEEDS_REPLANNING", "the supplier's bank account changed");
+          },
+        }),
+      },
+    });
+    const r = await engine(wf)((e) => e.run());
+    assert.equal(r.status, "needs_replanning", "the result says a person must replan");
+    const { run, ends } = await onDisk((s) => ({
+      run: s.getRun(r.runId)!,
+      ends: s.listEvents({ runId: r.runId }).filter((e) => e.type.startsWith("run_") && e.type !== "run_started"),
+    }));
+    assert.equal(run.status, "needs_replanning", "the case file says so too");
+    assert.deepEqual(
+      ends.map((e) => [e.type, e.data]),
+      [["run_needs_replanning", { error: r.error!, checkpoint: `${r.runId}:0` }]],
+      "one run_needs_replanning event, no run_failed",
+    );
+    assert.equal(r.error!.message, `executor "pay" failed: the supplier's bank account changed`);
   });
 });
 
