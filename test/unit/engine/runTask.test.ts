@@ -222,3 +222,20 @@ describe("run task: failures named with the step", () => {
     assert.equal(step.status, "waiting", "the step is recorded waiting");
   });
 });
+
+describe("run task: a request answered", () => {
+  it("hands onAnswer the answer as its schema parsed it and the message that opened the request, from the person", async () => {
+    const seen: unknown[] = [];
+    const ask = request({
+      prompt: () => ({ title: "How much?" }),
+      answer: z.object({ amount: z.coerce.number() }),
+      onAnswer: (answer, ctx) => void seen.push({ answer, message: ctx.message, from: ctx.from }),
+    });
+    const wf = { state: {}, start: "ask", executors: { ask }, edges: [] };
+    const waited = await run(wf, { invoice: 7 });
+    await onDisk((store) =>
+      new Engine(defineWorkflow({ name: "steps", version: 1, ...wf }), store).respond(`${waited.runId}:1:ask`, { amount: "12" }),
+    );
+    assert.deepEqual(seen, [{ answer: { amount: 12 }, message: { invoice: 7 }, from: "person" }], "the parsed answer, the opening message");
+  });
+});
