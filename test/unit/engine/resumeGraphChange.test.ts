@@ -1,0 +1,77 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { openCaseFile, type SqlJsStore } from "../../../src/casefile/index";
+import { RunControl } from "../../../src/engine/control";
+import { Engine } from "../../../src/engine/engine";
+import { code, edge, type ExecutorSpec } from "../../../src/engine/executors";
+import { planResume } from "../../../src/engine/resumePlan";
+import { defineWorkflow } from "../../../src/engine/workflow";
+
+/**
+ * The words of a graph-change warning when several executors come and go, and the one rule of
+ * planResume's `answering` (mutation testing of resumePlan.ts, issue 18), on a case file on disk.
+ */
+
+let dir: string;
+let file: string;
+beforeEach(() => {
+  dir = mkdtempSync(path.join(os.tmpdir(), "casefile-resumegraph-"));
+  file = path.join(dir, "case.casefile");
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+async function onDisk<T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> {
+  const store = await openCaseFile(file);
+  try {
+    return await go(store);
+  } finally {
+    store.close();
+  }
+}
+
+const idle = (): ExecutorSpec => code({ run: () => undefined });
+/** A workflow of `start` and the given extra executors, each reached from start by a condition that never holds. */
+const graph = (extra: string[]) =>
+  defineWorkflow({
+    name: "g",
+    version: 1,
+    state: {},
+    start: "start",
+    executors: { start: code({ run: () => "go" }), ...Object.fromEntries(extra.map((id) => [id, idle()])) },
+    edges: extra.map((id) => edge("start", id, { when: () => false })),
+  });
+
+/** A run of `wf` stopped before its first superstep: its only checkpoint holds the input for start. */
+async function stoppedBeforeStart(extra: string[]): Promise<string> {
+  const control = new RunControl();
+  control.stopAfterSuperstep();
+  const r = await onDisk((store) => new Engine(graph(extra), store, { control }).run());
+  assert.equal(r.status, "stopped", "stopped before its first superstep");
+  return r.checkpointId;
+}
+
+describe("resume graph change: what the warning lists", () => {
+  it("lists every executor added and every one removed, comma-separated", async () => {
+    const cp = await stoppedBeforeStart(["old1", "old2"]);
+    const r = await onDisk((store) => new Engine(graph(["new1", "new2"]), store).resume(cp));
+    assert.deepEqual(
+      r.warnings,
+      [`graph of "g" changed since checkpoint "${cp}"; executors added: new1, new2; executors removed: old1, old2`],
+      "both lists, each comma-separated",
+    );
+  });
+});
+
+describe("resume graph change: planResume's answering", () => {
+  it("answering from the latest checkpoint of a run that is not waiting plans a branch, never the same run", async () => {
+    const cp = await stoppedBeforeStart([]);
+    const ctx = { now: () => "2026-01-01T00:00:00.000Z", warn: () => undefined, warnings: [] };
+    const plans = await onDisk((s) => [false, true].map((answering) => planResume(graph([]), s, { fromId: cp, answering }, ctx)));
+    const runOf = await onDisk((s) => s.getCheckpoint(cp)!.runId);
+    assert.equal(plans[0]!.run.id, runOf, "resumed (not answering), the stopped run continues as itself");
+    assert.notEqual(plans[1]!.run.id, runOf, "answering, only a waiting run continues as itself");
+    assert.equal(plans[1]!.run.parentRunId, runOf, "the branch points at the stopped run");
+  });
+});
