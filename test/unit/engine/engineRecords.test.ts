@@ -233,3 +233,23 @@ describe("engine records: a damaged intent found on resume", () => {
     assert.equal(run.error, undefined, "no error was recorded on the run");
   });
 });
+
+describe("engine records: an answer that goes to a branch", () => {
+  it("records the answer on the run that waited too, at the superstep it waited at, naming the branch that took it", async () => {
+    const waited = await engine(approval())((e) => e.run({ amount: 5 }));
+    const id = `${waited.runId}:2:ask`;
+    const v2 = defineWorkflow({ ...approval(), version: 2, migrations: { 2: (s) => s } });
+    const answered = await engine(v2)((e) => e.respond(id, { decision: "approve" }, { by: "ana" }));
+    assert.notEqual(answered.runId, waited.runId, "the v2 workflow answers in a branch");
+    const { old, events } = await onDisk((s) => ({
+      old: s.getRun(waited.runId)!,
+      events: s.listEvents({ runId: waited.runId }).filter((e) => e.type === "request_answered"),
+    }));
+    assert.deepEqual([old.status, old.supersededBy], ["superseded", answered.runId], "the run that waited is superseded by the branch");
+    assert.deepEqual(
+      events.map((e) => [e.superstep, e.data]),
+      [[2, { requestId: id, executor: "ask", answer: { decision: "approve" }, by: "ana", run: answered.runId, waitingRun: waited.runId }]],
+      "the run that waited says who answered, and in which run",
+    );
+  });
+});
