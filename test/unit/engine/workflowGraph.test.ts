@@ -271,3 +271,31 @@ describe("workflow graph: the default answer to a request", () => {
     assert.deepEqual(edge("a", "b"), { from: "a", to: "b" }, "an edge without options has none");
   });
 });
+
+describe("workflow graph: a workflow written in plain JavaScript, fields missing", () => {
+  it("names the missing start executor when executors, state and edges are all left out, instead of throwing a TypeError", () => {
+    const ps = problemsOf({ name: "bare", version: 1, start: "go" } as unknown as WorkflowSpec);
+    assert.deepEqual(
+      ps.map((p) => [p.code, p.executor, p.message]),
+      [["UNKNOWN_EXECUTOR", "go", 'start executor "go" is not defined']],
+    );
+  });
+
+  it("takes a workflow of one executor with no state and no edges", () => {
+    const wf = defineWorkflow({
+      name: "one",
+      version: 1,
+      start: "go",
+      executors: { go: code({ run: () => undefined }) },
+    } as unknown as WorkflowSpec);
+    assert.deepEqual([wf.edges, wf.graph.keys, wf.owners], [[], [], {}], "no edges, no keys, no owners");
+  });
+
+  it("names an edge to an executor when the workflow declares no executors at all", () => {
+    const ps = problemsOf({ name: "e", version: 1, start: "a", state: {}, edges: [edge("a", "b")] } as unknown as WorkflowSpec);
+    assert.deepEqual(
+      ps.map((p) => p.message),
+      ['edge #0 (a -> b) names unknown executor "a"', 'edge #0 (a -> b) names unknown executor "b"', 'start executor "a" is not defined'],
+    );
+  });
+});
