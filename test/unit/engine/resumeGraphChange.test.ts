@@ -75,3 +75,25 @@ describe("resume graph change: planResume's answering", () => {
     assert.equal(plans[1]!.run.parentRunId, runOf, "the branch points at the stopped run");
   });
 });
+
+describe("resume graph change: a branch on the record", () => {
+  it("a branch is on record as running, pointing at its parent, while its first step runs", async () => {
+    const cp = await stoppedBeforeStart([]);
+    let seen: { status?: string; parentRunId?: string } | undefined;
+    const parent = await onDisk((s) => s.getCheckpoint(cp)!.runId);
+    await onDisk(async (store) => {
+      const peek = defineWorkflow({
+        ...graph([]),
+        executors: { start: code({ run: (ctx) => void (seen = store.getRun(ctx.runId)) }) },
+        edges: [],
+      });
+      const r = await new Engine(peek, store).resume(cp, { branch: true });
+      assert.notEqual(r.runId, parent, "a branch was made");
+    });
+    assert.deepEqual(
+      [seen?.status, seen?.parentRunId],
+      ["running", parent],
+      "the editor sees the branch, and where it came from, while its first step runs",
+    );
+  });
+});
