@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { z } from "zod";
 import { openCaseFile, type SqlJsStore } from "../../../src/casefile/index";
 import { RunControl } from "../../../src/engine/control";
 import { Engine } from "../../../src/engine/engine";
@@ -97,3 +98,42 @@ describe("resume graph change: a branch on the record", () => {
     );
   });
 });
+
+describe("resume graph change: a key a newer version dropped", () => {
+  it("a missing migration lists the dropped key among the problems, at the key itself, with no path inside it", async () => {
+    const withNote = (version: number, state: Record<string, z.ZodType>) =>
+      defineWorkflow({
+        name: "k",
+        version,
+        state,
+        start: "start",
+        executors: { start: code({ owns: Object.keys(state), run: () => undefined }) },
+        edges: [],
+      });
+    const control = new RunControl();
+    control.stopAfterSuperstep();
+    const r = await onDisk((s) => new Engine(withNote(1, { note: z.string() }), s, { control }).run());
+    const patched = await onDisk((s) =>
+      new Engine(withNote(1, { note: z.string() }), s, { control: stopNow() }).resume(r.checkpointId, { patch: { note: "x" } }),
+    );
+    let problems: unknown;
+    await onDisk((s) => {
+      try {
+        planResume(withNote(2, {}), s, { fromId: patched.checkpointId }, { now: () => "t", warn: () => undefined, warnings: [] });
+      } catch (e) {
+        problems = (e as { details?: { problems?: unknown } }).details?.problems;
+      }
+    });
+    assert.deepEqual(
+      problems,
+      [{ key: "note", path: [], at: "note", message: "is not a state key of version 2" }],
+      "the problem names the key",
+    );
+  });
+});
+
+function stopNow(): RunControl {
+  const c = new RunControl();
+  c.stopAfterSuperstep();
+  return c;
+}
