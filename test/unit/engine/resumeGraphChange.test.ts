@@ -137,3 +137,28 @@ function stopNow(): RunControl {
   c.stopAfterSuperstep();
   return c;
 }
+
+describe("resume graph change: state handed on after a resume", () => {
+  it("a resumed run hands its first executors the stored values deeply frozen, so none can change state in place", async () => {
+    const boxed = (seen: boolean[]) =>
+      defineWorkflow({
+        name: "box",
+        version: 1,
+        state: { box: z.object({ list: z.array(z.number()) }) },
+        start: "fill",
+        executors: {
+          fill: code({ owns: ["box"], run: (ctx) => (ctx.write("box", { list: [1] }), "look") }),
+          look: code({ reads: ["box"], run: (ctx) => void seen.push(Object.isFrozen(ctx.state.box), Object.isFrozen(ctx.state.box.list)) }),
+        },
+        edges: [edge("fill", "look")],
+      });
+    const control = new RunControl();
+    const r = await onDisk((s) =>
+      new Engine(boxed([]), s, { control, onEvent: (e) => e.type === "checkpoint" && control.stopAfterSuperstep() }).run(),
+    );
+    assert.equal(r.superstep, 1, "stopped after fill");
+    const seen: boolean[] = [];
+    await onDisk((s) => new Engine(boxed(seen), s).resume(r.checkpointId));
+    assert.deepEqual(seen, [true, true], "the value read back from disk and its nested list are frozen");
+  });
+});
