@@ -1,0 +1,85 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { z } from "zod";
+import { openCaseFile, type SqlJsStore } from "../../../src/casefile/index";
+import { Engine } from "../../../src/engine/engine";
+import { isCasefileError } from "../../../src/engine/errors";
+import { code } from "../../../src/engine/executors";
+import { defineWorkflow } from "../../../src/engine/workflow";
+
+/**
+ * How a new run starts on the record (mutation testing of engine.ts's run(), issue 18), on a case
+ * file on disk reopened: its run_started event, the input delivered to the start executor as
+ * from "input", and an input its schema turns into something that is not JSON, refused in words.
+ */
+
+let dir: string;
+let file: string;
+beforeEach(() => {
+  dir = mkdtempSync(path.join(os.tmpdir(), "casefile-enginestart-"));
+  file = path.join(dir, "case.casefile");
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+async function onDisk<T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> {
+  const store = await openCaseFile(file);
+  try {
+    return await go(store);
+  } finally {
+    store.close();
+  }
+}
+
+describe("engine start: a new run on the record", () => {
+  it('records run_started with the workflow, version and input, and hands the input to start from "input"', async () => {
+    const seen: unknown[] = [];
+    const wf = defineWorkflow({
+      name: "start",
+      version: 3,
+      state: {},
+      input: z.object({ id: z.string() }),
+      start: "first",
+      executors: { first: code({ run: (ctx) => void seen.push([ctx.from, ctx.message]) }) },
+      edges: [],
+    });
+    const r = await onDisk((s) => new Engine(wf, s).run({ id: "INV-1" }));
+    const { started, cp0 } = await onDisk((s) => ({
+      started: s.listEvents({ runId: r.runId }).filter((e) => e.type === "run_started"),
+      cp0: s.getCheckpoint(`${r.runId}:0`)!,
+    }));
+    assert.deepEqual(
+      started.map((e) => [e.superstep, e.data]),
+      [[0, { workflow: "start", version: 3, input: { id: "INV-1" } }]],
+      "one run_started at superstep 0",
+    );
+    assert.deepEqual(
+      cp0.pending,
+      [{ to: "first", from: "input", payload: { id: "INV-1" }, kind: "input" }],
+      "checkpoint 0 holds the input",
+    );
+    assert.deepEqual(seen, [["input", { id: "INV-1" }]], 'the start executor gets the input, from "input"');
+  });
+
+  it("an input its schema turns into something that is not JSON is refused as the input's doing", async () => {
+    const wf = defineWorkflow({
+      name: "dated",
+      version: 1,
+      state: {},
+      input: z.string().transform((s) => new Date(s)),
+      start: "first",
+      executors: { first: code({ run: () => undefined }) },
+      edges: [],
+    });
+    await assert.rejects(
+      onDisk((s) => new Engine(wf, s).run("2026-01-01")),
+      (e: unknown) => {
+        assert.ok(isCasefileError(e), `a typed error, not ${String(e)}`);
+        assert.equal(e.message, 'executor "input" wrote a Date object at "input": state holds JSON data only');
+        return true;
+      },
+    );
+    assert.deepEqual(await onDisk((s) => s.listRuns()), [], "no run was started");
+  });
+});
