@@ -6,7 +6,7 @@ import { z } from "zod";
 import { openCaseFile, type SqlJsStore } from "../../../src/casefile/index";
 import { Engine } from "../../../src/engine/engine";
 import { isCasefileError } from "../../../src/engine/errors";
-import { code } from "../../../src/engine/executors";
+import { code, request } from "../../../src/engine/executors";
 import { defineWorkflow } from "../../../src/engine/workflow";
 
 /**
@@ -81,5 +81,28 @@ describe("engine start: a new run on the record", () => {
       },
     );
     assert.deepEqual(await onDisk((s) => s.listRuns()), [], "no run was started");
+  });
+
+  it("an answer its schema turns into something that is not JSON is refused as the person's, and the run still waits (it was left running, unanswerable)", async () => {
+    const wf = defineWorkflow({
+      name: "when",
+      version: 1,
+      state: {},
+      start: "ask",
+      executors: {
+        ask: request({ prompt: () => ({ title: "When?" }), answer: z.string().transform((s) => new Date(s)), onAnswer: () => undefined }),
+      },
+      edges: [],
+    });
+    const r = await onDisk((s) => new Engine(wf, s).run());
+    await assert.rejects(
+      onDisk((s) => new Engine(wf, s).respond(`${r.runId}:1:ask`, "2026-01-01")),
+      (e: unknown) => {
+        assert.ok(isCasefileError(e), `a typed error, not ${String(e)}`);
+        assert.equal(e.message, 'executor "person" wrote a Date object at "answer": state holds JSON data only');
+        return true;
+      },
+    );
+    assert.equal(await onDisk((s) => s.getRun(r.runId)!.status), "waiting", "the run still waits for an answer");
   });
 });
