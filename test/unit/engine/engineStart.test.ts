@@ -4,9 +4,10 @@ import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { openCaseFile, type SqlJsStore } from "../../../src/casefile/index";
+import { RunControl } from "../../../src/engine/control";
 import { Engine } from "../../../src/engine/engine";
 import { isCasefileError } from "../../../src/engine/errors";
-import { code, request } from "../../../src/engine/executors";
+import { code, edge, request } from "../../../src/engine/executors";
 import { defineWorkflow } from "../../../src/engine/workflow";
 
 /**
@@ -104,5 +105,51 @@ describe("engine start: a new run on the record", () => {
       },
     );
     assert.equal(await onDisk((s) => s.getRun(r.runId)!.status), "waiting", "the run still waits for an answer");
+  });
+});
+
+describe("engine start: answering one of several requests", () => {
+  const asks = (control?: RunControl) =>
+    defineWorkflow({
+      name: "two",
+      version: 1,
+      state: {},
+      start: "start",
+      executors: {
+        start: code({ run: () => "go" }),
+        ask: request({ prompt: () => ({ title: "Pay?" }), onAnswer: () => undefined }),
+        audit: request({ prompt: () => ({ title: "Audit?" }), onAnswer: () => undefined }),
+        work: code({ run: () => (control?.stopAfterSuperstep(), "more") }),
+        more: code({ run: () => undefined }),
+      },
+      edges: [edge("start", ["ask", "audit", "work"]), edge("work", "more")],
+    });
+
+  it("the request answered leaves the waiting list; the other one stays", async () => {
+    const r = await onDisk((s) => new Engine(asks(), s).run());
+    assert.equal(r.status, "waiting", "two requests wait");
+    await onDisk((s) => new Engine(asks(), s).respond(`${r.runId}:2:ask`, { decision: "approve" }, { recordOnly: true }));
+    const waiting = await onDisk((s) => s.latestCheckpoint(r.runId)!.waiting.map((w) => w.id));
+    assert.deepEqual(waiting, [`${r.runId}:2:audit`], "audit still waits");
+  });
+
+  it("answering a branch leaves a stopped run that holds the same request stopped, not superseded", async () => {
+    const control = new RunControl();
+    const stopped = await onDisk((s) => new Engine(asks(control), s, { control }).run());
+    assert.equal(stopped.status, "stopped", "stopped with the requests open");
+    const branch = await onDisk((s) => new Engine(asks(), s).resume(stopped.checkpointId, { branch: true }));
+    assert.equal(branch.status, "waiting", "the branch waits on the requests it inherited");
+    await onDisk((s) => new Engine(asks(), s).respond(`${stopped.runId}:2:ask`, { decision: "approve" }));
+    const parent = await onDisk((s) => s.getRun(stopped.runId)!);
+    assert.deepEqual([parent.status, parent.supersededBy], ["stopped", undefined], "only waiting runs are superseded");
+  });
+
+  it("answered through a newer version's branch, a run that waited on it and on another request is superseded", async () => {
+    const r = await onDisk((s) => new Engine(asks(), s).run());
+    const v2 = defineWorkflow({ ...asks(), version: 2, migrations: { 2: (st) => st } });
+    const answered = await onDisk((s) => new Engine(v2, s).respond(`${r.runId}:2:ask`, { decision: "approve" }));
+    assert.notEqual(answered.runId, r.runId, "the answer went to a v2 branch");
+    const old = await onDisk((s) => s.getRun(r.runId)!);
+    assert.deepEqual([old.status, old.supersededBy], ["superseded", answered.runId], "the v1 run no longer waits");
   });
 });
