@@ -163,6 +163,8 @@ export class Engine {
       const { at, message } = zodIssue(parsed.error);
       throw new CasefileError("INVALID_ANSWER", `answer to request "${requestId}" is invalid at "${at}": ${message}`);
     }
+    // Refused here, before prepare commits the run as running: a refused answer leaves it waiting.
+    const given = toJson(parsed.data, "answer", "person");
     const { run, cp, values, lineage } = this.prepare(found.checkpoint.id, undefined, true);
     const at = this.now();
     const next: Checkpoint = {
@@ -177,7 +179,7 @@ export class Engine {
           to: found.request.executor,
           from: "person",
           kind: "answer",
-          payload: { answer: toJson(parsed.data, "answer", "person"), message: found.request.message },
+          payload: { answer: given, message: found.request.message },
         },
       ],
       waiting: cp.waiting.filter((w) => w.id !== requestId),
@@ -187,7 +189,7 @@ export class Engine {
     const answered: Json = {
       requestId,
       executor: found.request.executor,
-      answer: toJson(parsed.data, "answer", "person"),
+      answer: given,
       by: opts.by ?? null,
       run: run.id,
       waitingRun: found.checkpoint.runId,

@@ -166,6 +166,7 @@ export function planResume(workflow: Workflow, store: CaseStore, from: ResumeFro
 
 /** The first answer to a request (its `request_answered` event), if it has one. */
 export function answerOf(store: CaseStore, requestId: string): EventRecord | undefined {
+  // Stryker disable next-line ConditionalExpression: only request_answered events carry data.requestId (Engine.respond writes them), so the type test alone decides nothing
   return store.listEvents().find((e) => e.type === "request_answered" && (e.data as { requestId?: string }).requestId === requestId);
 }
 

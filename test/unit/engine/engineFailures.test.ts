@@ -1,0 +1,167 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { z } from "zod";
+import { openCaseFile, type SqlJsStore } from "../../../src/casefile/index";
+import { Engine, type EngineOptions, type RunResult } from "../../../src/engine/engine";
+import { CasefileError } from "../../../src/engine/errors";
+import { agent, code, edge } from "../../../src/engine/executors";
+import type { ModelProvider } from "../../../src/engine/model";
+import { defineWorkflow, type Workflow } from "../../../src/engine/workflow";
+
+/**
+ * What a failed superstep leaves on the record (mutation testing of engine.ts's fail(), issue
+ * 18), on a case file on disk reopened: the step at fault is recorded failed beside the steps
+ * that ran fine, with a step_failed event for it alone, and when the store refuses the step
+ * records themselves the run still ends failed, saying why they are missing.
+ */
+
+let dir: string;
+let file: string;
+beforeEach(() => {
+  dir = mkdtempSync(path.join(os.tmpdir(), "casefile-enginefailures-"));
+  file = path.join(dir, "case.casefile");
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+async function onDisk<T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> {
+  const store = await openCaseFile(file);
+  try {
+    return await go(store);
+  } finally {
+    store.close();
+  }
+}
+const engine =
+  (wf: Workflow, options: EngineOptions = {}) =>
+  (go: (e: Engine) => Promise<RunResult>) =>
+    onDisk((store) => go(new Engine(wf, store, options)));
+
+describe("engine failures: the step at fault", () => {
+  it("a step whose payload is not JSON is recorded failed, its sibling ok, and only it has a step_failed event", async () => {
+    const wf = defineWorkflow({
+      name: "fan",
+      version: 1,
+      state: {},
+      start: "start",
+      executors: {
+        start: code({ run: () => "go" }),
+        fine: code({ run: () => "fine" }),
+        bad: code({ run: () => new Date(0) as never }),
+        after: code({ run: () => undefined }),
+      },
+      edges: [edge("start", ["fine", "bad"]), edge("fine", "after"), edge("bad", "after")],
+    });
+    const r = await engine(wf)((e) => e.run());
+    assert.equal(r.status, "failed", "the run failed");
+    assert.deepEqual(
+      [r.failedAt, r.superstep, r.error?.code, r.error?.executor],
+      [2, 1, "INVALID_STATE_VALUE", "bad"],
+      "at superstep 2, by bad",
+    );
+    const { steps, events } = await onDisk((s) => ({ steps: s.listSteps(r.runId, 2), events: s.listEvents({ runId: r.runId }) }));
+    assert.deepEqual(
+      steps.map((s) => [s.id, s.status, s.error?.code]),
+      [
+        [`${r.runId}:2:fine~attempt-1`, "ok", undefined],
+        [`${r.runId}:2:bad~attempt-1`, "failed", "INVALID_STATE_VALUE"],
+      ],
+      "the step that sent the Date is the one at fault",
+    );
+    const failedEvents = events.filter((e) => e.type === "step_failed" || e.type === "run_failed");
+    assert.deepEqual(
+      failedEvents.map((e) => [e.type, e.superstep, e.data]),
+      [
+        [
+          "step_failed",
+          2,
+          { step: `${r.runId}:2:bad~attempt-1`, executor: "bad", error: { code: r.error!.code, message: r.error!.message } },
+        ],
+        ["run_failed", 2, { error: r.error!, checkpoint: `${r.runId}:1` }],
+      ],
+      "a step_failed for bad alone, then the run's failure naming the checkpoint it rests at",
+    );
+    assert.equal(r.error!.message, 'executor "bad" wrote a Date object at "message": state holds JSON data only');
+  });
+});
+
+describe("engine failures: a case stopped for replanning", () => {
+  it("a step that says the plan no longer holds ends the run needs_replanning, not failed, on the record", async () => {
+    const wf = defineWorkflow({
+      name: "replan",
+      version: 1,
+      state: {},
+      start: "pay",
+      edges: [],
+      executors: {
+        pay: code({
+          run: () => {
+            throw new CasefileError("NEEDS_REPLANNING", "the supplier's bank account changed");
+          },
+        }),
+      },
+    });
+    const r = await engine(wf)((e) => e.run());
+    assert.equal(r.status, "needs_replanning", "the result says a person must replan");
+    const { run, ends } = await onDisk((s) => ({
+      run: s.getRun(r.runId)!,
+      ends: s.listEvents({ runId: r.runId }).filter((e) => e.type.startsWith("run_") && e.type !== "run_started"),
+    }));
+    assert.equal(run.status, "needs_replanning", "the case file says so too");
+    assert.deepEqual(
+      ends.map((e) => [e.type, e.data]),
+      [["run_needs_replanning", { error: r.error!, checkpoint: `${r.runId}:0` }]],
+      "one run_needs_replanning event, no run_failed",
+    );
+    assert.equal(r.error!.message, `executor "pay" failed: the supplier's bank account changed`);
+  });
+});
+
+describe("engine failures: step records the store refuses", () => {
+  it("a provider's usage that is not JSON leaves the run failed on the record, saying what the store refused and that the step records could not be stored", async () => {
+    const odd: ModelProvider = { name: "odd", complete: async () => ({ text: "not a proposal", usage: { inputTokens: NaN } as never }) };
+    const wf = defineWorkflow({
+      name: "ask",
+      version: 1,
+      state: {},
+      start: "propose",
+      edges: [],
+      executors: {
+        propose: agent({
+          proposal: z.object({ action: z.string(), reason: z.string(), facts: z.array(z.string()) }),
+          model: { model: "m" },
+          context: () => [{ role: "user", content: "pay?" }],
+        }),
+      },
+    });
+    const r = await engine(wf, { provider: odd })((e) => e.run());
+    assert.equal(r.status, "failed", "the run ended failed");
+    // The proposal is not JSON, so the step escalates rather than fails; the superstep's batch is
+    // refused for the call record's usage, and then so are the failed superstep's step records.
+    const row = `agentCalls row ${r.runId}:1:propose`;
+    assert.deepEqual(
+      r.error,
+      {
+        code: "INVALID_BATCH",
+        message:
+          `commit refused: ${row}.usage.inputTokens: NaN is not a JSON number ` +
+          `(the superstep's step records could not be stored: commit refused: ${row}~attempt-1.usage.inputTokens: NaN is not a JSON number)`,
+      },
+      "the error says what the store refused, and why the step records are missing",
+    );
+    const { run, steps, calls, failed } = await onDisk((s) => ({
+      run: s.getRun(r.runId)!,
+      steps: s.listSteps(r.runId),
+      calls: s.listAgentCalls(r.runId),
+      failed: s.listEvents({ runId: r.runId }).filter((e) => e.type === "run_failed"),
+    }));
+    assert.deepEqual([run.status, run.error], ["failed", r.error], "the case file says the run failed, and why");
+    assert.deepEqual([steps, calls], [[], []], "the refused records are not there");
+    assert.deepEqual(
+      failed.map((e) => e.data),
+      [{ error: r.error!, checkpoint: `${r.runId}:0` }],
+      "the run_failed event carries the error that says so",
+    );
+  });
+});

@@ -1,0 +1,155 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { z } from "zod";
+import { openCaseFile, type SqlJsStore } from "../../../src/casefile/index";
+import { RunControl } from "../../../src/engine/control";
+import { Engine } from "../../../src/engine/engine";
+import { isCasefileError } from "../../../src/engine/errors";
+import { code, edge, request } from "../../../src/engine/executors";
+import { defineWorkflow } from "../../../src/engine/workflow";
+
+/**
+ * How a new run starts on the record (mutation testing of engine.ts's run(), issue 18), on a case
+ * file on disk reopened: its run_started event, the input delivered to the start executor as
+ * from "input", and an input its schema turns into something that is not JSON, refused in words.
+ */
+
+let dir: string;
+let file: string;
+beforeEach(() => {
+  dir = mkdtempSync(path.join(os.tmpdir(), "casefile-enginestart-"));
+  file = path.join(dir, "case.casefile");
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+async function onDisk<T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> {
+  const store = await openCaseFile(file);
+  try {
+    return await go(store);
+  } finally {
+    store.close();
+  }
+}
+
+describe("engine start: a new run on the record", () => {
+  it('records run_started with the workflow, version and input, and hands the input to start from "input"', async () => {
+    const seen: unknown[] = [];
+    const wf = defineWorkflow({
+      name: "start",
+      version: 3,
+      state: {},
+      input: z.object({ id: z.string() }),
+      start: "first",
+      executors: { first: code({ run: (ctx) => void seen.push([ctx.from, ctx.message]) }) },
+      edges: [],
+    });
+    const r = await onDisk((s) => new Engine(wf, s).run({ id: "INV-1" }));
+    const { started, cp0 } = await onDisk((s) => ({
+      started: s.listEvents({ runId: r.runId }).filter((e) => e.type === "run_started"),
+      cp0: s.getCheckpoint(`${r.runId}:0`)!,
+    }));
+    assert.deepEqual(
+      started.map((e) => [e.superstep, e.data]),
+      [[0, { workflow: "start", version: 3, input: { id: "INV-1" } }]],
+      "one run_started at superstep 0",
+    );
+    assert.deepEqual(
+      cp0.pending,
+      [{ to: "first", from: "input", payload: { id: "INV-1" }, kind: "input" }],
+      "checkpoint 0 holds the input",
+    );
+    assert.deepEqual(seen, [["input", { id: "INV-1" }]], 'the start executor gets the input, from "input"');
+  });
+
+  it("an input its schema turns into something that is not JSON is refused as the input's doing", async () => {
+    const wf = defineWorkflow({
+      name: "dated",
+      version: 1,
+      state: {},
+      input: z.string().transform((s) => new Date(s)),
+      start: "first",
+      executors: { first: code({ run: () => undefined }) },
+      edges: [],
+    });
+    await assert.rejects(
+      onDisk((s) => new Engine(wf, s).run("2026-01-01")),
+      (e: unknown) => {
+        assert.ok(isCasefileError(e), `a typed error, not ${String(e)}`);
+        assert.equal(e.message, 'executor "input" wrote a Date object at "input": state holds JSON data only');
+        return true;
+      },
+    );
+    assert.deepEqual(await onDisk((s) => s.listRuns()), [], "no run was started");
+  });
+
+  it("an answer its schema turns into something that is not JSON is refused as the person's, and the run still waits (it was left running, unanswerable)", async () => {
+    const wf = defineWorkflow({
+      name: "when",
+      version: 1,
+      state: {},
+      start: "ask",
+      executors: {
+        ask: request({ prompt: () => ({ title: "When?" }), answer: z.string().transform((s) => new Date(s)), onAnswer: () => undefined }),
+      },
+      edges: [],
+    });
+    const r = await onDisk((s) => new Engine(wf, s).run());
+    await assert.rejects(
+      onDisk((s) => new Engine(wf, s).respond(`${r.runId}:1:ask`, "2026-01-01")),
+      (e: unknown) => {
+        assert.ok(isCasefileError(e), `a typed error, not ${String(e)}`);
+        assert.equal(e.message, 'executor "person" wrote a Date object at "answer": state holds JSON data only');
+        return true;
+      },
+    );
+    assert.equal(await onDisk((s) => s.getRun(r.runId)!.status), "waiting", "the run still waits for an answer");
+  });
+});
+
+describe("engine start: answering one of several requests", () => {
+  const asks = (control?: RunControl) =>
+    defineWorkflow({
+      name: "two",
+      version: 1,
+      state: {},
+      start: "start",
+      executors: {
+        start: code({ run: () => "go" }),
+        ask: request({ prompt: () => ({ title: "Pay?" }), onAnswer: () => undefined }),
+        audit: request({ prompt: () => ({ title: "Audit?" }), onAnswer: () => undefined }),
+        work: code({ run: () => (control?.stopAfterSuperstep(), "more") }),
+        more: code({ run: () => undefined }),
+      },
+      edges: [edge("start", ["ask", "audit", "work"]), edge("work", "more")],
+    });
+
+  it("the request answered leaves the waiting list; the other one stays", async () => {
+    const r = await onDisk((s) => new Engine(asks(), s).run());
+    assert.equal(r.status, "waiting", "two requests wait");
+    await onDisk((s) => new Engine(asks(), s).respond(`${r.runId}:2:ask`, { decision: "approve" }, { recordOnly: true }));
+    const waiting = await onDisk((s) => s.latestCheckpoint(r.runId)!.waiting.map((w) => w.id));
+    assert.deepEqual(waiting, [`${r.runId}:2:audit`], "audit still waits");
+  });
+
+  it("answering a branch leaves a stopped run that holds the same request stopped, not superseded", async () => {
+    const control = new RunControl();
+    const stopped = await onDisk((s) => new Engine(asks(control), s, { control }).run());
+    assert.equal(stopped.status, "stopped", "stopped with the requests open");
+    const branch = await onDisk((s) => new Engine(asks(), s).resume(stopped.checkpointId, { branch: true }));
+    assert.equal(branch.status, "waiting", "the branch waits on the requests it inherited");
+    await onDisk((s) => new Engine(asks(), s).respond(`${stopped.runId}:2:ask`, { decision: "approve" }));
+    const parent = await onDisk((s) => s.getRun(stopped.runId)!);
+    assert.deepEqual([parent.status, parent.supersededBy], ["stopped", undefined], "only waiting runs are superseded");
+  });
+
+  it("answered through a newer version's branch, a run that waited on it and on another request is superseded", async () => {
+    const r = await onDisk((s) => new Engine(asks(), s).run());
+    const v2 = defineWorkflow({ ...asks(), version: 2, migrations: { 2: (st) => st } });
+    const answered = await onDisk((s) => new Engine(v2, s).respond(`${r.runId}:2:ask`, { decision: "approve" }));
+    assert.notEqual(answered.runId, r.runId, "the answer went to a v2 branch");
+    const old = await onDisk((s) => s.getRun(r.runId)!);
+    assert.deepEqual([old.status, old.supersededBy], ["superseded", answered.runId], "the v1 run no longer waits");
+  });
+});
