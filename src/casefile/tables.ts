@@ -204,14 +204,19 @@ export class SqlTables {
     try {
       rows = this.query(sql, [cached.lastRowid]);
     } catch (e) {
-      throw this.summaryRefused(cached.lastRowid, e); // json_extract refuses data that is not JSON
+      throw this.summaryRefused(cached.lastRowid, e as Error); // json_extract refuses data that is not JSON
     }
     if (rows.length === 0) return cached.list;
     const added: AgentCallSummary[] = [];
     for (const [, id, runId, superstep, hash, extracted] of rows) {
       const [executor, tokens] = JSON.parse(extracted as string) as [unknown, unknown];
       if (typeof executor !== "string" || executor === "" || (tokens !== null && typeof tokens !== "number")) {
-        throw this.summaryRefused(cached.lastRowid);
+        // The full read names a bad executor; the token count is not part of its record check.
+        const row = { run_id: String(runId), superstep: superstep as number, id: String(id) };
+        throw this.summaryRefused(
+          cached.lastRowid,
+          this.damaged("agentCalls", row, `its token count holds ${JSON.stringify(tokens)}, not a number`),
+        );
       }
       added.push(
         Object.freeze({ id: id as string, runId: runId as string, superstep: superstep as number, executor, hash: hash as string, tokens }),
@@ -222,14 +227,17 @@ export class SqlTables {
     return cached.list;
   }
 
-  /** What the full read of the rows says about the one that could not be summarised (CORRUPT_CASE_FILE naming it). */
-  private summaryRefused(afterRowid: number, cause?: unknown): Error {
+  /**
+   * What the full read of the rows says about the one that could not be summarised (CORRUPT_CASE_FILE
+   * naming it), or `otherwise` when the full read finds nothing wrong.
+   */
+  private summaryRefused(afterRowid: number, otherwise: Error): Error {
     try {
       this.records<AgentCallRecord>("agentCalls", "WHERE rowid > ? ORDER BY rowid", [afterRowid]);
     } catch (e) {
       return e as Error;
     }
-    return cause instanceof Error ? cause : new Error(`${this.file}: an agent call cannot be summarised`);
+    return otherwise;
   }
 
   getAgentCall(id: string): AgentCallRecord | undefined {
