@@ -119,7 +119,6 @@ const REFUSED: [string, () => unknown, string][] = [
     () => ({ values: [{ run: "r1", key: "k", version: 1, value: { doc: circular } }] }),
     'values row ["r1","k",1].value.doc.self: circular reference',
   ],
-  // eslint-disable-next-line no-sparse-arrays
   [
     "a hole in an array",
     () => ({ runs: [run("r1", { outputs: [1, , 3] as never })] }),
