@@ -294,6 +294,7 @@ export class SqlTables {
 
   private statement(sql: string): Statement {
     let stmt = this.statements.get(sql);
+    // Stryker disable next-line ConditionalExpression: a statement prepared again answers the same, only slower (sql.js frees every statement of a database on close)
     if (!stmt) {
       stmt = this.db.prepare(sql);
       this.statements.set(sql, stmt);

@@ -207,3 +207,28 @@ describe("agent call summaries of a tampered call", () => {
     });
   });
 });
+
+describe("the details of a refused damaged row", () => {
+  it("name the file, the table, the row and the problem, for a host that shows them beside the message", async () => {
+    await tamper("UPDATE steps SET superstep = 7 WHERE id = 's1'");
+    await reopened((store) =>
+      assert.throws(
+        () => store.listSteps("r1"),
+        (e: Error & { details?: unknown }) => {
+          assert.deepEqual(
+            e.details,
+            {
+              file,
+              table: "steps",
+              row: { run_id: "r1", superstep: 7, id: "s1" },
+              problem: "column superstep holds 7, but its record says 1",
+            },
+            "the error's details",
+          );
+          return true;
+        },
+        "the damaged step is refused",
+      ),
+    );
+  });
+});
