@@ -232,3 +232,20 @@ describe("the details of a refused damaged row", () => {
     );
   });
 });
+
+describe("a first column or a missing field that disagrees with its record", () => {
+  it("names a renamed run by the id it holds, and a record without the seq its column holds as NULL", async () => {
+    await tamper(
+      "UPDATE runs SET id = 'rX' WHERE id = 'r2'",
+      `INSERT INTO events (seq, run_id, superstep, type, data) VALUES (5, 'r1', 0, 'output', '{"runId":"r1","superstep":0,"type":"output","at":"t","data":null}')`,
+    );
+    await reopened((store) => {
+      refused(() => store.getRun("rX"), 'runs row id="rX": column id holds "rX", but its record says "r2"', "a run renamed in its column");
+      refused(
+        () => store.listEvents(),
+        'events row run_id="r1" superstep=0 seq=5: column seq holds 5, but its record says NULL',
+        "an event without seq",
+      );
+    });
+  });
+});
