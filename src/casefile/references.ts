@@ -17,6 +17,13 @@ interface ReferenceCheck {
   problem: (missing: SqlParam[]) => string;
 }
 
+/**
+ * The ids `table` holds, for `x NOT IN (...)`: without the NULLs a hand-inserted row may hold (its
+ * TEXT primary key allows one), since one NULL in the list makes every NOT IN unknown and would
+ * hide each dangling reference to the table.
+ */
+const ids = (table: string): string => `(SELECT id FROM ${table} WHERE id IS NOT NULL)`;
+
 const RUN_ROWS: [string, string[], string][] = [
   ["checkpoints", ["run_id", "superstep", "id"], "run_id"],
   ["state_values", ["run", "key", "version"], "run"],
@@ -32,19 +39,19 @@ const CHECKS: ReferenceCheck[] = [
   ...RUN_ROWS.map(([table, identity, runColumn]): ReferenceCheck => ({
     table,
     identity,
-    sql: `SELECT ${identity.join(", ")}, ${runColumn} FROM ${table} WHERE ${runColumn} NOT IN (SELECT id FROM runs) ORDER BY rowid`,
+    sql: `SELECT ${identity.join(", ")}, ${runColumn} FROM ${table} WHERE ${runColumn} NOT IN ${ids("runs")} ORDER BY rowid`,
     problem: ([run]) => `its run ${String(run)} is not stored`,
   })),
   {
     table: "runs",
     identity: ["id"],
-    sql: "SELECT id, parent_run_id FROM runs WHERE parent_run_id IS NOT NULL AND parent_run_id NOT IN (SELECT id FROM runs) ORDER BY rowid",
+    sql: `SELECT id, parent_run_id FROM runs WHERE parent_run_id IS NOT NULL AND parent_run_id NOT IN ${ids("runs")} ORDER BY rowid`,
     problem: ([parent]) => `its parent run ${String(parent)} is not stored`,
   },
   {
     table: "checkpoints",
     identity: ["run_id", "superstep", "id"],
-    sql: "SELECT run_id, superstep, id, parent_id FROM checkpoints WHERE parent_id IS NOT NULL AND parent_id NOT IN (SELECT id FROM checkpoints) ORDER BY rowid",
+    sql: `SELECT run_id, superstep, id, parent_id FROM checkpoints WHERE parent_id IS NOT NULL AND parent_id NOT IN ${ids("checkpoints")} ORDER BY rowid`,
     problem: ([parent]) => `its parent checkpoint ${String(parent)} is not stored`,
   },
   {
@@ -61,7 +68,7 @@ const CHECKS: ReferenceCheck[] = [
   {
     table: "verdicts",
     identity: ["run_id", "superstep", "id"],
-    sql: "SELECT run_id, superstep, id, agent_call_id FROM verdicts WHERE agent_call_id IS NOT NULL AND agent_call_id NOT IN (SELECT id FROM agent_calls) ORDER BY rowid",
+    sql: `SELECT run_id, superstep, id, agent_call_id FROM verdicts WHERE agent_call_id IS NOT NULL AND agent_call_id NOT IN ${ids("agent_calls")} ORDER BY rowid`,
     problem: ([call]) => `its agent call ${String(call)} is not stored`,
   },
   {
@@ -69,7 +76,7 @@ const CHECKS: ReferenceCheck[] = [
     identity: ["run_id", "superstep", "seq"],
     sql:
       "SELECT run_id, superstep, seq, json_extract(data, '$.data.id') FROM events WHERE type = 'intent' AND json_valid(data) " +
-      "AND json_extract(data, '$.data.id') NOT IN (SELECT id FROM intents) ORDER BY seq",
+      `AND json_extract(data, '$.data.id') NOT IN ${ids("intents")} ORDER BY seq`,
     problem: ([intent]) => `it records intent ${String(intent)}, which is not stored`,
   },
 ];
