@@ -3,12 +3,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { openCaseFile, type SqlJsStore } from "../../../src/casefile/index";
-import { Engine, type EngineOptions, type RunResult } from "../../../src/engine/engine";
+import { type SqlJsStore } from "../../../src/casefile/index";
+import { type EngineOptions } from "../../../src/engine/engine";
 import { CasefileError } from "../../../src/engine/errors";
 import { agent, code, edge } from "../../../src/engine/executors";
 import type { ModelProvider } from "../../../src/engine/model";
 import { defineWorkflow, type Workflow } from "../../../src/engine/workflow";
+import { engineOn, withCaseFile } from "./helpers/caseFileOnDisk";
 
 /**
  * What a failed superstep leaves on the record (mutation testing of engine.ts's fail(), issue
@@ -25,18 +26,8 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-async function onDisk<T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> {
-  const store = await openCaseFile(file);
-  try {
-    return await go(store);
-  } finally {
-    store.close();
-  }
-}
-const engine =
-  (wf: Workflow, options: EngineOptions = {}) =>
-  (go: (e: Engine) => Promise<RunResult>) =>
-    onDisk((store) => go(new Engine(wf, store, options)));
+const onDisk = <T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> => withCaseFile(file, go);
+const engine = (wf: Workflow, options: EngineOptions = {}) => engineOn(file, wf, options);
 
 describe("engine failures: the step at fault", () => {
   it("a step whose payload is not JSON is recorded failed, its sibling ok, and only it has a step_failed event", async () => {

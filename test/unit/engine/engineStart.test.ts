@@ -3,12 +3,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { openCaseFile, type SqlJsStore } from "../../../src/casefile/index";
+import { type SqlJsStore } from "../../../src/casefile/index";
 import { RunControl } from "../../../src/engine/control";
 import { Engine } from "../../../src/engine/engine";
 import { isCasefileError } from "../../../src/engine/errors";
 import { code, edge, request } from "../../../src/engine/executors";
 import { defineWorkflow } from "../../../src/engine/workflow";
+import { withCaseFile } from "./helpers/caseFileOnDisk";
 
 /**
  * How a new run starts on the record (mutation testing of engine.ts's run(), issue 18), on a case
@@ -24,14 +25,7 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-async function onDisk<T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> {
-  const store = await openCaseFile(file);
-  try {
-    return await go(store);
-  } finally {
-    store.close();
-  }
-}
+const onDisk = <T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> => withCaseFile(file, go);
 
 describe("engine start: a new run on the record", () => {
   it('records run_started with the workflow, version and input, and hands the input to start from "input"', async () => {

@@ -3,12 +3,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { openCaseFile, type SqlJsStore } from "../../../src/casefile/index";
+import { type SqlJsStore } from "../../../src/casefile/index";
 import { RunControl } from "../../../src/engine/control";
 import { Engine } from "../../../src/engine/engine";
 import { code, edge, type ExecutorSpec } from "../../../src/engine/executors";
 import { planResume } from "../../../src/engine/resumePlan";
 import { defineWorkflow } from "../../../src/engine/workflow";
+import { withCaseFile } from "./helpers/caseFileOnDisk";
 
 /**
  * The words of a graph-change warning when several executors come and go, and the one rule of
@@ -23,14 +24,7 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-async function onDisk<T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> {
-  const store = await openCaseFile(file);
-  try {
-    return await go(store);
-  } finally {
-    store.close();
-  }
-}
+const onDisk = <T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> => withCaseFile(file, go);
 
 const idle = (): ExecutorSpec => code({ run: () => undefined });
 /** A workflow of `start` and the given extra executors, each reached from start by a condition that never holds. */

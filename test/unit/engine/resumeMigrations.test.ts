@@ -3,13 +3,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { openCaseFile, type SqlJsStore } from "../../../src/casefile/index";
+import { type SqlJsStore } from "../../../src/casefile/index";
 import { RunControl } from "../../../src/engine/control";
-import { Engine, type EngineOptions, type RunResult } from "../../../src/engine/engine";
-import { isCasefileError, type CasefileError } from "../../../src/engine/errors";
+import { type EngineOptions, type RunResult } from "../../../src/engine/engine";
 import { code, edge } from "../../../src/engine/executors";
 import type { Json } from "../../../src/engine/records";
 import { defineWorkflow, type Workflow, type WorkflowSpec } from "../../../src/engine/workflow";
+import { engineOn, refusal, withCaseFile } from "./helpers/caseFileOnDisk";
 
 /**
  * Migrating a checkpoint to a newer workflow version on resume, on a case file on disk reopened
@@ -26,28 +26,8 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-async function onDisk<T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> {
-  const store = await openCaseFile(file);
-  try {
-    return await go(store);
-  } finally {
-    store.close();
-  }
-}
-const engine =
-  (wf: Workflow, options: EngineOptions = {}) =>
-  (go: (e: Engine) => Promise<RunResult>) =>
-    onDisk((store) => go(new Engine(wf, store, options)));
-
-async function refusal(p: Promise<unknown>, what: string): Promise<CasefileError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(isCasefileError(e), `${what}: refused with a typed error, not ${String(e)}`);
-    return e;
-  }
-  assert.fail(`${what}: was not refused`);
-}
+const onDisk = <T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> => withCaseFile(file, go);
+const engine = (wf: Workflow, options: EngineOptions = {}) => engineOn(file, wf, options);
 
 /** v1: `start` writes a = 1 and b = "x", then sends `payload` to `next`, which stops the run before it runs. */
 function v1(payload: Json = "to next"): Workflow {

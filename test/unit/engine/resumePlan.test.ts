@@ -3,12 +3,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { openCaseFile, type SqlJsStore } from "../../../src/casefile/index";
+import { type SqlJsStore } from "../../../src/casefile/index";
 import { RunControl } from "../../../src/engine/control";
-import { Engine, type EngineOptions, type RunResult } from "../../../src/engine/engine";
+import { type EngineOptions, type RunResult } from "../../../src/engine/engine";
 import { code, edge } from "../../../src/engine/executors";
 import type { RunStatus } from "../../../src/engine/records";
 import { defineWorkflow, type Workflow, type WorkflowSpec } from "../../../src/engine/workflow";
+import { engineOn, withCaseFile } from "./helpers/caseFileOnDisk";
 
 /**
  * Which run a resume continues, and what a branch records, on a case file on disk reopened for
@@ -25,18 +26,8 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-async function onDisk<T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> {
-  const store = await openCaseFile(file);
-  try {
-    return await go(store);
-  } finally {
-    store.close();
-  }
-}
-const engine =
-  (wf: Workflow, options: EngineOptions = {}) =>
-  (go: (e: Engine) => Promise<RunResult>) =>
-    onDisk((store) => go(new Engine(wf, store, options)));
+const onDisk = <T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> => withCaseFile(file, go);
+const engine = (wf: Workflow, options: EngineOptions = {}) => engineOn(file, wf, options);
 
 /** `tick` counts n up to 3, yielding each n; it stops the run after superstep `stopAt` when given a control. */
 function counter(over: Partial<WorkflowSpec> = {}, stop?: { control: RunControl; at: number }): Workflow {

@@ -3,11 +3,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { openCaseFile, type SqlJsStore } from "../../../src/casefile/index";
+import { type SqlJsStore } from "../../../src/casefile/index";
 import { Engine, type RunResult } from "../../../src/engine/engine";
 import { code, edge, fact, loader, request, type ExecutorSpec, type LoaderContext } from "../../../src/engine/executors";
 import type { Json } from "../../../src/engine/records";
 import { defineWorkflow, type WorkflowSpec } from "../../../src/engine/workflow";
+import { withCaseFile } from "./helpers/caseFileOnDisk";
 
 /**
  * One executor run for one message, as its author and the case file see it (mutation testing of
@@ -23,14 +24,7 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-async function onDisk<T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> {
-  const store = await openCaseFile(file);
-  try {
-    return await go(store);
-  } finally {
-    store.close();
-  }
-}
+const onDisk = <T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> => withCaseFile(file, go);
 
 /** A clock that moves one second per reading, so that every time recorded says which came first. */
 function ticking(): () => Date {

@@ -3,10 +3,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { openCaseFile, type SqlJsStore } from "../../../src/casefile/index";
-import { Engine, type RunResult } from "../../../src/engine/engine";
+import { type SqlJsStore } from "../../../src/casefile/index";
+import { type RunResult } from "../../../src/engine/engine";
 import { code, edge, request } from "../../../src/engine/executors";
 import { defineWorkflow, type Workflow, type WorkflowSpec } from "../../../src/engine/workflow";
+import { engineOn, withCaseFile } from "./helpers/caseFileOnDisk";
 
 /**
  * Versions keep their promises, on a case file on disk reopened for every step: a request is
@@ -23,15 +24,8 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-async function onDisk<T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> {
-  const store = await openCaseFile(file);
-  try {
-    return await go(store);
-  } finally {
-    store.close();
-  }
-}
-const engine = (wf: Workflow) => (go: (e: Engine) => Promise<RunResult>) => onDisk((store) => go(new Engine(wf, store)));
+const onDisk = <T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> => withCaseFile(file, go);
+const engine = (wf: Workflow) => engineOn(file, wf);
 
 describe("versions: a request is answered once", () => {
   const approval = (overrides: Partial<WorkflowSpec> = {}): Workflow =>
