@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { SqlJsStore } from "../../../src/casefile";
-import { loadSqlJs } from "../../../src/casefile/sqlite";
+import { tamperFile } from "./helpers/tamper";
 import { agentCall, checkpoint, event, fact, intent, ref, run, step, verdict } from "./builders";
 
 /**
@@ -16,16 +16,7 @@ import { agentCall, checkpoint, event, fact, intent, ref, run, step, verdict } f
 let dir: string;
 let file: string;
 
-async function tamper(...statements: string[]): Promise<void> {
-  const SQL = await loadSqlJs();
-  const db = new SQL.Database(readFileSync(file));
-  try {
-    for (const s of statements) db.run(s);
-    writeFileSync(file, db.export());
-  } finally {
-    db.close();
-  }
-}
+const tamper = (...statements: string[]): Promise<void> => tamperFile(file, ...statements);
 
 async function damaged(): Promise<{ table: string; row: Record<string, string | number>; problem: string }[]> {
   const store = await SqlJsStore.open(file, { readOnly: true });

@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { MIGRATIONS, SCHEMA_VERSION, SqlJsStore } from "../../../src/casefile";
 import { createSchema, migrate, readMeta } from "../../../src/casefile/schema";
 import { loadSqlJs } from "../../../src/casefile/sqlite";
+import { tamperFile } from "./helpers/tamper";
 import { run } from "./builders";
 
 /**
@@ -33,16 +34,7 @@ async function indexesOnDisk(file: string): Promise<string[]> {
   }
 }
 
-async function edit(file: string, ...statements: string[]): Promise<void> {
-  const SQL = await loadSqlJs();
-  const db = new SQL.Database(readFileSync(file));
-  try {
-    for (const s of statements) db.run(s);
-    writeFileSync(file, db.export());
-  } finally {
-    db.close();
-  }
-}
+const edit = tamperFile;
 
 describe("a case file's layout on disk", () => {
   it("has every index when new, and an older file without the later ones gets them once a writer writes it out", async () => {

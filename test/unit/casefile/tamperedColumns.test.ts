@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { SqlJsStore } from "../../../src/casefile";
-import { loadSqlJs } from "../../../src/casefile/sqlite";
+import { tamperFile } from "./helpers/tamper";
 import { agentCall, checkpoint, run, step } from "./builders";
 
 /**
@@ -17,17 +17,7 @@ import { agentCall, checkpoint, run, step } from "./builders";
 let dir: string;
 let file: string;
 
-/** The case file's database opened with sql.js, `statements` run on it, and written back in place. */
-async function tamper(...statements: string[]): Promise<void> {
-  const SQL = await loadSqlJs();
-  const db = new SQL.Database(readFileSync(file));
-  try {
-    for (const s of statements) db.run(s);
-    writeFileSync(file, db.export());
-  } finally {
-    db.close();
-  }
-}
+const tamper = (...statements: string[]): Promise<void> => tamperFile(file, ...statements);
 
 /** Reopens the tampered file read-only and hands the store to `body`. */
 async function reopened<T>(body: (store: SqlJsStore) => T): Promise<T> {
