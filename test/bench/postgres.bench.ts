@@ -351,6 +351,25 @@ async function scalingRuns(c: PgCluster, cases: number, latencyMs: number, start
   return out;
 }
 
+/**
+ * What N workers can reach at most on this machine, from the one-worker run: a case keeps
+ * `busy` cores busy (CPU of the worker after its start-up, Postgres and the ERP stand-in per case,
+ * over the wall time per case), so N workers cannot pass min(N, cpus / busy) times one worker's
+ * rate. A case that never waits (the model answering at once) keeps about one core busy, which caps
+ * 4 workers on 2 cores near 2x whatever the store does.
+ */
+function ceilingLine(s: Scaling, cpus: number, cases: number, startS: number): string {
+  const t = s.cpu[1]!;
+  const cpuPerCase = (t.workers - startS + t.postgres + t.erp) / cases;
+  const wallPerCase = 1 / s.rates[1]!;
+  const busy = cpuPerCase / wallPerCase;
+  const most = (n: number): string => Math.min(n, cpus / busy).toFixed(2);
+  return (
+    `  ceiling on ${cpus} cores: one worker's case keeps ${busy.toFixed(2)} cores busy (${(cpuPerCase * 1000).toFixed(1)} ms CPU in ` +
+    `${(wallPerCase * 1000).toFixed(1)} ms), so at most 2/1 ${most(2)}x, 4/1 ${most(4)}x`
+  );
+}
+
 function scalingLine(title: string, s: Scaling, target: string): string {
   const r = s.rates;
   return (
@@ -383,9 +402,11 @@ async function main(): Promise<void> {
     const load = os.loadavg().map((x) => x.toFixed(1));
     console.log(`\nPostgres store, ${cpus} CPUs, load average ${load.join(" ")}; ${cases} supplier cases, ${supersteps} supersteps`);
     console.log(scalingLine("cases/s, model answering at once", immediate, " (target >= 3x)"));
+    console.log(ceilingLine(immediate, cpus, cases, startS));
     console.log(`a worker's start-up (start and exit on an empty queue): ${startS.toFixed(2)} CPU s`);
     for (const w of [1, 2, 4]) console.log(`  ${w} worker(s): ${cpuLine(immediate.cpu[w]!, cpus, cases, w, startS)}`);
     console.log(scalingLine(`cases/s, model answering after ${latencyMs} ms a call (scripted latencyMs)`, hosted, ""));
+    console.log(ceilingLine(hosted, cpus, cases, startS));
     for (const w of [1, 2, 4]) console.log(`  ${w} worker(s): ${cpuLine(hosted.cpu[w]!, cpus, cases, w, startS)}`);
     console.log(
       `durable commit per superstep: ours ${ours.msPerSuperstep.toFixed(3)} ms; one-row INSERT commit ${floorMs.toFixed(3)} ms (ours/floor ${(ours.msPerSuperstep / floorMs).toFixed(2)}x)`,

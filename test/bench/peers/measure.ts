@@ -3,8 +3,11 @@
  * the row every scenario returns. Rows are plain data so that the report can print them and
  * write them to JSON unchanged.
  */
+import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 
 /** One line of the printed table: a measure, ours beside theirs, and the target it is held to. */
 export interface Row {
@@ -42,6 +45,18 @@ export function cpuMsSince(start: NodeJS.CpuUsage): number {
   return (d.user + d.system) / 1000;
 }
 
+setFlagsFromString("--expose-gc");
+const gc = runInNewContext("gc") as () => void;
+
+/**
+ * A full collection, before a sample that compares ours with theirs: each sample then starts as
+ * in a fresh process, with no garbage of the samples before it (a previous copy of the file, the
+ * other side's objects) to be collected inside its timed part.
+ */
+export function collectGarbage(): void {
+  gc();
+}
+
 export function median(xs: readonly number[]): number {
   if (xs.length === 0) return NaN;
   const s = [...xs].sort((a, b) => a - b);
@@ -62,11 +77,25 @@ export function bytesOnDisk(file: string): number {
 }
 
 /** Copies a database with whichever side files it has (journal, WAL), as a fresh case to open. */
+/**
+ * Copies `from` and its side files to `to`, then waits for the disk to settle: a timed part that
+ * follows starts, as with a file written long before, with nothing of the copy or of the files the
+ * samples before it removed or replaced still to be written out or discarded. (This disk is mounted
+ * with `discard`: blocks freed by a removal or a compaction's rename are trimmed in the next
+ * journal commit, and the first fsync inside a timed part paid for them, 1-4 ms at random.)
+ */
 export function copyWithSideFiles(from: string, to: string): void {
   for (const suffix of SIDE_FILES) {
     if (existsSync(to + suffix)) rmSync(to + suffix);
     if (existsSync(from + suffix)) copyFileSync(from + suffix, to + suffix);
   }
+  settleDisk();
+}
+
+/** sync(1) twice: the second waits for the journal commit (and its discards) the first started. */
+export function settleDisk(): void {
+  execFileSync("sync");
+  execFileSync("sync");
 }
 
 export function removeWithSideFiles(file: string): void {

@@ -20,7 +20,7 @@ import { RunControl } from "../../../src/engine/control";
 import { Engine } from "../../../src/engine/engine";
 import type { CommitBatch } from "../../../src/engine/store";
 import { tickGraph, tickWorkflow } from "./graphs";
-import { bytesOnDisk, copyWithSideFiles, cpuMsSince, median, msSince, now, removeWithSideFiles } from "./measure";
+import { bytesOnDisk, collectGarbage, copyWithSideFiles, cpuMsSince, median, msSince, now, removeWithSideFiles } from "./measure";
 import type { Log, Row } from "./measure";
 import { sqliteSaver } from "./overhead";
 
@@ -120,6 +120,7 @@ async function resumeOurs(
   id: string,
 ): Promise<{ resumeMs: number; openMs: number; firstCommitMs: number; cpuMs: number }> {
   copyWithSideFiles(built, work);
+  collectGarbage();
   const opening = now();
   const store = await SqlJsStore.open(work);
   const openMs = msSince(opening);
@@ -157,6 +158,7 @@ async function resumeOurs(
 
 async function resumeTheirs(built: string, work: string, id: string, n: number): Promise<{ resumeMs: number; openMs: number }> {
   copyWithSideFiles(built, work);
+  collectGarbage();
   const opening = now();
   const saver = sqliteSaver(work, false);
   const openMs = msSince(opening);
@@ -198,7 +200,8 @@ export async function resume(o: ResumeOptions): Promise<Row[]> {
   const firstCommits = new Map<Point, number[]>(POINTS.map((p) => [p, []]));
   const cpus = new Map<Point, number[]>(POINTS.map((p) => [p, []]));
   for (let rep = 0; rep < o.reps; rep++) {
-    for (const p of POINTS) {
+    // Each rep starts at another point, so that no point always follows the same one.
+    for (const p of [...POINTS.slice(rep % POINTS.length), ...POINTS.slice(0, rep % POINTS.length)]) {
       const a = await resumeOurs(oursFile, work("casefile"), ourIds[p]);
       const b = await resumeTheirs(theirsFile, work("sqlite"), their.ids[p], their.n[p]);
       samples.ours.get(p)!.push(a.resumeMs);

@@ -39,7 +39,7 @@ export const FULL: Sizes = {
   growthFactsBytes: 100 * 1024,
   growthOursMaxBytes: 5 * MB,
   resumeCheckpoints: 10_000,
-  resumeReps: 9,
+  resumeReps: 31,
   resumeOursMaxRatio: 2,
   openDbBytes: 100 * MB,
   openBigValueBytes: 1 * MB,
