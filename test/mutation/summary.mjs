@@ -1,6 +1,13 @@
 /**
- * `node test/mutation/summary.mjs [report.json | mutants.jsonl]...`: the mutation score per file
- * and overall, with each survivor (line, mutator, replacement) and how many mutants did not count.
+ * `node test/mutation/summary.mjs [--write] [report.json | mutants.jsonl]...`: the mutation score
+ * per file and overall, with each survivor (line, mutator, replacement, the code it replaced) and
+ * how many mutants did not count, and the files of src/engine and src/casefile no report holds.
+ *
+ * A survivor judged equivalent (no test can tell it from the code) is explained in
+ * test/mutation/explained.json: an entry names the file, the mutator, the replacement and the
+ * code replaced (so it still matches when lines move) and says why. Each survivor is printed with
+ * its explanation or as UNEXPLAINED; an explanation that matches no survivor is printed as stale.
+ * `--write` also writes the same text to test/mutation/report.md.
  *
  * Without arguments it reads every committed incremental report (test/mutation/incremental/*.json,
  * one per target list of `npm run test:mutation`); where two hold the same source file, the one
@@ -11,19 +18,42 @@
  * and uncovered ones count against it). CompileError (refused by the TypeScript checker: a mutant
  * that could not be written in this code), RuntimeError and Ignored do not count.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 const DIR = "test/mutation/incremental";
-const args = process.argv.slice(2);
+const write = process.argv.includes("--write");
+const args = process.argv.slice(2).filter((a) => a !== "--write");
+/** When a report was committed (seconds; uncommitted: now): of two reports of one file, the later wins. */
+function committedAt(file) {
+  try {
+    const out = execFileSync("git", ["log", "-1", "--format=%ct", "--", file], { encoding: "utf8" }).trim();
+    const uncommitted = execFileSync("git", ["status", "--porcelain", "--", file], { encoding: "utf8" }).trim();
+    return out && !uncommitted ? Number(out) : Date.now() / 1000;
+  } catch {
+    return 0;
+  }
+}
 const sources = args.length
   ? args
   : readdirSync(DIR)
       .filter((f) => f.endsWith(".json"))
       .map((f) => path.join(DIR, f))
-      .sort((a, b) => statSync(a).mtimeMs - statSync(b).mtimeMs);
+      .map((f) => ({ f, at: committedAt(f) }))
+      .sort((a, b) => a.at - b.at)
+      .map((x) => x.f);
 
-/** @type {Map<string, {line: number, mutator: string, replacement: string, status: string}[]>} */
+/** The code a mutant replaced, from the report's copy of the source. */
+function codeAt(source, loc) {
+  if (!source) return undefined;
+  const lines = source.split("\n");
+  const { start, end } = loc;
+  if (start.line === end.line) return lines[start.line - 1]?.slice(start.column - 1, end.column - 1);
+  return [lines[start.line - 1]?.slice(start.column - 1), ...lines.slice(start.line, end.line - 1), lines[end.line - 1]?.slice(0, end.column - 1)].join("\n");
+}
+
+/** @type {Map<string, {line: number, mutator: string, replacement: string, status: string, code?: string}[]>} */
 const byFile = new Map();
 for (const source of sources) {
   const text = readFileSync(source, "utf8");
@@ -35,10 +65,16 @@ for (const source of sources) {
       byFile.set(m.file, [...(byFile.get(m.file) ?? []), m]);
     continue;
   }
-  for (const [file, { mutants }] of Object.entries(JSON.parse(text).files))
+  for (const [file, { mutants, source: code }] of Object.entries(JSON.parse(text).files))
     byFile.set(
       file,
-      mutants.map((m) => ({ line: m.location.start.line, mutator: m.mutatorName, replacement: m.replacement, status: m.status })),
+      mutants.map((m) => ({
+        line: m.location.start.line,
+        mutator: m.mutatorName,
+        replacement: m.replacement,
+        status: m.status,
+        code: codeAt(code, m.location),
+      })),
     );
 }
 
@@ -57,13 +93,48 @@ const others = (o) =>
     .map(([k, v]) => `${v} ${k}`)
     .join(", ") || "none";
 
+/** @type {{file: string, mutator: string, replacement: string, code: string, why: string}[]} */
+const explained = JSON.parse(readFileSync("test/mutation/explained.json", "utf8"));
+const used = new Set();
+function explanation(file, m) {
+  const i = explained.findIndex(
+    (e) => e.file === file && e.mutator === m.mutator && e.replacement === m.replacement && (m.code === undefined || e.code === m.code),
+  );
+  if (i < 0) return undefined;
+  used.add(i);
+  return explained[i].why;
+}
+
+const out = [];
 const all = score([...byFile.values()].flat());
-console.log(
-  `${byFile.size} files; score ${pct(all)} (${all.detected} detected, ${all.undetected} undetected; not counted: ${others(all.other)})`,
-);
+let unexplained = 0;
+let survivors = 0;
+const body = [];
 for (const [f, list] of [...byFile].sort(([a], [b]) => a.localeCompare(b))) {
   const s = score(list);
-  console.log(`${f}: ${pct(s)} of ${s.detected + s.undetected} (${list.length} mutants; not counted: ${others(s.other)})`);
-  for (const m of list.filter((x) => UNDETECTED.has(x.status)).sort((a, b) => a.line - b.line))
-    console.log(`  ${m.status} line ${m.line} ${m.mutator}: ${JSON.stringify(m.replacement).slice(0, 100)}`);
+  body.push(`${f}: ${pct(s)} of ${s.detected + s.undetected} (${list.length} mutants; not counted: ${others(s.other)})`);
+  for (const m of list.filter((x) => UNDETECTED.has(x.status)).sort((a, b) => a.line - b.line)) {
+    survivors++;
+    const why = explanation(f, m);
+    if (!why) unexplained++;
+    const code = m.code === undefined ? "" : ` (was ${JSON.stringify(m.code).slice(0, 80)})`;
+    body.push(`  ${m.status} line ${m.line} ${m.mutator}: ${JSON.stringify(m.replacement).slice(0, 100)}${code}`);
+    body.push(why ? `    equivalent: ${why}` : "    UNEXPLAINED");
+  }
 }
+const expected = ["src/engine", "src/casefile"].flatMap((d) =>
+  readdirSync(d, { recursive: true })
+    .filter((f) => f.endsWith(".ts"))
+    .map((f) => path.join(d, f)),
+);
+const missing = expected.filter((f) => !byFile.has(f)).sort();
+out.push(
+  `${byFile.size} files; score ${pct(all)} (${all.detected} detected, ${all.undetected} undetected; not counted: ${others(all.other)})`,
+  `survivors: ${survivors}, explained as equivalent ${survivors - unexplained}, unexplained ${unexplained}`,
+  `files of src/engine and src/casefile in no report: ${missing.length ? missing.join(", ") : "none"}`,
+  ...body,
+);
+for (const [i, e] of explained.entries())
+  if (!used.has(i)) out.push(`stale explanation (no such survivor): ${e.file} ${e.mutator} ${JSON.stringify(e.replacement)} (was ${JSON.stringify(e.code)})`);
+console.log(out.join("\n"));
+if (write) writeFileSync("test/mutation/report.md", "# Mutation report (node test/mutation/summary.mjs --write)\n\n```\n" + out.join("\n") + "\n```\n");
