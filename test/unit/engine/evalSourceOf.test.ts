@@ -223,6 +223,17 @@ describe("eval source: what an agent step saw, read back from its case file", ()
     assert.deepEqual(Object.keys(inputs.state).sort(), ["claim", "decision", "terms"], "the keys it reads that were set");
     assert.deepEqual((inputs.state.terms as { value: unknown }).value, { limit: 500 }, "the extract made for the step");
     assert.deepEqual(inputs.state.decision, { round: 1, action: "pay" }, "the first round's decision");
+    // Reaches agentInputsAt's `reads ?? []` (evalSource.ts:94); its ArrayDeclaration mutant is equivalent (an unheld key is skipped).
+    const ownsOnly = agentInputsAt(store, runId, second.superstep, "propose", {
+      ...(propose as AgentSpec),
+      reads: undefined,
+      owns: ["decision"],
+    });
+    assert.deepEqual(
+      "state" in ownsOnly && ownsOnly.state,
+      { decision: { round: 1, action: "pay" } },
+      "a step that reads nothing: its own keys",
+    );
     // The first call's extract is made in its own superstep: the checkpoint before has none.
     const firstInputs = agentInputsAt(store, runId, first.superstep, "propose", propose as AgentSpec);
     assert.ok("state" in firstInputs, `inputs found: ${JSON.stringify(firstInputs)}`);
