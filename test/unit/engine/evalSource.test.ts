@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { isCasefileError } from "../../../src/engine/errors";
-import { agentSpecOf, commitStepAfter } from "../../../src/engine/evalSource";
+import { agentSpecOf, commitStateOf, commitStepAfter } from "../../../src/engine/evalSource";
 import { agent, code, commit, edge } from "../../../src/engine/executors";
 import { defineWorkflow } from "../../../src/engine/workflow";
 
@@ -48,5 +48,14 @@ describe("eval source: the step of an eval case in the workflow now", () => {
       () => commitStepAfter(wf, "draft", "eval case c2"),
       mismatch('eval case c2: agent step "draft" has no edge to a commit step in workflow "claims"'),
     );
+  });
+
+  // Reaches the `?? []` fallbacks of commitStateOf (evalSource.ts:67). Their ArrayDeclaration mutants (`["Stryker was here"]`)
+  // are equivalent: a listed key the state does not hold is skipped, so no test can tell them apart.
+  it("gives a commit step that reads nothing, or owns nothing, the keys it has and no others", () => {
+    const all = { claim: { amount: 120 }, decision: "pay", policy: "up to 500" };
+    assert.deepEqual(commitStateOf({ owns: ["decision"], rules: {}, apply: () => undefined }, all), { decision: "pay" }, "owns only");
+    assert.deepEqual(commitStateOf({ reads: ["claim"], rules: {}, apply: () => undefined }, all), { claim: { amount: 120 } }, "reads only");
+    assert.deepEqual(commitStateOf({ rules: {}, apply: () => undefined }, all), {}, "neither");
   });
 });

@@ -11,6 +11,7 @@ import { agent, commit, edge, extract, fact, loader, type AgentSpec } from "../.
 import { ScriptedProvider } from "../../../src/engine/providers/scripted";
 import type { AgentCallRecord, RuleRecord } from "../../../src/engine/records";
 import { defineWorkflow } from "../../../src/engine/workflow";
+import { agentCall, checkpoint, ref, run as runRecord } from "../casefile/builders";
 
 /**
  * What `casefile export-eval` and `casefile experiment` read back of an agent step from its case
@@ -222,6 +223,17 @@ describe("eval source: what an agent step saw, read back from its case file", ()
     assert.deepEqual(Object.keys(inputs.state).sort(), ["claim", "decision", "terms"], "the keys it reads that were set");
     assert.deepEqual((inputs.state.terms as { value: unknown }).value, { limit: 500 }, "the extract made for the step");
     assert.deepEqual(inputs.state.decision, { round: 1, action: "pay" }, "the first round's decision");
+    // Reaches agentInputsAt's `reads ?? []` (evalSource.ts:94); its ArrayDeclaration mutant is equivalent (an unheld key is skipped).
+    const ownsOnly = agentInputsAt(store, runId, second.superstep, "propose", {
+      ...(propose as AgentSpec),
+      reads: undefined,
+      owns: ["decision"],
+    });
+    assert.deepEqual(
+      "state" in ownsOnly && ownsOnly.state,
+      { decision: { round: 1, action: "pay" } },
+      "a step that reads nothing: its own keys",
+    );
     // The first call's extract is made in its own superstep: the checkpoint before has none.
     const firstInputs = agentInputsAt(store, runId, first.superstep, "propose", propose as AgentSpec);
     assert.ok("state" in firstInputs, `inputs found: ${JSON.stringify(firstInputs)}`);
@@ -240,5 +252,44 @@ describe("eval source: what an agent step saw, read back from its case file", ()
     assert.deepEqual(agentInputsAt(store, runId, 0, "propose", propose as AgentSpec), {
       missing: `no message to "propose" at a checkpoint of run ${runId} before superstep 0`,
     });
+  });
+});
+
+/**
+ * A claim fact reloaded while the step ran and again after it (a loader beside it, then the next
+ * round's), in a case file written record by record: the exported case must give the value the
+ * step's context was built from, the one at the checkpoint before its superstep.
+ */
+describe("eval source: a fact reloaded while or after the step ran", () => {
+  let dir: string;
+  let file: string;
+  let store: SqlJsStore;
+  const claimAt = (amount: number) => ({
+    value: { amount },
+    provenance: { source: "erp://claims/CLM-7", sourceVersion: `c${amount}`, readAt: "2026-01-01T00:00:00.000Z" },
+  });
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "casefile-s18d-reloaded-"));
+    file = path.join(dir, "CLM-7.casefile");
+    const writer = await SqlJsStore.open(file, { create: true });
+    writer.commit({
+      runs: [runRecord("H", { workflow: { name: "claims", version: 4, graphHash: workflow.graphHash } })],
+      values: [1, 2, 3].map((version) => ({ run: "H", key: "claim", version, value: claimAt(version * 100) })),
+      checkpoints: [1, 2, 3].map((ss) => checkpoint(`H:${ss}`, "H", ss, { keys: { claim: ref("H", ss) } })),
+      agentCalls: [agentCall("call-h", "H", { executor: "propose", superstep: 2 })],
+    });
+    writer.close();
+    store = await SqlJsStore.open(file, { readOnly: true });
+  });
+  after(() => {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  // kills evalSource.ts:117 ArithmeticOperator call.superstep + 1 (line 116 in the recorded run): factsSeen would read the checkpoint after the step's
+  it("gives the fact as at the checkpoint before the step's superstep, not as reloaded beside it or after it", () => {
+    const seen = evalSourceOf(store, file, store.getAgentCall("call-h")!, workflow);
+    assert.deepEqual(seen.facts.claim, claimAt(100), "the claim of superstep 1, not superstep 2's (200) or 3's (300)");
+    assert.deepEqual(seen.commitState, { claim: claimAt(200) }, "the commit step judges with the state as of the step's own superstep");
   });
 });
