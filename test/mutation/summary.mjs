@@ -4,8 +4,8 @@
  * how many mutants did not count, and the files of src/engine and src/casefile no report holds.
  *
  * A survivor judged equivalent (no test can tell it from the code) is explained in
- * test/mutation/explained.json: an entry names the file, the mutator, the replacement and the
- * code replaced (so it still matches when lines move) and says why. Each survivor is printed with
+ * test/mutation/explained.json: an entry names the file, the mutator, the replacement, the code
+ * replaced and the source line it is on (so it still matches when lines move) and says why. Each survivor is printed with
  * its explanation or as UNEXPLAINED; an explanation that matches no survivor is printed as stale.
  * `--write` also writes the same text to test/mutation/report.md.
  *
@@ -74,6 +74,7 @@ for (const source of sources) {
         replacement: m.replacement,
         status: m.status,
         code: codeAt(code, m.location),
+        source: code?.split("\n")[m.location.start.line - 1]?.trim(),
       })),
     );
 }
@@ -98,7 +99,11 @@ const explained = JSON.parse(readFileSync("test/mutation/explained.json", "utf8"
 const used = new Set();
 function explanation(file, m) {
   const i = explained.findIndex(
-    (e) => e.file === file && e.mutator === m.mutator && e.replacement === m.replacement && (m.code === undefined || e.code === m.code),
+    (e) =>
+      e.file === file &&
+      e.mutator === m.mutator &&
+      e.replacement === m.replacement &&
+      (m.code === undefined || (e.code === m.code && e.source === m.source)),
   );
   if (i < 0) return undefined;
   used.add(i);
@@ -119,7 +124,7 @@ for (const [f, list] of [...byFile].sort(([a], [b]) => a.localeCompare(b))) {
     if (!why) unexplained++;
     const code = m.code === undefined ? "" : ` (was ${JSON.stringify(m.code).slice(0, 80)})`;
     body.push(`  ${m.status} line ${m.line} ${m.mutator}: ${JSON.stringify(m.replacement).slice(0, 100)}${code}`);
-    body.push(why ? `    equivalent: ${why}` : "    UNEXPLAINED");
+    body.push(why ? `    explained: ${why}` : "    UNEXPLAINED");
   }
 }
 const expected = ["src/engine", "src/casefile"].flatMap((d) =>
@@ -130,7 +135,7 @@ const expected = ["src/engine", "src/casefile"].flatMap((d) =>
 const missing = expected.filter((f) => !byFile.has(f)).sort();
 out.push(
   `${byFile.size} files; score ${pct(all)} (${all.detected} detected, ${all.undetected} undetected; not counted: ${others(all.other)})`,
-  `survivors: ${survivors}, explained as equivalent ${survivors - unexplained}, unexplained ${unexplained}`,
+  `survivors: ${survivors}, explained ${survivors - unexplained}, unexplained ${unexplained}`,
   `files of src/engine and src/casefile in no report: ${missing.length ? missing.join(", ") : "none"}`,
   ...body,
 );
