@@ -1,5 +1,6 @@
 import { Document as YamlDocument, parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { JsonSchema } from "../protocol/jsonSchema";
 import { CasefileError, errorMessage } from "./errors";
 import type { AgentCallRecord, Fact, Json, VerdictRecord } from "./records";
 
@@ -16,9 +17,7 @@ import type { AgentCallRecord, Fact, Json, VerdictRecord } from "./records";
  * (openaiEvals.ts).
  */
 
-const json: z.ZodType<Json> = z.lazy(() =>
-  z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(json), z.record(z.string(), json)]),
-);
+const json: z.ZodType<Json> = JsonSchema;
 
 const ChatMessageSchema = z.object({ role: z.enum(["system", "user", "assistant"]), content: z.string() });
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { JsonSchema } from "./jsonSchema";
 import { OtelConfigSchema, ProviderConfigSchema } from "./runner";
 
 /**
@@ -7,9 +8,7 @@ import { OtelConfigSchema, ProviderConfigSchema } from "./runner";
  * (src/debug/session.ts) parses them with this schema and refuses a bad one naming the attribute.
  */
 
-const json: z.ZodType<unknown> = z.lazy(() =>
-  z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(json), z.record(z.string(), json)]),
-);
+const json: z.ZodType<unknown> = JsonSchema;
 
 export const ResumeFromSchema = z.object({
   /** The case file holding the checkpoint; defaults to the launch's `caseFile`. */

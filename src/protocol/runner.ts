@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { JsonSchema } from "./jsonSchema";
 import { ProviderConfigSchema } from "./provider";
 
 /**
@@ -6,9 +7,7 @@ import { ProviderConfigSchema } from "./provider";
  * every message they receive with these schemas; anything else is dropped and logged.
  */
 
-const json: z.ZodType<unknown> = z.lazy(() =>
-  z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(json), z.record(z.string(), json)]),
-);
+const json: z.ZodType<unknown> = JsonSchema;
 
 // The CLI's --provider options parse only this schema: it is a module of its own, so a command
 // builds none of the runner's message schemas below.

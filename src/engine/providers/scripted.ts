@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { JsonSchema } from "../../protocol/jsonSchema";
 import { CasefileError, errorMessage, fileError, isErrnoError } from "../errors";
 import type { ModelProvider, ModelRequest, ModelResponse } from "../model";
 import type { Json } from "../records";
@@ -20,9 +21,7 @@ import type { Json } from "../records";
  * So a fixture can pin an answer to one exact context, to the n-th call of a step, or to the step.
  */
 
-const json: z.ZodType<Json> = z.lazy(() =>
-  z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(json), z.record(z.string(), json)]),
-);
+const json: z.ZodType<Json> = JsonSchema;
 
 export const ScriptedEntrySchema = z
   .object({
