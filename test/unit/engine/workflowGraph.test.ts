@@ -207,13 +207,20 @@ describe("workflow graph: every problem of a broken workflow, at once", () => {
 
   it("names an edge to an unknown executor by its index and ends, and a start that is not defined", () => {
     const spec = invoiceSpec();
-    const ps = problemsOf({ ...spec, start: "begin", edges: [...spec.edges, edge(["load", "ghost"], "pay")] });
+    // The fan-out edge kills workflow.ts:190 StringLiteral `to.join("")`: its targets ran together as "payphantom".
+    const ps = problemsOf({
+      ...spec,
+      start: "begin",
+      edges: [...spec.edges, edge(["load", "ghost"], "pay"), edge("decide", ["pay", "phantom"])],
+    });
     assert.deepEqual(
       ps.map((p) => [p.code, p.executor, p.message]),
       [
         ["UNKNOWN_EXECUTOR", "ghost", 'edge #2 (load+ghost -> pay) names unknown executor "ghost"'],
+        ["UNKNOWN_EXECUTOR", "phantom", 'edge #3 (decide -> pay+phantom) names unknown executor "phantom"'],
         ["UNKNOWN_EXECUTOR", "begin", 'start executor "begin" is not defined'],
       ],
+      "each unknown end, its edge by index with every source and target, then the start",
     );
   });
 });
