@@ -298,6 +298,37 @@ describe("workflow graph: a workflow written in plain JavaScript, fields missing
     assert.deepEqual([wf.edges, wf.graph.keys, wf.owners], [[], [], {}], "no edges, no keys, no owners");
   });
 
+  it("names each state key declared as something that is no schema (a misspelled import is undefined), with what it is", () => {
+    // Kills workflow.ts:73 LogicalOperator `typeof decl === "object" || decl !== null` in isExtractKey: null and
+    // undefined reached `decl.kind` and threw a TypeError instead of this list. Before the check these
+    // workflows were built, and the run failed at the first write saying the declared key was unknown.
+    const ps = problemsOf({
+      name: "js",
+      version: 1,
+      start: "go",
+      state: { total: z.number(), missing: undefined, empty: null, three: 3, plain: { kind: "fact" } },
+      executors: { go: code({ owns: ["total", "missing"], run: () => undefined }) },
+    } as unknown as WorkflowSpec);
+    assert.deepEqual(
+      ps.map((p) => [p.code, p.key, p.message]),
+      [
+        [
+          "INVALID_WORKFLOW",
+          "missing",
+          'state key "missing" is declared as undefined, not a zod schema, fact(schema) or extract(schema, ...)',
+        ],
+        ["INVALID_WORKFLOW", "empty", 'state key "empty" is declared as null, not a zod schema, fact(schema) or extract(schema, ...)'],
+        ["INVALID_WORKFLOW", "three", 'state key "three" is declared as 3, not a zod schema, fact(schema) or extract(schema, ...)'],
+        [
+          "INVALID_WORKFLOW",
+          "plain",
+          'state key "plain" is declared as {"kind":"fact"}, not a zod schema, fact(schema) or extract(schema, ...)',
+        ],
+      ],
+      "every key that is no schema, fact or extract, in declaration order; the zod schema is not named",
+    );
+  });
+
   it("names an edge to an executor when the workflow declares no executors at all", () => {
     const ps = problemsOf({ name: "e", version: 1, start: "a", state: {}, edges: [edge("a", "b")] } as unknown as WorkflowSpec);
     assert.deepEqual(
