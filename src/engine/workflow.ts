@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { WorkflowDefinitionError, type ErrorCode } from "./errors";
+import { describeReturned, WorkflowDefinitionError, type ErrorCode } from "./errors";
 import type { EdgeSpec, ExecutorSpec, ExtractKey, FactKey, KeyDecl, StateShape } from "./executors";
 import { stableHash } from "./hash";
 import type { Json, StepKind } from "./records";
@@ -130,6 +130,14 @@ export function defineWorkflow(spec: WorkflowSpec): Workflow {
     if (isExtractKey(decl)) {
       extracts[key] = decl;
       checkExtract(key, decl, spec.state, problems);
+    } else if (!isFactKey(decl) && typeof (decl as { safeParse?: unknown } | null)?.safeParse !== "function") {
+      // Plain JavaScript can declare anything (a misspelled schema import is undefined): found
+      // here, where it would otherwise fail the run at the key's first write ("wrote unknown state key").
+      problems.push({
+        code: "INVALID_WORKFLOW",
+        key,
+        message: `state key "${key}" is declared as ${describeReturned(decl)}, not a zod schema, fact(schema) or extract(schema, ...)`,
+      });
     }
   }
 

@@ -4,7 +4,7 @@ import { MemoryStore } from "../../../src/casefile/memoryStore";
 import { PreconditionFailedError } from "../../../src/engine/effectStep";
 import { Engine } from "../../../src/engine/engine";
 import { CasefileError } from "../../../src/engine/errors";
-import { effect, edge, fact, loader, type LiveRecord } from "../../../src/engine/executors";
+import { effect, edge, fact, loader, type LiveRecord, type PlannedEffect } from "../../../src/engine/executors";
 import type { IntentRecord, Json } from "../../../src/engine/records";
 import { defineWorkflow } from "../../../src/engine/workflow";
 
@@ -27,6 +27,8 @@ interface Target {
   noBasis?: boolean;
   /** The effect has no check: it acts on its plan unchecked. */
   noCheck?: boolean;
+  /** When set, the effect has a reconcile that finds nothing, and each plan act and reconcile are handed is noted here. */
+  handed?: [string, PlannedEffect][];
 }
 
 function workflow(target: Target) {
@@ -61,7 +63,16 @@ function workflow(target: Target) {
                 return target.live ?? { version: "v1", record: planned };
               },
             }),
-        async act() {
+        ...(target.handed
+          ? {
+              async reconcile(intent: PlannedEffect): Promise<Json | null> {
+                target.handed!.push(["reconcile", intent]);
+                return null;
+              },
+            }
+          : {}),
+        async act(intent) {
+          target.handed?.push(["act", intent]);
           if (target.refuse !== undefined) throw target.refuse;
           target.acts++;
           return { id: "PAY-1" };
@@ -187,6 +198,37 @@ describe("effect step: records of the cases in between", () => {
     assert.equal(result.error?.code, "EFFECT_FAILED", result.error?.message);
     assert.ok(result.error!.message.endsWith("failed in act: amount must be positive"), result.error!.message);
     assert.equal(intent.status, "failed");
+  });
+
+  it("a failed act of a plan without a basis is looked up and acted on again with the plan as first acted on: no basis key", async () => {
+    // Kills effectStep.ts:423 ConditionalExpression `if (true) planned.basis = basis`: the plan rebuilt
+    // from the intent record gave reconcile a `basis: undefined` the declared plan never had.
+    const store = new MemoryStore();
+    const target: Target = { refuse: new Error("bank timed out"), acts: 0, noBasis: true, noCheck: true, handed: [] };
+    const failed = await new Engine(workflow(target), store).run();
+    assert.equal(failed.status, "failed", "the first act threw");
+    delete target.refuse;
+    const resumed = await new Engine(workflow(target), store).resume(failed.checkpointId);
+    assert.equal(resumed.status, "completed", resumed.error?.message);
+    const key = store.listIntents()[0]?.key;
+    assert.ok(key, "the intent record carries its idempotency key");
+    const plan: PlannedEffect = {
+      action: "pay",
+      target: "bank:payments",
+      payload: { amount: 100 },
+      reliesOn: { taxNumber: "DE111", iban: "DE00 1111" },
+      key,
+    };
+    assert.deepEqual(
+      target.handed,
+      [
+        ["act", plan],
+        ["reconcile", plan],
+        ["act", plan],
+      ],
+      "act, the look-up on the run again, then act once more: each handed the plan as declared, with its key",
+    );
+    assert.equal(target.acts, 1, "acted once, after the look-up found nothing");
   });
 
   it("without the test hooks an effect does not pause or say it does (no 'test hook' line on the log)", async () => {

@@ -207,13 +207,20 @@ describe("workflow graph: every problem of a broken workflow, at once", () => {
 
   it("names an edge to an unknown executor by its index and ends, and a start that is not defined", () => {
     const spec = invoiceSpec();
-    const ps = problemsOf({ ...spec, start: "begin", edges: [...spec.edges, edge(["load", "ghost"], "pay")] });
+    // The fan-out edge kills workflow.ts:190 StringLiteral `to.join("")`: its targets ran together as "payphantom".
+    const ps = problemsOf({
+      ...spec,
+      start: "begin",
+      edges: [...spec.edges, edge(["load", "ghost"], "pay"), edge("decide", ["pay", "phantom"])],
+    });
     assert.deepEqual(
       ps.map((p) => [p.code, p.executor, p.message]),
       [
         ["UNKNOWN_EXECUTOR", "ghost", 'edge #2 (load+ghost -> pay) names unknown executor "ghost"'],
+        ["UNKNOWN_EXECUTOR", "phantom", 'edge #3 (decide -> pay+phantom) names unknown executor "phantom"'],
         ["UNKNOWN_EXECUTOR", "begin", 'start executor "begin" is not defined'],
       ],
+      "each unknown end, its edge by index with every source and target, then the start",
     );
   });
 });
@@ -289,6 +296,37 @@ describe("workflow graph: a workflow written in plain JavaScript, fields missing
       executors: { go: code({ run: () => undefined }) },
     } as unknown as WorkflowSpec);
     assert.deepEqual([wf.edges, wf.graph.keys, wf.owners], [[], [], {}], "no edges, no keys, no owners");
+  });
+
+  it("names each state key declared as something that is no schema (a misspelled import is undefined), with what it is", () => {
+    // Kills workflow.ts:73 LogicalOperator `typeof decl === "object" || decl !== null` in isExtractKey: null and
+    // undefined reached `decl.kind` and threw a TypeError instead of this list. Before the check these
+    // workflows were built, and the run failed at the first write saying the declared key was unknown.
+    const ps = problemsOf({
+      name: "js",
+      version: 1,
+      start: "go",
+      state: { total: z.number(), missing: undefined, empty: null, three: 3, plain: { kind: "fact" } },
+      executors: { go: code({ owns: ["total", "missing"], run: () => undefined }) },
+    } as unknown as WorkflowSpec);
+    assert.deepEqual(
+      ps.map((p) => [p.code, p.key, p.message]),
+      [
+        [
+          "INVALID_WORKFLOW",
+          "missing",
+          'state key "missing" is declared as undefined, not a zod schema, fact(schema) or extract(schema, ...)',
+        ],
+        ["INVALID_WORKFLOW", "empty", 'state key "empty" is declared as null, not a zod schema, fact(schema) or extract(schema, ...)'],
+        ["INVALID_WORKFLOW", "three", 'state key "three" is declared as 3, not a zod schema, fact(schema) or extract(schema, ...)'],
+        [
+          "INVALID_WORKFLOW",
+          "plain",
+          'state key "plain" is declared as {"kind":"fact"}, not a zod schema, fact(schema) or extract(schema, ...)',
+        ],
+      ],
+      "every key that is no schema, fact or extract, in declaration order; the zod schema is not named",
+    );
   });
 
   it("names an edge to an executor when the workflow declares no executors at all", () => {
