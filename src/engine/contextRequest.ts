@@ -121,7 +121,7 @@ function copyJson(step: string, path: string, value: unknown): Json {
     if (Array.isArray(v)) return v.map((x, i) => walk(x, `${at}[${i}]`));
     if (typeof v === "object") {
       const proto = Object.getPrototypeOf(v);
-      if (proto !== Object.prototype && proto !== null) return fail(at, `a ${proto?.constructor?.name ?? "class"} instance`);
+      if (proto !== Object.prototype && proto !== null) return fail(at, `a ${proto.constructor?.name ?? "class"} instance`);
       const out: { [k: string]: Json } = {};
       for (const [k, x] of Object.entries(v)) {
         if (x === undefined) continue; // dropped, as JSON.stringify and canonicalJson do

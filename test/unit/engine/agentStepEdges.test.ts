@@ -109,6 +109,7 @@ async function onDisk(
 }
 
 describe("agent step edges, as the case file records them", () => {
+  // kills agentStep.ts:53 EqualityOperator tokens.count >= budget.soft
   it("a context exactly at the soft budget is within it: not summarised; one token over is summarised", async () => {
     const plain = await onDisk(claimWorkflow(), { provider: scripted() });
     const count = plain.calls[0]!.tokens!.count;
@@ -127,6 +128,7 @@ describe("agent step edges, as the case file records them", () => {
     assert.equal(above.calls[0]!.request.messages.length, 1, "the request sent is the summarised one");
   });
 
+  // kills agentStep.ts:45 ConditionalExpression replay.messages !== undefined -> true; agentStep.ts:90 ConditionalExpression edited -> true
   it("an edited replay given no messages asks with the context as built: the same hash, and no original hash", async () => {
     const first = await onDisk(claimWorkflow(), { provider: scripted() });
     const call = first.calls[0]!;
@@ -143,6 +145,7 @@ describe("agent step edges, as the case file records them", () => {
     assert.deepEqual(again.request.messages, call.request.messages);
   });
 
+  // kills agentStep.ts:125 ArithmeticOperator monotonicMs() + t0; agentStep.ts:94 ConditionalExpression extracts.length -> true
   it("a call's duration is measured within the run (never more than the run took), and a call with no extracts records none", async () => {
     const t0 = process.hrtime.bigint();
     const run = await onDisk(claimWorkflow(), { provider: scripted() });
@@ -152,6 +155,7 @@ describe("agent step edges, as the case file records them", () => {
     assert.equal(call.extracts, undefined, "no extracts in state: no extracts field (not an empty list)");
   });
 
+  // kills both agentStep.ts:120 ObjectLiteral {} ({ meta: { model: rec.answeredBy } } and { model: rec.answeredBy })
   it("a recorded replay keeps which model answered the recorded call", async () => {
     const first = await onDisk(claimWorkflow(), { provider: scripted() });
     const recorded: AgentCallRecord = { ...first.calls[0]!, answeredBy: "gpt-4o-mini-2024-07-18" };
@@ -166,6 +170,7 @@ describe("agent step edges, as the case file records them", () => {
     assert.equal(branch.calls[0]!.raw, recorded.raw);
   });
 
+  // kills agentStep.ts:130 ConditionalExpression response.usage -> false (not run by Stryker: the line's disable comment covers both ConditionalExpression mutants)
   it("a live answer's model, response id and token usage are kept with the call (an OpenAI-compatible server on loopback)", async () => {
     const server = createServer((req, res) => {
       req.resume();

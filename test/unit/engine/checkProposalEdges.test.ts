@@ -23,12 +23,14 @@ const extract = (value: Json) => ({
 const answer = (o: Record<string, Json>) => JSON.stringify({ action: "pay", reason: "small", facts: [], ...o });
 
 describe("checkProposal: the rejection a person reads", () => {
+  // kills agentStep.ts:175 StringLiteral "none" -> ""
   it("citing anything when no fact was given says none were", () => {
     assert.deepEqual(checkProposal({ proposal: Proposal }, answer({ facts: ["claim"] }), { note: "x" }), {
       rejection: { code: "UNKNOWN_FACT", message: 'proposal cites "claim", not among the facts it was given (none)' },
     });
   });
 
+  // kills both agentStep.ts:175 StringLiteral ", " -> "" (the citations, the facts given)
   it("names every unknown citation, and lists facts and extracts as citable (a value alone is no fact)", () => {
     const state = { claim: fact(1), claimText: extract("text"), loose: { value: 3 } } as unknown as Record<string, Json>;
     assert.deepEqual(checkProposal({ proposal: Proposal }, answer({ facts: ["loose", "claim", "bank.balance"] }), state), {
@@ -69,6 +71,7 @@ describe("checkProposal: the rejection a person reads", () => {
     });
   });
 
+  // kills agentStep.ts:169 ArrayDeclaration ["Stryker was here"]
   it("facts that are no list cite nothing", () => {
     const loose = z.object({ action: z.enum(["pay"]), facts: z.unknown() });
     assert.deepEqual(checkProposal({ proposal: loose }, JSON.stringify({ action: "pay", facts: "claim" }), {}), {
@@ -78,6 +81,8 @@ describe("checkProposal: the rejection a person reads", () => {
 });
 
 describe("describeContextChange: a role changed, text the same", () => {
+  // kills agentStep.ts:189 ConditionalExpression m.role !== after[j]!.role -> false; agentStep.ts:194 EqualityOperator p <= a.length;
+  // agentStep.ts:194 ConditionalExpression p < a.length -> true loops for ever on equal texts (a timeout)
   it("names the message whose role changed, from the end of its text", () => {
     assert.equal(
       describeContextChange([{ role: "user", content: "hi" }], [{ role: "system", content: "hi" }]),

@@ -40,11 +40,13 @@ function refuses(overrides: Partial<BuildModelRequestInput>, message: string, de
 }
 
 describe("buildModelRequest: refusals, word for word", () => {
+  // kills contextRequest.ts:37 ObjectLiteral {}
   it("a model that is no name", () => {
     refuses({ model: "" }, 'step "classify": no model given for the request', { step: "classify" });
     refuses({ model: 7 as unknown as string }, 'step "classify": no model given for the request', { step: "classify" });
   });
 
+  // kills contextRequest.ts:84 ObjectLiteral {}
   it("a proposal schema JSON Schema cannot express names the step, with what zod said", () => {
     let zod = "";
     try {
@@ -76,6 +78,8 @@ describe("buildModelRequest: refusals, word for word", () => {
     );
   });
 
+  // kills contextRequest.ts:90 ConditionalExpression false and LogicalOperator &&, :93 OptionalChaining (m).role, :94 ObjectLiteral {},
+  // :97 ConditionalExpression false and BlockStatement {}, :98 StringLiteral `` and ObjectLiteral {}
   it("a message that is no { role, content }: named by its index", () => {
     const bad = (m: unknown) => [{ role: "system", content: "ok" }, m] as ChatMessage[];
     refuses({ messages: bad(null) }, 'step "classify": context message 1 has role undefined; expected system, user or assistant', {
@@ -115,6 +119,8 @@ describe("buildModelRequest: refusals, word for word", () => {
       "a class instance",
     ],
   ] as const) {
+    // kills contextRequest.ts:113 ObjectLiteral {}, :121 StringLiteral `` (the list cases), :124 StringLiteral "" and
+    // OptionalChaining constructor.name (the prototype with no constructor)
     it(`params holding ${what} are refused at ${at}`, () => {
       refuses({ params: params as never }, `step "classify": ${at} is ${is}, which is not JSON`, { step: "classify", path: at });
     });
@@ -122,6 +128,7 @@ describe("buildModelRequest: refusals, word for word", () => {
 });
 
 describe("buildModelRequest: what the request holds", () => {
+  // kills contextRequest.ts:127 ConditionalExpression x === undefined -> false
   it("only each message's role and content, and params without their undefined members", () => {
     const r = buildModelRequest(
       input({
@@ -137,6 +144,7 @@ describe("buildModelRequest: what the request holds", () => {
     assert.equal(r.callIndex, 2);
   });
 
+  // kills contextRequest.ts:124 ConditionalExpression proto !== null -> true
   it("params of a null prototype are plain JSON; no params at all are {}", () => {
     const bare = Object.assign(Object.create(null) as object, { top_p: 1 });
     assert.deepEqual(buildModelRequest(input({ params: bare as never })).params, { top_p: 1 });
