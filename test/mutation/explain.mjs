@@ -7,9 +7,13 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
-const [file, line, mutator, why] = process.argv.slice(2);
-if (!file || !line || !mutator || !why) {
-  console.error('usage: node test/mutation/explain.mjs <file> <line> <mutator> "<why>"');
+const argv = process.argv.slice(2);
+const k = argv.indexOf("--killed-by");
+const killedBy = k >= 0 ? argv.splice(k, 2)[1] : undefined;
+const [file, line, mutator, reason] = argv;
+const why = killedBy ? undefined : reason;
+if (!file || !line || !mutator || (!why && !killedBy)) {
+  console.error('usage: node test/mutation/explain.mjs <file> <line> <mutator> ("<why>" | --killed-by "<test>")');
   process.exit(2);
 }
 const DIR = "test/mutation/incremental";
@@ -29,7 +33,7 @@ for (const name of readdirSync(DIR).filter((f) => f.endsWith(".json"))) {
         ? lines[start.line - 1].slice(start.column - 1, end.column - 1)
         : [lines[start.line - 1].slice(start.column - 1), ...lines.slice(start.line, end.line - 1), lines[end.line - 1].slice(0, end.column - 1)].join("\n");
     const source = lines[start.line - 1].trim();
-    const entry = { file, mutator, replacement: m.replacement, code, source, why };
+    const entry = { file, mutator, replacement: m.replacement, code, source, ...(killedBy ? { killedBy } : { why }) };
     if (explained.some((e) => e.file === file && e.mutator === mutator && e.replacement === m.replacement && e.code === code && e.source === source))
       continue;
     explained.push(entry);

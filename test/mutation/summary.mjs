@@ -7,6 +7,8 @@
  * test/mutation/explained.json: an entry names the file, the mutator, the replacement, the code
  * replaced and the source line it is on (so it still matches when lines move) and says why. Each survivor is printed with
  * its explanation or as UNEXPLAINED; an explanation that matches no survivor is printed as stale.
+ * An entry with `killedBy` instead of `why` is a survivor of a run older than the test that now
+ * kills it (explain.mjs --killed-by): the score is printed with and without them.
  * `--write` also writes the same text to test/mutation/report.md.
  *
  * Without arguments it reads every committed incremental report (test/mutation/incremental/*.json,
@@ -107,24 +109,28 @@ function explanation(file, m) {
   );
   if (i < 0) return undefined;
   used.add(i);
-  return explained[i].why;
+  return explained[i];
 }
 
 const out = [];
 const all = score([...byFile.values()].flat());
 let unexplained = 0;
 let survivors = 0;
+let sinceKilled = 0;
 const body = [];
 for (const [f, list] of [...byFile].sort(([a], [b]) => a.localeCompare(b))) {
   const s = score(list);
   body.push(`${f}: ${pct(s)} of ${s.detected + s.undetected} (${list.length} mutants; not counted: ${others(s.other)})`);
   for (const m of list.filter((x) => UNDETECTED.has(x.status)).sort((a, b) => a.line - b.line)) {
     survivors++;
-    const why = explanation(f, m);
-    if (!why) unexplained++;
+    const e = explanation(f, m);
+    if (!e) unexplained++;
+    if (e?.killedBy) sinceKilled++;
     const code = m.code === undefined ? "" : ` (was ${JSON.stringify(m.code).slice(0, 80)})`;
     body.push(`  ${m.status} line ${m.line} ${m.mutator}: ${JSON.stringify(m.replacement).slice(0, 100)}${code}`);
-    body.push(why ? `    explained: ${why}` : "    UNEXPLAINED");
+    body.push(
+      !e ? "    UNEXPLAINED" : e.killedBy ? `    since killed by: ${e.killedBy} (the recorded run predates it)` : `    equivalent: ${e.why}`,
+    );
   }
 }
 const expected = ["src/engine", "src/casefile"].flatMap((d) =>
@@ -135,7 +141,8 @@ const expected = ["src/engine", "src/casefile"].flatMap((d) =>
 const missing = expected.filter((f) => !byFile.has(f)).sort();
 out.push(
   `${byFile.size} files; score ${pct(all)} (${all.detected} detected, ${all.undetected} undetected; not counted: ${others(all.other)})`,
-  `survivors: ${survivors}, explained ${survivors - unexplained}, unexplained ${unexplained}`,
+  `survivors: ${survivors}: killed since by a newer test ${sinceKilled}, equivalent ${survivors - unexplained - sinceKilled}, unexplained ${unexplained}` +
+    `; counting the ones killed since: ${((100 * (all.detected + sinceKilled)) / (all.detected + all.undetected)).toFixed(2)}%`,
   `files of src/engine and src/casefile in no report: ${missing.length ? missing.join(", ") : "none"}`,
   ...body,
 );
