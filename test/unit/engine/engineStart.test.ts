@@ -141,6 +141,19 @@ describe("engine start: answering one of several requests", () => {
     );
   });
 
+  // A run record without outputs (the field is optional: a record written before outputs were
+  // kept), answered for another process to continue. kills engine.ts:217 (recorded; now :219)
+  // ArrayDeclaration in the record-only result's run.outputs ?? []
+  it("a run record without outputs, answered record-only, reports no outputs", async () => {
+    const r = await onDisk((s) => new Engine(asks(), s).run());
+    await onDisk((s) => {
+      const { outputs: _none, ...older } = s.getRun(r.runId)!;
+      s.commit({ runs: [older] });
+    });
+    const answered = await onDisk((s) => new Engine(asks(), s).respond(`${r.runId}:2:ask`, { decision: "approve" }, { recordOnly: true }));
+    assert.deepEqual([answered.status, answered.outputs], ["running", []], "recorded running, with no outputs yet");
+  });
+
   it("answering a branch leaves a stopped run that holds the same request stopped, not superseded", async () => {
     const control = new RunControl();
     const stopped = await onDisk((s) => new Engine(asks(control), s, { control }).run());
