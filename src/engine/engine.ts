@@ -226,7 +226,7 @@ export class Engine {
   private prepare(
     fromId: string,
     patch: Record<string, Json> | undefined,
-    answering = false,
+    answering: boolean,
     forceBranch = false,
   ): { run: RunRecord; cp: Checkpoint; values: Record<string, Json>; lineage: Lineage } {
     const plan = planResume(

@@ -43,10 +43,8 @@ export async function runTask(input: TaskInput): Promise<TaskOutcome> {
     let result: Json | void = undefined;
     switch (spec.kind) {
       case "code":
-        result = await spec.run(ctx);
-        break;
       case "loader":
-        result = await spec.run(ctx as LoaderContext);
+        result = await spec.run(ctx);
         break;
       case "agent":
         result = await runAgent(spec, input, visible, out);

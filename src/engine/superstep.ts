@@ -77,7 +77,7 @@ export function toJson(value: unknown, at: string, executor: string): Json {
     if (Array.isArray(v)) return v.map((x, i) => walk(x, `${path}.${i}`));
     if (typeof v === "object") {
       const proto = Object.getPrototypeOf(v);
-      if (proto !== Object.prototype && proto !== null) return fail(path, `a ${proto?.constructor?.name ?? "non-plain"} object`);
+      if (proto !== Object.prototype && proto !== null) return fail(path, `a ${proto.constructor?.name ?? "non-plain"} object`);
       const o: Record<string, Json> = {};
       for (const [k, x] of Object.entries(v)) if (x !== undefined) o[k] = walk(x, `${path}.${k}`);
       return o;

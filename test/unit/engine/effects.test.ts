@@ -400,7 +400,11 @@ describe("effects: open intents are reconciled on resume before anything else ru
       const run = store.listRuns()[0]!;
       const latest = store.latestCheckpoint(run.id)!;
       const logs: string[] = [];
-      const result = await new Engine(workflow(target), store, { log: (m) => logs.push(m) }).resume(latest.id);
+      const heard: string[] = [];
+      const result = await new Engine(workflow(target), store, {
+        log: (m) => logs.push(m),
+        onEvent: (e) => heard.push(e.type === "intent" ? `intent ${(e.data as { what: string }).what}` : e.type),
+      }).resume(latest.id);
       assert.equal(result.status, "completed");
       assert.equal(result.runId, run.id, "the killed run continues");
       const intent = onlyIntent(store);
@@ -413,6 +417,12 @@ describe("effects: open intents are reconciled on resume before anything else ru
       const reconciled = events.find((e) => e.type === "intent" && (e.data as { what: string }).what === "reconciled: found");
       const firstAfter = events.find((e) => e.type === "step_completed" && e.superstep === latest.superstep + 1);
       assert.ok(reconciled && firstAfter && reconciled.seq! < firstAfter.seq!, "the intent was resolved before the superstep ran");
+      // kills engine.ts:132 ArrowFunction () => undefined (resume's reconciliation emitting nothing):
+      // a listener (the editor's run view) hears the intent resolved, before the superstep starts
+      assert.ok(
+        heard.includes("intent reconciled: found") && heard.indexOf("intent reconciled: found") < heard.indexOf("superstep_started"),
+        `the listener heard the reconciliation before the superstep: ${JSON.stringify(heard)}`,
+      );
       assert.ok(
         logs.some((l) => /already done; not acting again/.test(l)),
         "the step, run again, found its intent done",

@@ -77,6 +77,52 @@ describe("engine failures: the step at fault", () => {
   });
 });
 
+describe("engine failures: which attempt a failed superstep's records are", () => {
+  // A failed superstep's step records are tagged with their attempt (resume retries it in the
+  // same run): the count is of this run's failures at this superstep only.
+  // kills engine.ts:356 (recorded; now :358) ObjectLiteral listEvents({}) and :357 (now :359) ConditionalExpression true
+  it("counts only this run's earlier failures at the same superstep", async () => {
+    const failing = new Set(["b", "c"]);
+    const step = (id: string, next?: string) =>
+      code({
+        run: () => {
+          if (failing.has(id)) throw new Error(`${id} is down`);
+          return next;
+        },
+      });
+    const wf = defineWorkflow({
+      name: "attempts",
+      version: 1,
+      state: {},
+      start: "a",
+      executors: { a: code({ run: () => "go" }), b: step("b", "on"), c: step("c") },
+      edges: [edge("a", "b"), edge("b", "c")],
+    });
+    const first = await engine(wf)((e) => e.run());
+    const second = await engine(wf)((e) => e.run());
+    failing.delete("b");
+    const resumed = await engine(wf)((e) => e.resume(first.checkpointId));
+    assert.deepEqual(
+      [first.failedAt, second.failedAt, resumed.runId, resumed.failedAt],
+      [2, 2, first.runId, 3],
+      "both runs failed at b; the first, resumed, got past b and failed at c",
+    );
+    const ids = await onDisk((s) => [...s.listSteps(first.runId), ...s.listSteps(second.runId)].map((x) => x.id).sort());
+    assert.deepEqual(
+      ids,
+      [
+        `${first.runId}:1:a`,
+        `${first.runId}:2:b`,
+        `${first.runId}:2:b~attempt-1`,
+        `${first.runId}:3:c~attempt-1`,
+        `${second.runId}:1:a`,
+        `${second.runId}:2:b~attempt-1`,
+      ].sort(),
+      "the other run's failure and the first failure at superstep 2 do not count as earlier attempts at c, or at the second run's b",
+    );
+  });
+});
+
 describe("engine failures: a case stopped for replanning", () => {
   it("a step that says the plan no longer holds ends the run needs_replanning, not failed, on the record", async () => {
     const wf = defineWorkflow({

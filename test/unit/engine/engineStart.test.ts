@@ -127,6 +127,33 @@ describe("engine start: answering one of several requests", () => {
     assert.deepEqual(waiting, [`${r.runId}:2:audit`], "audit still waits");
   });
 
+  // kills engine.ts:207 ConditionalExpression true in waiting.some((w) => w.id === requestId): every
+  // waiting run of the case file was superseded by an answer to any one of them
+  it("answering one run's request leaves another run, waiting on its own requests, waiting", async () => {
+    const first = await onDisk((s) => new Engine(asks(), s).run());
+    const second = await onDisk((s) => new Engine(asks(), s).run());
+    await onDisk((s) => new Engine(asks(), s).respond(`${first.runId}:2:ask`, { decision: "approve" }));
+    const other = await onDisk((s) => ({ run: s.getRun(second.runId)!, cp: s.latestCheckpoint(second.runId)! }));
+    assert.deepEqual(
+      [other.run.status, other.run.supersededBy, other.cp.waiting.map((w) => w.id)],
+      ["waiting", undefined, [`${second.runId}:2:ask`, `${second.runId}:2:audit`]],
+      "the other run still waits on both its requests",
+    );
+  });
+
+  // A run record without outputs (the field is optional: a record written before outputs were
+  // kept), answered for another process to continue. kills engine.ts:217 (recorded; now :219)
+  // ArrayDeclaration in the record-only result's run.outputs ?? []
+  it("a run record without outputs, answered record-only, reports no outputs", async () => {
+    const r = await onDisk((s) => new Engine(asks(), s).run());
+    await onDisk((s) => {
+      const { outputs: _none, ...older } = s.getRun(r.runId)!;
+      s.commit({ runs: [older] });
+    });
+    const answered = await onDisk((s) => new Engine(asks(), s).respond(`${r.runId}:2:ask`, { decision: "approve" }, { recordOnly: true }));
+    assert.deepEqual([answered.status, answered.outputs], ["running", []], "recorded running, with no outputs yet");
+  });
+
   it("answering a branch leaves a stopped run that holds the same request stopped, not superseded", async () => {
     const control = new RunControl();
     const stopped = await onDisk((s) => new Engine(asks(control), s, { control }).run());

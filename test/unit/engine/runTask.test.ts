@@ -6,6 +6,7 @@ import { z } from "zod";
 import { type SqlJsStore } from "../../../src/casefile/index";
 import { Engine, type RunResult } from "../../../src/engine/engine";
 import { code, edge, fact, loader, request, type ExecutorSpec, type LoaderContext } from "../../../src/engine/executors";
+import type { CasefileError } from "../../../src/engine/errors";
 import type { Json } from "../../../src/engine/records";
 import { defineWorkflow, type WorkflowSpec } from "../../../src/engine/workflow";
 import { withCaseFile } from "./helpers/caseFileOnDisk";
@@ -18,9 +19,14 @@ import { withCaseFile } from "./helpers/caseFileOnDisk";
 
 let dir: string;
 let file: string;
+// The log lines of this test only: Stryker loads the test files once and reruns them in one
+// process per mutant, so a module-level list kept from an earlier run hid a mutant that dropped
+// the line (steps.ts:112 BlockStatement, steps.ts:113 StringLiteral).
+const logs: string[] = [];
 beforeEach(() => {
   dir = mkdtempSync(path.join(os.tmpdir(), "casefile-runtask-"));
   file = path.join(dir, "case.casefile");
+  logs.length = 0;
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -32,7 +38,6 @@ function ticking(): () => Date {
   return () => new Date((t += 1000));
 }
 
-const logs: string[] = [];
 const run = (spec: Omit<WorkflowSpec, "name" | "version">, input: Json = null): Promise<RunResult> =>
   onDisk((store) =>
     new Engine(defineWorkflow({ name: "steps", version: 1, ...spec }), store, { now: ticking(), log: (m) => logs.push(m) }).run(input),
@@ -78,6 +83,7 @@ describe("run task: what an executor's context holds", () => {
   });
 
   it("records each step's writes, sends, kind and times, and sends a returned value but not undefined", async () => {
+    const before = performance.now();
     const r = await run({
       state: { a: z.number() },
       start: "first",
@@ -87,6 +93,7 @@ describe("run task: what an executor's context holds", () => {
       },
       edges: [edge("first", "second")],
     });
+    const wall = performance.now() - before;
     const steps = await onDisk((s) => s.listSteps(r.runId));
     assert.deepEqual(
       steps.map((s) => [s.executor, s.kind, s.status, s.writes, s.sent]),
@@ -98,6 +105,9 @@ describe("run task: what an executor's context holds", () => {
       "first wrote a and sent twice (ctx.send and its return); second returned nothing, so sent nothing",
     );
     for (const s of steps) assert.ok(s.endedAt > s.startedAt, `${s.id} ended after it started (${s.startedAt} .. ${s.endedAt})`);
+    // kills steps.ts:76 ArithmeticOperator monotonicMs() + t0, and ... * 1000 for / 1000
+    for (const s of steps)
+      assert.ok(s.durationMs >= 0 && s.durationMs <= wall, `${s.id} took between 0 and the run's ${wall} ms, not ${s.durationMs} ms`);
     const slow = steps[1]!;
     assert.ok(slow.durationMs >= 29, `a step that waited 30 ms reports at least that long, not ${slow.durationMs}`);
     assert.ok(/^\d+(\.\d{1,3})?$/.test(String(slow.durationMs)), `durations are kept to the microsecond: ${slow.durationMs}`);
@@ -167,6 +177,63 @@ describe("run task: failures named with the step", () => {
       assert.equal(err.message, 'executor "load" failed: loader "load" wrote fact "doc" without a source and source version');
     });
   }
+
+  // A refused fact a step catches (to load it elsewhere, or say which key) carries the typed
+  // error's details: kills steps.ts:120 and steps.ts:130 ObjectLiteral {}.
+  it("a fact refusal the step catches names the executor and the key in its details", async () => {
+    const caught: unknown[] = [];
+    const keep = (e: unknown) => caught.push({ code: (e as CasefileError).code, details: (e as CasefileError).details });
+    const r = await run({
+      state: { doc: z.number(), ref: fact(z.number()) },
+      start: "sneaky",
+      executors: {
+        sneaky: code({
+          owns: ["doc"],
+          run: (ctx) => {
+            try {
+              (ctx as LoaderContext).fact("doc", 1, { source: "erp", sourceVersion: "1" });
+            } catch (e) {
+              keep(e);
+            }
+            return "next";
+          },
+        }),
+        load: loader({
+          owns: ["ref"],
+          run: (ctx) => {
+            try {
+              ctx.fact("ref", 1, undefined as never);
+            } catch (e) {
+              keep(e);
+            }
+          },
+        }),
+      },
+      edges: [edge("sneaky", "load")],
+    });
+    assert.equal(r.status, "completed", "the steps caught the refusals, so the run completed");
+    assert.deepEqual(
+      caught,
+      [
+        { code: "FACT_WRITER_NOT_LOADER", details: { executor: "sneaky", key: "doc" } },
+        { code: "INVALID_STATE_VALUE", details: { executor: "load", key: "ref" } },
+      ],
+      "each refusal names the step and the fact key",
+    );
+  });
+
+  // A workflow written in plain JavaScript (or cast past the types) can name a kind the engine
+  // does not have: the run fails at that step, naming the step and the kind.
+  // kills steps.ts:63 ConditionalExpression and BlockStatement, steps.ts:65 CallExpression and StringLiteral
+  it("an executor of a kind the engine does not know fails its step naming the step and the kind", async () => {
+    const tick = { kind: "cron", run: () => "ran anyway" } as unknown as ExecutorSpec;
+    const err = await failure({ tick });
+    assert.deepEqual(err, {
+      code: "INVALID_WORKFLOW",
+      message: 'executor "tick" failed: unknown executor kind cron',
+      executor: "tick",
+    });
+  });
 
   const prompts: [string, unknown, string][] = [
     ["a string", "approve?", 'returned "approve?"'],

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { code, edge } from "../../../src/engine/executors";
+import { code, edge, extract, fact, loader } from "../../../src/engine/executors";
 import { CHECKPOINT_FORMAT, type Checkpoint, type Json, type RunRecord } from "../../../src/engine/records";
 import type { TaskOutcome } from "../../../src/engine/task";
 import { checkWrites, nextCheckpoint, type SuperstepInput } from "../../../src/engine/superstep";
@@ -228,5 +228,61 @@ describe("superstep core: what mutation testing found unchecked", () => {
       () => checkWrites(schemaFree, [{ executor: "w", key: "blob", value: { f: () => 1 } }]),
       (e: Error) => e.message === 'executor "w" wrote a function at "blob.f": state holds JSON data only',
     );
+    // An object whose prototype has no constructor (made with Object.create from a null-prototype
+    // object) is named "non-plain", not a TypeError of toJson's own.
+    // kills superstep.ts:80 OptionalChaining proto?.constructor.name and StringLiteral "non-plain"
+    assert.throws(
+      () => checkWrites(schemaFree, [{ executor: "w", key: "blob", value: { odd: Object.create(Object.create(null)) } }]),
+      (e: Error & { code?: string }) => {
+        assert.equal(e.code, "INVALID_STATE_VALUE", `a typed refusal, not ${e.name}: ${e.message}`);
+        assert.equal(e.message, 'executor "w" wrote a non-plain object at "blob.odd": state holds JSON data only');
+        return true;
+      },
+    );
+  });
+
+  // kills superstep.ts:33 ObjectLiteral {} (an extract key's write error without details, so the
+  // run's error named no executor) and superstep.ts:40 StringLiteral "no executor owns"
+  it("refuses a write to an extract key or to a key no executor owns, naming the executor and the key", () => {
+    const withExtract = defineWorkflow({
+      name: "extracts",
+      version: 1,
+      state: {
+        doc: fact(z.string()),
+        head: extract(z.string(), { from: "doc", run: (d: string) => d.slice(0, 3) }),
+        spare: z.number(),
+      },
+      start: "load",
+      executors: { load: loader({ owns: ["doc"], run: () => undefined }) },
+      edges: [],
+    });
+    const refusal = (key: string) => {
+      try {
+        checkWrites(withExtract, [{ executor: "load", key, value: "x" }]);
+      } catch (e) {
+        const err = e as Error & { code?: string; details?: Record<string, unknown> };
+        return { code: err.code, details: err.details, message: err.message };
+      }
+      return assert.fail(`no error for a write to ${key}`);
+    };
+    assert.deepEqual(refusal("head"), {
+      code: "WRITE_NOT_OWNED",
+      details: { executor: "load", key: "head" },
+      message: 'executor "load" wrote extract key "head": extracts are made by the engine from "doc", never written by an executor',
+    });
+    assert.deepEqual(refusal("spare"), {
+      code: "WRITE_NOT_OWNED",
+      details: { executor: "load", key: "spare" },
+      message: 'executor "load" wrote state key "spare", which no executor owns',
+    });
+  });
+
+  // A run record without outputs (the field is optional: a record written before outputs were
+  // kept) gets this superstep's outputs only. kills superstep.ts:187 ArrayDeclaration
+  it("starts the outputs of a run record that has none from this superstep's", () => {
+    const older = input([outcome("right", { b: 7 }, ["r"], { outputs: [{ b: 7 }] })]);
+    const { outputs: _none, ...withoutOutputs } = run;
+    older.run = withoutOutputs;
+    assert.deepEqual(nextCheckpoint(older).run.outputs, [{ b: 7 }], "only the output of this superstep");
   });
 });
