@@ -102,12 +102,13 @@ describe("a checkpoint column of the wrong type, listed from the columns alone",
 });
 
 describe("a column that disagrees with its record, read back", () => {
-  it("names a NULL where the record has a value, a value where it has none, a number as a number and a blob as its bytes", async () => {
+  it("names a NULL where the record has a value, a value where it has none, a number as a number (infinity too) and a blob as its bytes", async () => {
     await tamper(
       "UPDATE runs SET parent_run_id = NULL WHERE id = 'r2'",
       "UPDATE runs SET parent_run_id = 'zz' WHERE id = 'r1'",
       "UPDATE steps SET superstep = 7 WHERE id = 's1'",
       "UPDATE agent_calls SET hash = X'0102' WHERE id = 'a1'",
+      "UPDATE agent_calls SET superstep = 9e999 WHERE id = 'a2'",
     );
     await reopened((store) => {
       refused(() => store.getRun("r2"), 'runs row id="r2": column parent_run_id holds NULL, but its record says "r1"', "a parent erased");
@@ -117,6 +118,12 @@ describe("a column that disagrees with its record, read back", () => {
         () => store.getAgentCall("a1"),
         'agent_calls row run_id="r1" superstep=1 id="a1": column hash holds 1,2, but its record says "sha256:a1"',
         "a hash that is a blob, shown as its bytes",
+      );
+      // kills tables.ts:456 ConditionalExpression typeof v === "string" -> true (JSON.stringify(Infinity) is "null")
+      refused(
+        () => store.getAgentCall("a2"),
+        'agent_calls row run_id="r1" superstep=Infinity id="a2": column superstep holds Infinity, but its record says 2',
+        "a superstep overflowed to infinity, named as such",
       );
       refused(
         () => store.listSteps("r1", 7),
