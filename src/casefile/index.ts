@@ -21,6 +21,6 @@ export type { LockOwner } from "./lock";
  * it is missing (pass `create: false` to require it), a reader (`readOnly`) never creates.
  */
 export function openCaseFile(file: string, opts: OpenOptions = {}): Promise<SqlJsStore> {
-  // Stryker disable next-line ConditionalExpression,BooleanLiteral: SqlJsStore.open never creates for a reader, whatever create says
+  // Stryker disable next-line ConditionalExpression: SqlJsStore.open never creates for a reader, whatever create says
   return SqlJsStore.open(file, { ...opts, create: opts.create ?? opts.readOnly !== true });
 }

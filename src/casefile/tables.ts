@@ -450,10 +450,7 @@ function columnProblem(table: TableName, record: object, stored: SqlParam[]): st
 }
 
 function describeRow(row: Record<string, string | number>): string {
-  return (
-    Object.entries(row)
-      // Stryker disable next-line ConditionalExpression: JSON.stringify of a number is the number as text
-      .map(([c, v]) => `${c}=${typeof v === "string" ? JSON.stringify(v) : v}`)
-      .join(" ")
-  );
+  return Object.entries(row)
+    .map(([c, v]) => `${c}=${typeof v === "string" ? JSON.stringify(v) : v}`)
+    .join(" ");
 }

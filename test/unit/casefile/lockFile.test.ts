@@ -29,6 +29,20 @@ function writeLock(owner: Record<string, unknown> | string): void {
   writeFileSync(lockPath(caseFile), typeof owner === "string" ? owner : JSON.stringify(owner));
 }
 
+/**
+ * lock.ts loaded anew. It reads the boot id once per module and keeps it, so in one process
+ * running many test files (Stryker's run) the first lock taken fills it before a mutant of that
+ * read is switched on, and these tests would only ever see the cached id. The tests of the boot
+ * id take their lock through a fresh copy, which reads it again (kills lock.ts:188-190: the read
+ * emptied, its try emptied, `|| null` as `&& null`, no trim, no path).
+ */
+function freshLock(): typeof import("../../../src/casefile/lock") {
+  const id = require.resolve("../../../src/casefile/lock");
+  delete require.cache[id];
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require(id) as typeof import("../../../src/casefile/lock");
+}
+
 /** A pid that is not running: a child that has exited. */
 async function deadPid(): Promise<number> {
   const gone = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
@@ -38,7 +52,7 @@ async function deadPid(): Promise<number> {
 
 describe("lock file: who holds it, as a person reads it", () => {
   it("names this process, its host and boot in the lock file, so a person (and the next writer) can tell whose it is", () => {
-    const lock = acquireLock(caseFile);
+    const lock = freshLock().acquireLock(caseFile);
     try {
       const owner = JSON.parse(readFileSync(lockPath(caseFile), "utf8"));
       assert.deepEqual(
@@ -59,7 +73,7 @@ describe("lock file: who holds it, as a person reads it", () => {
   it("a live holder on this host is refused naming its pid and since when, and what to do", () => {
     writeLock({ pid: process.pid, hostname: os.hostname(), createdAt: "2026-01-01T00:00:00.000Z", bootId: bootId() });
     assert.throws(
-      () => acquireLock(caseFile),
+      () => freshLock().acquireLock(caseFile),
       (e: unknown) =>
         isCasefileError(e) &&
         e.code === "CASE_FILE_LOCKED" &&
@@ -100,7 +114,7 @@ describe("lock file: who holds it, as a person reads it", () => {
   it("a lock written before the last reboot is taken over even when its pid is alive now", () => {
     const old = { pid: process.pid, hostname: os.hostname(), createdAt: "2026-01-01T00:00:00.000Z", bootId: "an-earlier-boot" };
     writeLock(old);
-    const lock = acquireLock(caseFile);
+    const lock = freshLock().acquireLock(caseFile);
     try {
       assert.deepEqual(lock.tookOverFrom, old, "took over the lock from before the reboot, and says whose it was");
       assert.equal(JSON.parse(readFileSync(lockPath(caseFile), "utf8")).bootId, bootId(), "the lock is ours now");

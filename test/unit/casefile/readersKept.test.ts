@@ -107,7 +107,7 @@ describe("CaseFileReaders through a panel's life", () => {
 });
 
 describe("openCaseFile", () => {
-  it("creates a missing file for a writer, and refuses a missing file to a reader or with create: false", async () => {
+  it("creates a missing file for a writer (readOnly: false included), and refuses a missing file to a reader or with create: false", async () => {
     const missing = (name: string) => path.join(dir, name);
     await assert.rejects(
       openCaseFile(missing("reader.casefile"), { readOnly: true }),
@@ -132,5 +132,13 @@ describe("openCaseFile", () => {
     } finally {
       r.close();
     }
+    // kills index.ts:25 BooleanLiteral readOnly !== true -> !== false (readOnly: false said outright is a writer too)
+    const explicit = await openCaseFile(missing("explicit.casefile"), { readOnly: false });
+    try {
+      assert.equal(explicit.readOnly, false, "readOnly: false opens a writer");
+    } finally {
+      explicit.close();
+    }
+    assert.equal(existsSync(missing("explicit.casefile")), true, "a writer with readOnly: false creates the missing file");
   });
 });

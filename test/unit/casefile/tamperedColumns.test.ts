@@ -102,15 +102,29 @@ describe("a checkpoint column of the wrong type, listed from the columns alone",
 });
 
 describe("a column that disagrees with its record, read back", () => {
-  it("names a NULL where the record has a value, a value where it has none, and a number as a number", async () => {
+  it("names a NULL where the record has a value, a value where it has none, a number as a number (infinity too) and a blob as its bytes", async () => {
     await tamper(
       "UPDATE runs SET parent_run_id = NULL WHERE id = 'r2'",
       "UPDATE runs SET parent_run_id = 'zz' WHERE id = 'r1'",
       "UPDATE steps SET superstep = 7 WHERE id = 's1'",
+      "UPDATE agent_calls SET hash = X'0102' WHERE id = 'a1'",
+      "UPDATE agent_calls SET superstep = 9e999 WHERE id = 'a2'",
     );
     await reopened((store) => {
       refused(() => store.getRun("r2"), 'runs row id="r2": column parent_run_id holds NULL, but its record says "r1"', "a parent erased");
       refused(() => store.getRun("r1"), 'runs row id="r1": column parent_run_id holds "zz", but its record says NULL', "a parent added");
+      // kills tables.ts:448 ConditionalExpression typeof v === "string" -> true (a blob would show as {"0":1,"1":2})
+      refused(
+        () => store.getAgentCall("a1"),
+        'agent_calls row run_id="r1" superstep=1 id="a1": column hash holds 1,2, but its record says "sha256:a1"',
+        "a hash that is a blob, shown as its bytes",
+      );
+      // kills tables.ts:456 ConditionalExpression typeof v === "string" -> true (JSON.stringify(Infinity) is "null")
+      refused(
+        () => store.getAgentCall("a2"),
+        'agent_calls row run_id="r1" superstep=Infinity id="a2": column superstep holds Infinity, but its record says 2',
+        "a superstep overflowed to infinity, named as such",
+      );
       refused(
         () => store.listSteps("r1", 7),
         'steps row run_id="r1" superstep=7 id="s1": column superstep holds 7, but its record says 1',
@@ -237,5 +251,33 @@ describe("a first column or a missing field that disagrees with its record", () 
         "an event without seq",
       );
     });
+  });
+});
+
+describe("a constraint added to a table by hand", () => {
+  // kills tables.ts:77 ConditionalExpression (e).code === "SQLITE_CONSTRAINT_PRIMARYKEY" -> true
+  it("refuses a commit with SQLite's reason, not as a row already stored, and stores none of it", async () => {
+    await tamper("CREATE UNIQUE INDEX one_step_per_superstep ON steps (run_id, superstep)");
+    const writer = await SqlJsStore.open(file);
+    try {
+      assert.throws(
+        () => writer.commit({ steps: [step("s2", "r1", 1)] }),
+        (e: Error & { code?: string }) => {
+          assert.equal(e.code, "SQLITE_CONSTRAINT_UNIQUE", `the code (${e.message})`);
+          assert.equal(e.message, "UNIQUE constraint failed: steps.run_id, steps.superstep", "the message names the constraint");
+          return true;
+        },
+        "a second step in superstep 1",
+      );
+    } finally {
+      writer.close();
+    }
+    await reopened((store) =>
+      assert.deepEqual(
+        store.listSteps("r1").map((s) => s.id),
+        ["s1"],
+        "only the step stored before",
+      ),
+    );
   });
 });
