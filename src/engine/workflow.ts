@@ -4,6 +4,8 @@ import type { EdgeSpec, ExecutorSpec, ExtractKey, FactKey, KeyDecl, StateShape }
 import { stableHash } from "./hash";
 import type { Json, StepKind } from "./records";
 
+const STEP_KINDS: readonly StepKind[] = ["code", "loader", "agent", "commit", "effect", "request"];
+
 export interface WorkflowSpec {
   name: string;
   version: number;
@@ -147,6 +149,16 @@ export function defineWorkflow(spec: WorkflowSpec): Workflow {
 
   for (const id of executorIds) {
     const ex = spec.executors[id]!;
+    if (!STEP_KINDS.includes(ex.kind)) {
+      // Plain JavaScript can name any kind: refused here, before a run does the steps before it
+      // (effects included) and fails only on reaching this one.
+      problems.push({
+        code: "INVALID_WORKFLOW",
+        executor: id,
+        message: `executor "${id}" is of kind ${describeReturned(ex.kind)}; an executor is one of ${STEP_KINDS.join(", ")}`,
+      });
+      continue;
+    }
     for (const key of ex.owns ?? []) {
       if (!stateKeys.has(key)) {
         problems.push({ code: "UNKNOWN_KEY", executor: id, key, message: `executor "${id}" owns unknown state key "${key}"` });

@@ -298,6 +298,20 @@ describe("workflow graph: a workflow written in plain JavaScript, fields missing
     assert.deepEqual([wf.edges, wf.graph.keys, wf.owners], [[], [], {}], "no edges, no keys, no owners");
   });
 
+  it("names an executor of a kind the engine does not have, before any run does the steps before it", () => {
+    // Plain JavaScript can name any kind; before this check the run did every step before this one
+    // (effects included) and failed only on reaching it.
+    const ps = problemsOf({
+      ...invoiceSpec(),
+      executors: { ...invoiceSpec().executors, pay: { kind: "cron", reads: ["decision"], run: () => undefined } },
+    } as unknown as WorkflowSpec);
+    assert.deepEqual(
+      ps.map((p) => [p.code, p.executor, p.message]),
+      [["INVALID_WORKFLOW", "pay", 'executor "pay" is of kind "cron"; an executor is one of code, loader, agent, commit, effect, request']],
+      "the one problem names the executor and its kind, and lists the kinds there are",
+    );
+  });
+
   it("names each state key declared as something that is no schema (a misspelled import is undefined), with what it is", () => {
     // Kills workflow.ts:73 LogicalOperator `typeof decl === "object" || decl !== null` in isExtractKey: null and
     // undefined reached `decl.kind` and threw a TypeError instead of this list. Before the check these
