@@ -128,7 +128,7 @@ export class Engine {
         state: values,
         now: this.now,
         signal: this.control.signal,
-        log: (m) => this.options.log?.(m),
+        log: (m) => this.log(m),
         emit: (e) => this.emit(e),
         hooks: this.options.hooks,
       });
@@ -294,7 +294,7 @@ export class Engine {
               // A replay names one step: the one in the first superstep after the checkpoint the
               // run resumed from. Later calls of the same executor (a loop) run normally.
               replay: superstep === start.superstep + 1 ? this.options.replay : undefined,
-              log: (m) => this.options.log?.(m),
+              log: (m) => this.log(m),
               emit: (e) => this.emit(e),
               rules: () => rulesInForce((this.options.ruleBook ?? this.store).listRules(), this.now()),
               hooks: this.options.hooks,
@@ -421,13 +421,25 @@ export class Engine {
     try {
       this.options.onEvent?.(e);
     } catch (err) {
-      this.options.log?.(`event listener threw: ${errorMessage(err)}`);
+      this.log(`event listener threw: ${errorMessage(err)}`);
     }
   }
 
   private warn(message: string): void {
     this.warnings.push(message);
-    this.options.log?.(`warning: ${message}`);
+    this.log(`warning: ${message}`);
+  }
+
+  /**
+   * The host's log, which must not decide a run: a log that throws (the runner's channel to the
+   * editor closed, a full disk under a file log) loses that line, not the step or the resume.
+   */
+  private log(message: string): void {
+    try {
+      this.options.log?.(message);
+    } catch {
+      // Nowhere left to say it.
+    }
   }
 
   private event(runId: string, superstep: number, type: EventType, data: Json): EventRecord {

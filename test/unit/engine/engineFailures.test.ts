@@ -202,3 +202,45 @@ describe("engine failures: step records the store refuses", () => {
     );
   });
 });
+
+describe("engine failures: a host log that throws", () => {
+  it("loses its lines, not the steps that logged or warned: the run completes as it would with no log", async () => {
+    const wf = defineWorkflow({
+      name: "chatty",
+      version: 1,
+      state: { n: z.number() },
+      start: "first",
+      executors: {
+        first: code({ owns: ["n"], run: (ctx) => (ctx.log("first says hello"), ctx.write("n", 1), "next") }),
+        second: code({ reads: ["n"], run: (ctx) => void ctx.log(`second sees ${String(ctx.state.n)}`) }),
+      },
+      edges: [edge("first", "second")],
+    });
+    const tried: string[] = [];
+    const log = (m: string): void => {
+      tried.push(m);
+      throw new Error("the editor's channel is closed");
+    };
+    const r = await engine(wf, { log, onEvent: () => assert.fail("a listener that throws is logged, and the log throws too") })((e) =>
+      e.run(),
+    );
+    assert.deepEqual([r.status, r.error], ["completed", undefined], "the run completed, with no error");
+    const steps = await onDisk((s) => s.listSteps(r.runId));
+    assert.deepEqual(
+      steps.map((s) => [s.executor, s.status]),
+      [
+        ["first", "ok"],
+        ["second", "ok"],
+      ],
+      "both steps are recorded ok",
+    );
+    assert.ok(
+      tried.includes("[first] first says hello") && tried.includes("[second] second sees 1"),
+      `the steps' lines were handed to the log before it threw: ${JSON.stringify(tried)}`,
+    );
+    assert.ok(
+      tried.some((m) => m.startsWith("event listener threw:")),
+      `the throwing listener was reported to the log: ${JSON.stringify(tried)}`,
+    );
+  });
+});
