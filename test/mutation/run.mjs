@@ -61,6 +61,10 @@ if (existsSync(incrementalFile)) {
   const report = JSON.parse(readFileSync(incrementalFile, "utf8"));
   delete report.config; // Stryker reads only files and testFiles back
   delete report.projectRoot;
+  // A target with nothing to mutate (types, re-exports) is in no report of Stryker's: recorded
+  // with no mutants, so that the summary can tell it from a file never run.
+  for (const t of targets.filter((t) => t.endsWith(".ts")))
+    report.files[t] ??= { language: "typescript", mutants: [], source: readFileSync(t, "utf8") };
   writeFileSync(incrementalFile, JSON.stringify(report, null, 1) + "\n");
 }
 process.exit(run.status ?? 1);
