@@ -89,7 +89,7 @@ describe("effect comparisons: paths, fingerprints and key holders", () => {
     });
   });
 
-  it("the conflict message keeps a value of exactly 60 characters whole and separates the fields by '; '", () => {
+  it("the conflict message keeps a value of exactly 60 characters whole and separates the fields by a semicolon", () => {
     // kills effectCompare.ts:101 EqualityOperator (`> 60` as `>= 60`) and :103 StringLiteral (the "; " join as "")
     const sixty = "y".repeat(58); // 60 characters as JSON, with its quotes
     const holder = intent("INV-7:pay:2", "INV-7", { key: "INV-7:pay:2" });
