@@ -5,6 +5,7 @@ import {
   diffPaths,
   getPath,
   holderOf,
+  intentConflict,
   intentRecordId,
   keyOf,
 } from "../../../src/engine/effectCompare";
@@ -52,6 +53,9 @@ describe("effect comparisons: paths, fingerprints and key holders", () => {
     assert.deepEqual(diffPaths({ a: 1 }, { a: 1 }), []);
     assert.deepEqual(diffPaths({ a: null }, {}), [], "a null member and a missing one read the same");
     assert.deepEqual(diffPaths({ z: 1, a: 1 }, { z: 2, a: 2 }), ["a", "z"], "sorted");
+    // kills effectCompare.ts:137 ConditionalExpression (isObj's `v !== null` as true): null is no object to walk into
+    assert.deepEqual(diffPaths({ a: null }, { a: { b: 1 } }), ["a"], "a member null on one side and an object on the other");
+    assert.deepEqual(diffPaths(null, { b: 1 }), ["(root)"], "null against an object at the root");
   });
 
   it("a relied-on value that is itself a sha256: string matches the same string live, and a fingerprint matches its value", () => {
@@ -72,6 +76,30 @@ describe("effect comparisons: paths, fingerprints and key holders", () => {
     assert.deepEqual(
       comparePrecondition({ reliesOn: { a: 2 }, basis: { version: "v0", record: { a: 1 } } }, live).outcome,
       "relied_on_change",
+    );
+  });
+
+  it("a live record whose fields changed at the same version (a system without versions) is an unrelated change, naming the fields", () => {
+    // kills effectCompare.ts:39 ConditionalExpression (`changed.length > 0` as false): only a moved version counted
+    const basis = { version: "", record: { name: "A", city: "Bonn" } };
+    assert.deepEqual(comparePrecondition({ reliesOn: { name: "A" }, basis }, { version: "", record: { name: "A", city: "Köln" } }), {
+      outcome: "unrelated_change",
+      changed: ["city"],
+      reliedOnChanged: [],
+    });
+  });
+
+  it("the conflict message keeps a value of exactly 60 characters whole and separates the fields by a semicolon", () => {
+    // kills effectCompare.ts:101 EqualityOperator (`> 60` as `>= 60`) and :103 StringLiteral (the "; " join as "")
+    const sixty = "y".repeat(58); // 60 characters as JSON, with its quotes
+    const holder = intent("INV-7:pay:2", "INV-7", { key: "INV-7:pay:2" });
+    const proposed = intent("INV-7:pay:2@run-b", "run-b", { key: "INV-7:pay:2", payload: { amount: 200, memo: sixty } });
+    const { message } = intentConflict(holder, proposed, compareIntents(holder, proposed), "this run", T);
+    assert.equal(
+      message,
+      'effect "pay" (intent INV-7:pay:2@run-b, pay on erp:invoices/INV-7): idempotency key INV-7:pay:2 is held by run INV-7\'s done intent INV-7:pay:2 ' +
+        `with a different intent: payload.amount: 100 (run INV-7) vs 200 (this run); payload.memo: null (run INV-7) vs "${sixty}" (this run); ` +
+        "not acting and not reusing its reference",
     );
   });
 

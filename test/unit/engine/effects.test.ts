@@ -427,6 +427,11 @@ describe("effects: open intents are reconciled on resume before anything else ru
         logs.some((l) => /already done; not acting again/.test(l)),
         "the step, run again, found its intent done",
       );
+      // kills effectStep.ts:258 StringLiteral (the look-up's log line as ""): the log says what the look-up found
+      assert.ok(
+        logs.includes(`[setTerms] intent ${open.id}: found by its key in ${open.target}; recorded done`),
+        `no log said the key was found; logs: ${JSON.stringify(logs)}`,
+      );
       assert.deepEqual(store.readValues(store.latestCheckpoint(run.id)!.keys).terms, { id: "V-1", version: 2 });
     } finally {
       store.close();

@@ -233,4 +233,50 @@ describe("eval cases: the promptfoo file as a person reads it", () => {
       "every bad field, by its path",
     );
   });
+
+  it("says which var is not JSON when it is the expected proposal, and lists each bad field on a line of its own", () => {
+    // kills evalCase.ts:299 StringLiteral (the expected proposal's `where` as "") and :344 StringLiteral (the problems joined by "")
+    const [test] = parseYaml(toPromptfooYaml([claimCase])) as { vars: Record<string, string> }[];
+    test!.vars.expected_proposal = '{"action": "pay",';
+    assert.throws(
+      () => parsePromptfooYaml(stringifyYaml([test]), "c.yaml"),
+      (e: unknown) => {
+        assert.ok(isCasefileError(e) && e.code === "INVALID_INPUT", `INVALID_INPUT: ${String(e)}`);
+        assert.match(e.message, /^c\.yaml test 0 vars\.expected_proposal is not valid JSON: /);
+        assert.deepEqual(e.details, { file: "c.yaml test 0 vars.expected_proposal" });
+        return true;
+      },
+    );
+    assert.throws(
+      () => parseOwnJson(JSON.stringify({ ...claimCase, step: "", v: 2 }), "c.json"),
+      (e: unknown) => {
+        assert.ok(isCasefileError(e), `a typed error: ${String(e)}`);
+        assert.equal(
+          e.message,
+          "c.json is not a valid eval case:\n  - v: Invalid input: expected 1\n  - step: Too small: expected string to have >=1 characters",
+        );
+        return true;
+      },
+    );
+  });
+
+  it("writes a long message or proposal on one line, so a person edits the JSON where it stands", () => {
+    // kills evalCase.ts:283 ObjectLiteral (`{ lineWidth: 0 }` as `{}`): YAML's default folds a long string at 80 columns
+    const content = "Decide the claim below. " + "The policy covers water damage to the kitchen floor and the cabinets. ".repeat(3);
+    const reason = "covered under section 4.2 of the policy, water damage, no exclusion applies, amount below the limit";
+    const long: EvalCase = {
+      ...claimCase,
+      request: { ...claimCase.request, messages: [{ role: "user", content }] },
+      expected: { ...claimCase.expected, proposal: { action: "pay", reason } },
+    };
+    const lines = toPromptfooYaml([long]).split("\n");
+    assert.ok(
+      lines.includes(`    messages: '${JSON.stringify([{ role: "user", content }])}'`),
+      `the messages on one line: ${lines.filter((l) => l.includes("messages")).join(" / ")}`,
+    );
+    assert.ok(
+      lines.includes(`    expected_proposal: '${JSON.stringify({ action: "pay", reason })}'`),
+      `the proposal on one line: ${lines.filter((l) => l.includes("expected_proposal")).join(" / ")}`,
+    );
+  });
 });

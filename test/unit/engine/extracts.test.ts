@@ -512,6 +512,17 @@ describe("extracts: build-time checks", () => {
     );
   });
 
+  it("refuses an extract whose source is not a key's name, even a list holding the name of a fact", () => {
+    // kills workflow.ts:268 ConditionalExpression (`typeof decl.from !== "string"` as false): ["doc"] indexes state as "doc"
+    const problems = problemsOf({
+      state: { doc: fact(z.string()), terms: extract(z.string(), { from: ["doc"] as never, run: (d: string) => d }) },
+    });
+    assert.deepEqual(
+      problems.map((p) => [p.code, p.key, p.message]),
+      [["UNKNOWN_KEY", "terms", 'extract "terms" is taken from unknown state key ["doc"]; name the fact key holding the document']],
+    );
+  });
+
   it("refuses an executor owning an extract key, and an extract without a run function", () => {
     const problems = problemsOf({
       state: { doc: fact(z.string()), terms: take("doc"), broken: { ...take("doc"), run: undefined as never } },

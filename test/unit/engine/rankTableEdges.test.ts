@@ -44,6 +44,30 @@ describe("rank table: files that are not a table, and long tokens", () => {
     assert.equal(table.rankOfBytes(new TextEncoder().encode(long)), 1, "the long token by its bytes");
   });
 
+  it("has the fewest slots that keep the table at most half full: 2n slots when 2n is a power of two, not twice that", () => {
+    // kills rankTable.ts:38 EqualityOperator (`1 << bits < n * 2` as `<=`): a table of 2^k ranks doubled its slots, and its file
+    const slotBits = (n: number) => {
+      const t = buildRankTable(Array.from({ length: n }, (_, i) => `t${i}`));
+      return new Uint32Array(t.buffer, t.byteOffset, 4)[3];
+    };
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 8, 1024].map((n) => [n, slotBits(n)]),
+      [
+        [1, 1],
+        [2, 2],
+        [3, 3],
+        [4, 3],
+        [5, 4],
+        [8, 4],
+        [1024, 11],
+      ],
+      "log2 of the slot count for n ranks",
+    );
+    const two = buildRankTable(["a", "b"]);
+    assert.equal(two.byteLength, (4 + 3 + 4) * 4 + 2, "header, 3 offsets, 4 slots and 2 bytes");
+    assert.equal(RankTable.from(two)!.rankOfString("b"), 1, "and it is read back");
+  });
+
   it("with more tokens than slots would hold at half load, every one is still found (linear probing wraps around)", () => {
     const tokens = Array.from({ length: 3000 }, (_, i) => `t${i}`);
     const table = RankTable.from(buildRankTable(tokens))!;

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { type SqlJsStore } from "../../../src/casefile/index";
+import { openCaseFile, type SqlJsStore } from "../../../src/casefile/index";
 import { RunControl } from "../../../src/engine/control";
 import { type EngineOptions, type RunResult } from "../../../src/engine/engine";
 import { code, edge } from "../../../src/engine/executors";
@@ -83,6 +83,45 @@ describe("resume plan: the latest checkpoint of an unfinished run continues that
       );
     });
   }
+
+  it("a failed run resumed as itself reads running on disk, without its old error, while its first superstep runs", async () => {
+    // kills resumePlan.ts:120 ArrayDeclaration (the resume's batch committing no run): the case file
+    // went on saying failed, with the error the resume cleared, until the run's next commit
+    let failing = true;
+    let seen: { status: string; error?: unknown } | undefined;
+    const flaky = counter({
+      executors: {
+        tick: code({
+          owns: ["n"],
+          run: async (ctx) => {
+            const n = ((ctx.state.n as number | undefined) ?? 0) + 1;
+            if (n === 2 && failing) throw new Error("the ledger is down");
+            if (n === 2) {
+              // what a reader (the editor's inspector) finds in the case file now
+              const reader = await openCaseFile(file, { readOnly: true });
+              try {
+                const run = reader.listRuns()[0]!;
+                seen = { status: run.status, ...(run.error ? { error: run.error } : {}) };
+              } finally {
+                reader.close();
+              }
+            }
+            ctx.write("n", n);
+            return n < 3 ? n : undefined;
+          },
+        }),
+      },
+    });
+    const failed = await engine(flaky)((e) => e.run());
+    assert.equal(failed.status, "failed", "the first run failed in its second superstep");
+    const before = await onDisk((s) => s.getRun(failed.runId)!);
+    assert.match(before.error?.message ?? "", /the ledger is down/, "the failed run records its error");
+    failing = false;
+    const resumed = await engine(flaky)((e) => e.resume(failed.checkpointId));
+    assert.equal(resumed.runId, failed.runId, "the failed run continues as itself");
+    assert.equal(resumed.status, "completed", "and runs to its end");
+    assert.deepEqual(seen, { status: "running" }, "during the resumed superstep the case file says running, with no error");
+  });
 
   it("a completed run resumed from its latest checkpoint starts a branch; the completed run stays completed", async () => {
     const done = await engine(counter())((e) => e.run());

@@ -205,6 +205,28 @@ describe("workflow graph: every problem of a broken workflow, at once", () => {
     );
   });
 
+  it("names only the fan-in source no edge path reaches, not the fan-in's target, which a path reaches through its other source", () => {
+    // kills workflow.ts:224 MethodExpression (`e.from.some` as `every`): the target was named too, though connecting
+    // the source is the one fix the author needs
+    const ps = problemsOf({
+      name: "join",
+      version: 1,
+      state: {},
+      start: "a",
+      executors: {
+        a: code({ run: () => 1 }),
+        b: code({ run: () => 1 }),
+        lone: code({ run: () => 1 }),
+        both: code({ run: () => undefined }),
+      },
+      edges: [edge("a", "b"), edge(["b", "lone"], "both")],
+    });
+    assert.deepEqual(
+      ps.map((p) => [p.code, p.executor, p.message]),
+      [["UNREACHABLE_EXECUTOR", "lone", 'executor "lone" is unreachable: no edge path leads to it from "a"']],
+    );
+  });
+
   it("names an edge to an unknown executor by its index and ends, and a start that is not defined", () => {
     const spec = invoiceSpec();
     // The fan-out edge kills workflow.ts:190 StringLiteral `to.join("")`: its targets ran together as "payphantom".
@@ -249,6 +271,12 @@ describe("workflow graph: parsing with an author's schema", () => {
     assert.equal(proposalActions(z.object({ action: z.string() })), undefined, "a free-text action has no fixed set");
     assert.equal(proposalActions(z.object({ action: z.enum(["a"]).or(z.literal(1)) })), undefined, "a union is not a fixed set of strings");
     assert.equal(proposalActions(z.string()), undefined, "a schema without a shape has no action");
+    // kills workflow.ts:302 MethodExpression (`options.every` as `some`): an enum of an object with a number among its values
+    assert.equal(
+      proposalActions(z.object({ action: z.enum({ pay: "pay", hold: 1 }) })),
+      undefined,
+      "an enum with a number in it is no set of actions",
+    );
   });
 });
 
