@@ -207,7 +207,7 @@ export class MemoryStore implements CaseStore {
   }
 }
 
-/** Every row leaves the store as a copy, so a caller mutating it cannot change what is stored. */
+/** Every row leaves the store as a copy, so a caller mutating it cannot change what is stored (a missing one stays undefined). */
 function out<T>(value: T): T {
-  return value === undefined ? value : structuredClone(value);
+  return structuredClone(value);
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { nodeFs } from "../../../src/casefile/caseFileFs";
@@ -25,6 +25,20 @@ describe("nodeFs and MemoryStore: what the stores rely on", () => {
     assert.doesNotThrow(() => nodeFs.remove(file), "removing it again");
   });
 
+  it("nodeFs.fsync syncs an open file and refuses a closed descriptor with EBADF", () => {
+    // Kills caseFileFs.ts's `fsync: (fd) => fsyncSync(fd)` as `() => undefined`: a journal append
+    // or a compaction would be reported durable without ever reaching the disk.
+    const fd = openSync(path.join(dir, "case.casefile.journal"), "a");
+    nodeFs.write(fd, Buffer.from("record"), 0, 6);
+    assert.doesNotThrow(() => nodeFs.fsync(fd), "an open descriptor");
+    closeSync(fd);
+    assert.throws(
+      () => nodeFs.fsync(fd),
+      (e: NodeJS.ErrnoException) => e.code === "EBADF",
+      "a closed descriptor really reaches fsync(2)",
+    );
+  });
+
   it("nodeFs.fsyncDir leaves no descriptor open, and openCaseFile creates a missing file only when open for writing", async () => {
     // Kills fsyncDir's `finally { closeSync(fd) }` mutants, and index.ts's `create` default.
     const openFds = () => readdirSync("/proc/self/fd").length;
@@ -43,5 +57,18 @@ describe("nodeFs and MemoryStore: what the stores rely on", () => {
     // Kills memoryStore.ts's `if (opts.tenant !== undefined)` as true or false.
     assert.equal(new MemoryStore({ tenant: "acme" }).meta().tenant, "acme");
     assert.deepEqual(Object.keys(new MemoryStore({ createdAt: "2026-12-01T00:00:00.000Z" }).meta()).sort(), ["createdAt", "schemaVersion"]);
+  });
+
+  it("a MemoryStore asked for a value it does not hold names itself, the key, the version and the run", () => {
+    // Kills memoryStore.ts's readValues `missingValue("memory store", ...)` with the place blanked.
+    const store = new MemoryStore();
+    assert.throws(
+      () => store.readValues({ total: { run: "r1", version: 3 } }),
+      (e: unknown) => {
+        assert.ok(isCasefileError(e) && e.code === "CORRUPT_CASE_FILE", String(e));
+        assert.equal(e.message, 'memory store: state key "total" version 3 of run r1 is referenced but not stored', "the whole message");
+        return true;
+      },
+    );
   });
 });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { nodeFs } from "../../../src/casefile/caseFileFs";
@@ -31,6 +31,40 @@ describe("sql.js loading and nodeFs.fsyncDir", () => {
     assert.equal(path.basename(found), "sql-wasm.wasm", `found ${found}`);
     assert.ok(existsSync(found), `${found} exists`);
     assert.equal(path.basename(path.dirname(path.dirname(found))), "sql.js", `${found} is in the sql.js package`);
+  });
+
+  // Kills sqlite.ts's `initSqlJs({ wasmBinary })` as `initSqlJs({})` (sql.js would then look for
+  // its wasm in its own folder, which a bundle does not have) and the not-found message blanked.
+  // The bundle's situation, made for real: sqlite.ts (as the build or Stryker left it) copied into
+  // a folder with the wasm beside it and a sql.js package holding its JavaScript only.
+  it("loads the copy of sql-wasm.wasm beside the code when sql.js's package has none; with neither, names both places and tries again later", async () => {
+    const pkg = path.dirname(require.resolve("sql.js"));
+    const fakePkg = path.join(dir, "node_modules", "sql.js");
+    mkdirSync(path.join(fakePkg, "dist"), { recursive: true });
+    writeFileSync(path.join(fakePkg, "package.json"), JSON.stringify({ name: "sql.js", main: "./dist/sql-wasm.js" }));
+    copyFileSync(path.join(pkg, "sql-wasm.js"), path.join(fakePkg, "dist", "sql-wasm.js"));
+    const code = path.join(dir, "sqlite.ts");
+    copyFileSync(path.join(__dirname, "../../../src/casefile/sqlite.ts"), code);
+    const beside = path.join(dir, "sql-wasm.wasm");
+    const inPackage = path.join(fakePkg, "dist", "sql-wasm.wasm");
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a fresh module: its own `loading`, its own __dirname
+    const bundled = require(code) as typeof import("../../../src/casefile/sqlite");
+    try {
+      assert.throws(
+        () => bundled.findSqlWasm(),
+        (e: Error) => e.message === `sql-wasm.wasm not found; looked in: ${beside}, ${inPackage}`,
+        "with no copy anywhere, the message names both places",
+      );
+      await assert.rejects(bundled.loadSqlJs(), /sql-wasm\.wasm not found/, "a load with no wasm fails");
+      copyFileSync(path.join(pkg, "sql-wasm.wasm"), beside);
+      assert.equal(bundled.findSqlWasm(), beside, "the copy beside the code comes first");
+      const SQL = await bundled.loadSqlJs();
+      const db = new SQL.Database();
+      assert.deepEqual(db.exec("SELECT 6 * 7")[0]?.values, [[42]], "the SQLite loaded from the copy beside the code runs SQL");
+      db.close();
+    } finally {
+      for (const loaded of Object.keys(require.cache)) if (loaded.startsWith(dir + path.sep)) delete require.cache[loaded];
+    }
   });
 
   // Kills fsyncDir's body emptied (or its platform check made true): on Linux it really opens
