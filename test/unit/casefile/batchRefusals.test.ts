@@ -147,6 +147,23 @@ const REFUSED: [string, () => unknown, string][] = [
   ],
 ];
 
+/**
+ * Every table with a good row and the fields a store indexes or keys on (strings, then integers):
+ * without any one of them the row is refused before anything is written.
+ */
+const KEYED_FIELDS: [string, object, string[], string[]][] = [
+  ["runs", run("r1"), ["id", "status", "createdAt", "updatedAt"], []],
+  ["checkpoints", checkpoint("c1", "r1", 0), ["id", "runId", "createdAt"], ["superstep"]],
+  ["values", { run: "r1", key: "k", version: 1, value: 1 }, ["run", "key"], ["version"]],
+  ["steps", step("s1", "r1", 0), ["id", "runId", "executor"], ["superstep"]],
+  ["facts", fact("r1", "k", 1), ["runId", "key", "executor"], ["superstep", "version"]],
+  ["agentCalls", agentCall("a1", "r1"), ["id", "runId", "executor", "hash"], ["superstep"]],
+  ["verdicts", verdict("v1", "r1"), ["id", "runId", "executor"], ["superstep"]],
+  ["intents", intent("pay:7", "r1"), ["id", "runId", "status"], ["superstep"]],
+  ["rules", rule("eur"), ["id"], []],
+  ["events", event("r1", "output"), ["runId", "type", "at"], ["superstep"]],
+];
+
 function stores(): { name: string; open(): Promise<{ store: CaseStore; reopen(): Promise<CaseStore>; dispose(): void }> }[] {
   return [
     {
@@ -207,6 +224,35 @@ for (const { name, open } of stores()) {
       assert.deepEqual(after.listCheckpoints("r1"), [], "no checkpoint stored");
       assert.deepEqual(after.listEvents(), [], "no event stored");
       assert.deepEqual(after.listVerdicts(), [], "no verdict stored");
+    });
+
+    it("refuses a row of any table that lacks a field the store keys on, naming the table, the row and the field", async () => {
+      const { store } = opened;
+      for (const [table, row, strings, integers] of KEYED_FIELDS) {
+        for (const [field, kind] of [
+          ...strings.map((f) => [f, "a non-empty string"] as const),
+          ...integers.map((f) => [f, "an integer"] as const),
+        ]) {
+          const lacking = { ...row } as Record<string, unknown>;
+          delete lacking[field];
+          assert.throws(
+            () => store.commit({ [table]: [lacking] } as CommitBatch),
+            refusedWith(`${table}[0].${field} must be ${kind}, got undefined`, `${table} without ${field}`),
+            `${table} without ${field}`,
+          );
+        }
+      }
+      const after = await opened.reopen();
+      assert.deepEqual(after.listRuns(), [], "no run stored");
+      assert.deepEqual(after.listCheckpoints("r1"), [], "no checkpoint stored");
+      assert.throws(() => after.readValues({ k: ref("r1", 1) }), /is referenced but not stored/, "no value stored");
+      assert.deepEqual(after.listSteps("r1"), [], "no step stored");
+      assert.deepEqual(after.listFacts("r1"), [], "no fact stored");
+      assert.deepEqual(after.listAgentCalls(), [], "no agent call stored");
+      assert.deepEqual(after.listVerdicts(), [], "no verdict stored");
+      assert.deepEqual(after.listIntents(), [], "no intent stored");
+      assert.deepEqual(after.listRules(true), [], "no rule stored");
+      assert.deepEqual(after.listEvents(), [], "no event stored");
     });
 
     it("refuses a second row of every append-only table with an identity, in a later batch, naming it", async () => {

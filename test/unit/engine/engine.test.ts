@@ -253,13 +253,14 @@ describe("engine: resume and fork", () => {
     store.commit({
       checkpoints: [checkpoint("run-gone:1", "run-gone", 1, { workflow: store.getCheckpoint(`${parent.runId}:1`)!.workflow })],
     });
-    await assert.rejects(
-      new Engine(wf, store).resume("run-gone:1"),
-      (e: unknown) =>
-        isCasefileError(e) &&
-        e.code === "CORRUPT_CASE_FILE" &&
-        e.message === 'this case file: checkpoint "run-gone:1" refers to run run-gone, which is not stored',
-    );
+    await assert.rejects(new Engine(wf, store).resume("run-gone:1"), (e: unknown) => {
+      assert.ok(isCasefileError(e), `a CasefileError: ${String(e)}`);
+      assert.equal(e.code, "CORRUPT_CASE_FILE", e.message);
+      assert.equal(e.message, 'this case file: checkpoint "run-gone:1" refers to run run-gone, which is not stored');
+      // The run it names, for a caller reading the error as JSON (toJSON) rather than its sentence.
+      assert.deepEqual(e.toJSON().details, { run: "run-gone" }, "the details name the missing run");
+      return true;
+    });
   });
 
   it("edit-then-fork validates the patch against the schemas, naming key and path", async () => {

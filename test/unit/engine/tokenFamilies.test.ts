@@ -4,7 +4,7 @@ import { checkBudget, encodingFor } from "../../../src/engine/tokens";
 
 /**
  * Which tokenizer an agent call's recorded count is made with, for model names as users write
- * them (a provider prefix, capitals, a trailing space, Azure's "gpt-35", local names that only
+ * them (a provider prefix, capitals, a space before or after, Azure's "gpt-35", local names that only
  * look alike), and the details of a hard-budget refusal: each row names the slip in tokens.ts
  * (an anchor or an alternative of the family patterns) it catches.
  */
@@ -20,6 +20,8 @@ describe("encodingFor: the family a model name belongs to", () => {
     ["o4:latest", "o200k_base"],
     ["o3.1", "o200k_base"],
     ["GPT-4O ", "o200k_base"],
+    [" gpt-4o", "o200k_base"],
+    ["azure/ gpt-4-turbo", "cl100k_base"],
     ["openai/o1", "o200k_base"],
     ["azure/gpt-35-turbo", "cl100k_base"],
     ["gpt-3.5-turbo-16k", "cl100k_base"],

@@ -112,6 +112,51 @@ describe("checkBudget", () => {
   });
 });
 
+/**
+ * tokens.ts as a process's first import of it: its encodings not yet built. Every other test here
+ * counts with encodings an earlier test built; this one builds them (the split rules and the
+ * ranks of each family) while it counts. The module is put back as it was afterwards.
+ */
+function freshTokens(): typeof import("../../../src/engine/tokens") {
+  const id = require.resolve("../../../src/engine/tokens");
+  const kept = require.cache[id];
+  delete require.cache[id];
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require(id) as typeof import("../../../src/engine/tokens");
+  } finally {
+    require.cache[id] = kept;
+  }
+}
+
+describe("the first count in a process", () => {
+  // Text on which the two families split differently (o200k keeps "supplier's" whole, cl100k
+  // splits off "'s"), single punctuation pieces, and text outside ASCII.
+  const texts = [
+    "The supplier's PO wasn't matched; we'll pay it.",
+    "Invoice INV-2291 from Müller GmbH: 12 400,00 € — PO 4471 — 日本語の注記あり 🚚",
+    "I'M SURE THEY'RE RIGHT, aren't they?",
+    "a, b; c.",
+  ];
+
+  for (const [name, model] of [
+    ["o200k_base", "gpt-4o"],
+    ["cl100k_base", "gpt-4"],
+  ] as const) {
+    it(`builds ${name} with gpt-tokenizer's own split rules and ranks: every count is the package's`, () => {
+      const { countTokens: firstCount } = freshTokens();
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const pkg = require(`gpt-tokenizer/encoding/${name}`) as { countTokens(text: string, o: { disallowedSpecial: Set<string> }): number };
+      const plain = { disallowedSpecial: new Set<string>() };
+      for (const t of texts) {
+        // Chat framing: 3 tokens per message plus its role, 3 to prime the reply.
+        const expected = 3 + 3 + pkg.countTokens("user", plain) + pkg.countTokens(t, plain);
+        assert.deepEqual(firstCount([{ role: "user", content: t }], model), { count: expected, tokenizer: name }, `${model}: ${t}`);
+      }
+    });
+  }
+});
+
 describe("tokens module loading", () => {
   it("loads no rank table at import time, and then only the counted family's", () => {
     const script = `
