@@ -36,10 +36,8 @@ export function runModelOf(config: ProviderConfig | undefined): RunModel | undef
       return config.deployment ? { model: config.deployment, provider: "azure" } : undefined;
     case "vscode-lm":
       return config.family ? { model: config.family, provider: "vscode-lm" } : undefined;
-    default: {
-      const never: never = config;
-      return never;
-    }
+    default:
+      throw unknownKind(config);
   }
 }
 
@@ -82,10 +80,8 @@ export function createProvider(config: ProviderConfig, opts: CreateProviderOptio
           'from the CLI choose "scripted", "openai" or "azure"',
         { kind: config.kind },
       );
-    default: {
-      const never: never = config;
-      throw new CasefileError("USAGE", `unknown provider kind ${JSON.stringify((never as { kind?: unknown }).kind)}`);
-    }
+    default:
+      throw unknownKind(config);
   }
 }
 
@@ -95,6 +91,11 @@ export function defaultFixturePath(workflowPath: string): string {
   const ext = path.extname(resolved);
   const stem = /^\.[mc]?[jt]s$/.test(ext) ? resolved.slice(0, -ext.length) : resolved;
   return `${stem}.responses.json`;
+}
+
+/** The exhaustive end of a switch on the kind: a config from a newer version, or a cast. */
+function unknownKind(config: never): CasefileError {
+  return new CasefileError("USAGE", `unknown provider kind ${JSON.stringify((config as { kind?: unknown }).kind)}`);
 }
 
 function readKey(env: NodeJS.ProcessEnv, variable: string, purpose: string): string {

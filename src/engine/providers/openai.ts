@@ -134,9 +134,11 @@ export class OpenAICompatibleProvider implements ModelProvider {
     } catch (e) {
       throw this.#failure(request, e, Date.now() - started);
     }
-    const choice = completion.choices?.[0];
-    if (!choice) {
-      throw new CasefileError("MODEL_CALL_FAILED", `step "${request.step}": ${this.#target} answered with no choices`, {
+    // Whatever the types say, a compatible server may answer 200 with an empty or `null` body (the
+    // package then hands back undefined or null), no choices, or a choice without a message.
+    const choice = completion?.choices?.[0];
+    if (!choice?.message) {
+      throw new CasefileError("MODEL_CALL_FAILED", `step "${request.step}": ${this.#target} answered with no message`, {
         step: request.step,
       });
     }
@@ -218,6 +220,7 @@ function displayUrl(url: string): string {
     u.hash = "";
     return u.toString().replace(/\/$/, "");
   } catch {
-    return url.replace(/[?#].*$/, "");
+    // `s`: a value pasted with a line break after its query (a trailing newline) loses it all.
+    return url.replace(/[?#].*/s, "");
   }
 }

@@ -71,6 +71,14 @@ describe("createProvider", () => {
     );
   });
 
+  it("refuses a kind it does not know when asked for the run's model too, the same way", () => {
+    // Kills providers/index.ts:39 (runModelOf's default branch): it gave back the config itself as the run's model.
+    assert.throws(
+      () => runModelOf({ kind: "anthropic", model: "claude" } as unknown as Parameters<typeof runModelOf>[0]),
+      (e: unknown) => isCasefileError(e) && e.code === "USAGE" && e.message === 'unknown provider kind "anthropic"',
+    );
+  });
+
   it("names the missing variable, not a value, when the key is absent", () => {
     const check = (e: unknown, variable: string): boolean => {
       assert.ok(isCasefileError(e), "expected: isCasefileError(e)");

@@ -25,7 +25,11 @@ interface Received {
 interface Reply {
   status?: number;
   body?: unknown;
+  /** Sent as it is instead of `body` as JSON (still with a JSON content type unless headers say otherwise). */
+  raw?: string;
   headers?: Record<string, string>;
+  /** Send no x-request-id header (the server sends one by default). */
+  noRequestId?: boolean;
   delayMs?: number;
 }
 
@@ -58,7 +62,7 @@ class ChatCompletionsServer {
         const body = reply.body ?? (status >= 400 ? { error: { message: "error" } } : completion(received.body, "{}"));
         const send = (): void => {
           this.replied++;
-          sendJson(res, status, body, reply.headers);
+          sendJson(res, status, reply.raw ?? JSON.stringify(body), reply.headers, reply.noRequestId);
         };
         if (reply.delayMs) {
           const timer = setTimeout(() => {
@@ -93,10 +97,12 @@ class ChatCompletionsServer {
   }
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+function sendJson(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}, noRequestId = false): void {
   if (res.destroyed) return;
-  res.writeHead(status, { "content-type": "application/json", "x-request-id": "req_loopback_1", ...headers });
-  res.end(JSON.stringify(body));
+  const all: Record<string, string> = { "content-type": "application/json", "x-request-id": "req_loopback_1", ...headers };
+  if (noRequestId) delete all["x-request-id"];
+  res.writeHead(status, all);
+  res.end(text);
 }
 
 function completion(body: Record<string, unknown>, content: string | null, extra: Record<string, unknown> = {}): unknown {
@@ -255,10 +261,30 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     await assert.rejects(provider().complete(request()), (e: unknown) => {
       assert.ok(isCasefileError(e), "a typed error");
       assert.equal(e.code, "MODEL_CALL_FAILED");
-      assert.match(e.message, /^step "classify invoice": http:\/\/127\.0\.0\.1:\d+\/v1 answered with no choices$/);
+      assert.match(e.message, /^step "classify invoice": http:\/\/127\.0\.0\.1:\d+\/v1 answered with no message$/);
       assert.deepEqual(e.details, { step: "classify invoice" });
       return true;
     });
+  });
+
+  it("refuses a 200 with no completion in it (empty, null, no choices, a choice without a message) the same way", async () => {
+    // Kills openai.ts:137 OptionalChaining: `{}` (no choices key) and `null` are a typed refusal, not a TypeError.
+    const sloppy: [string, Reply][] = [
+      ["an empty body", { raw: "", headers: { "content-length": "0" } }],
+      ["null", { raw: "null" }],
+      ["an object without choices", { body: {} }],
+      ["a choice without a message", { body: { id: "c1", choices: [{ index: 0, finish_reason: "stop" }] } }],
+    ];
+    for (const [what, reply] of sloppy) {
+      server.queue(reply);
+      await assert.rejects(provider({ maxRetries: 0 }).complete(request()), (e: unknown) => {
+        assert.ok(isCasefileError(e), `${what}: a typed error, got ${String(e)}`);
+        assert.equal(e.code, "MODEL_CALL_FAILED", what);
+        assert.equal(e.message, `step "classify invoice": ${server.url}/v1 answered with no message`, what);
+        assert.deepEqual(e.details, { step: "classify invoice" }, what);
+        return true;
+      });
+    }
   });
 
   it("refuses to be made without an API key, as USAGE", () => {
@@ -296,10 +322,18 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     // The server would answer after a minute: the test can only pass by the provider giving up first
     // (no clock read; a provider that waited would hit mocha's timeout).
     server.queue({ delayMs: 60_000, body: completion({ model: "gpt-4o-mini" }, answer) });
+    const t0 = performance.now();
     await assert.rejects(provider({ timeoutMs: 200, maxRetries: 0 }).complete(request()), (e: unknown) => {
+      const outer = performance.now() - t0;
       assert.ok(isCasefileError(e), "expected: isCasefileError(e)");
       assert.equal(e.code, "MODEL_CALL_FAILED");
-      assert.match(e.message, /step "classify invoice": model call to .* timed out/);
+      // Word for word: a timeout is not reported as a failure to connect (openai.ts:168).
+      assert.equal(e.message, `step "classify invoice": model call to ${server.url}/v1 timed out`);
+      // The details name the step and where the call went, and how long it took (openai.ts:135, 165):
+      // at least the timeout, at most what the test saw from outside (Date.now, so 5 ms of slack).
+      const { elapsedMs, ...rest } = e.details as { elapsedMs: number };
+      assert.deepEqual(rest, { step: "classify invoice", target: `${server.url}/v1` });
+      assert.ok(elapsedMs >= 198 && elapsedMs <= outer + 5, `elapsedMs ${elapsedMs}: between 200 ms and ${outer} ms expected`);
       return true;
     });
     assert.equal(server.received.length, 1, "the request reached the server once (no retry)");
@@ -320,7 +354,25 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     server.queue({ delayMs: 2_000, body: completion({ model: "gpt-4o-mini" }, answer) });
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 100);
-    await assert.rejects(provider({ maxRetries: 0 }).complete(request(), ac.signal), /was aborted/);
+    await assert.rejects(provider({ maxRetries: 0 }).complete(request(), ac.signal), (e: unknown) => {
+      // Word for word: an abort is not reported as an HTTP failure (openai.ts:170).
+      assert.ok(isCasefileError(e) && e.code === "MODEL_CALL_FAILED", `a typed error: ${String(e)}`);
+      assert.equal(e.message, `step "classify invoice": model call to ${server.url}/v1 was aborted`);
+      assert.equal(e.details.status, undefined, "no status: nothing was answered");
+      return true;
+    });
+  });
+
+  it("names OpenAI's own API as the target when no base URL is given", async () => {
+    // Kills openai.ts:95 StringLiteral. The signal is aborted before the call, so nothing leaves the machine.
+    const ac = new AbortController();
+    ac.abort();
+    await assert.rejects(new OpenAICompatibleProvider({ apiKey: key }).complete(request(), ac.signal), (e: unknown) => {
+      assert.ok(isCasefileError(e), `a typed error: ${String(e)}`);
+      assert.equal(e.message, 'step "classify invoice": model call to https://api.openai.com/v1 was aborted');
+      assert.equal(e.details.target, "https://api.openai.com/v1");
+      return true;
+    });
   });
 
   it("returns a structured-output refusal as empty text with the refusal in meta", async () => {
@@ -336,6 +388,14 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     assert.equal(r.text, "plain");
     assert.equal(server.received[0]!.body.model, "llama3.1");
     assert.equal("response_format" in server.received[0]!.body, false);
+    // Kills openai.ts:113 ObjectLiteral: the refusal for no model at all names the step in its details.
+    await assert.rejects(provider().complete(request({ model: "" })), (e: unknown) => {
+      assert.ok(isCasefileError(e) && e.code === "MODEL_CALL_FAILED", `a typed error: ${String(e)}`);
+      assert.equal(e.message, 'step "classify invoice": no model named in the request or the provider');
+      assert.deepEqual(e.details, { step: "classify invoice" });
+      return true;
+    });
+    assert.equal(server.received.length, 1, "nothing sent without a model");
   });
 
   it("keeps a model's answer intact when the key is a short placeholder for a local server", async () => {
@@ -355,6 +415,133 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
         return true;
       },
     );
+  });
+
+  /** The typed error `p` rejects with. */
+  async function failure(p: Promise<unknown>): Promise<{ code: string; message: string; details: Record<string, unknown> }> {
+    try {
+      await p;
+    } catch (e) {
+      assert.ok(isCasefileError(e), `a CasefileError: ${String(e)}`);
+      return { code: e.code, message: e.message, details: e.details };
+    }
+    throw new Error("not refused");
+  }
+
+  it("an HTTP failure's details hold the step, the target, the time taken, the status and the request id only when sent", async () => {
+    // Kills openai.ts:176 ConditionalExpression: no x-request-id, no requestId key.
+    server.queue({ status: 400, body: { error: { message: "bad" } }, noRequestId: true });
+    const without = await failure(provider().complete(request()));
+    assert.equal(without.message, `step "classify invoice": model call to ${server.url}/v1 failed with HTTP 400: bad`);
+    assert.deepEqual(Object.keys(without.details).sort(), ["elapsedMs", "status", "step", "target"]);
+    assert.deepEqual(
+      { ...without.details, elapsedMs: 0 },
+      { step: "classify invoice", target: `${server.url}/v1`, elapsedMs: 0, status: 400 },
+    );
+    server.queue({ status: 400, body: { error: { message: "bad" } } });
+    assert.equal((await failure(provider().complete(request()))).details.requestId, "req_loopback_1");
+  });
+
+  it("an error message from the server loses the whitespace after its status, and an empty one says so", async () => {
+    // Kills openai.ts:177 Regex (\s for \s*) and StringLiteral ("no message").
+    server.queue({ status: 400, body: { error: { message: "\n  Invalid value for temperature" } } });
+    assert.equal(
+      (await failure(provider().complete(request()))).message,
+      `step "classify invoice": model call to ${server.url}/v1 failed with HTTP 400: Invalid value for temperature`,
+    );
+    server.queue({ status: 400, body: { error: { message: "   " } } });
+    assert.equal(
+      (await failure(provider().complete(request()))).message,
+      `step "classify invoice": model call to ${server.url}/v1 failed with HTTP 400: no message`,
+    );
+  });
+
+  it("drops the user and password of a URL a server's error quotes, keeping the rest of the URL", async () => {
+    // Kills the four survivors of openai.ts:193 (the user:password@ pattern and its "$1").
+    server.queue({ status: 502, body: { error: { message: "upstream http://svc:s3cret@10.0.0.5/v1 refused, see //ops@wiki/x" } } });
+    const r = await failure(provider({ maxRetries: 0 }).complete(request()));
+    assert.equal(
+      r.message,
+      `step "classify invoice": model call to ${server.url}/v1 failed with HTTP 502: upstream http://10.0.0.5/v1 refused, see //wiki/x`,
+    );
+  });
+
+  it("names any other failure with what went wrong: an answer that says it is JSON and is not", async () => {
+    // Kills openai.ts:179 StringLiteral. The parser's own words differ between Node versions.
+    server.queue({ raw: "not json" });
+    const r = await failure(provider({ maxRetries: 0 }).complete(request()));
+    assert.equal(r.code, "MODEL_CALL_FAILED");
+    assert.match(r.message, new RegExp(`^step "classify invoice": model call to ${server.url}/v1 failed: .*JSON`));
+  });
+
+  it("names a base URL that is not a URL without its query or fragment, even with a line break after it", async () => {
+    // Kills openai.ts:221 (displayUrl for what new URL() refuses; "$" did not match before a trailing newline).
+    for (const baseUrl of ["127.0.0.1:9/v1?token=abc", "127.0.0.1:9/v1#token=abc", "127.0.0.1:9/v1?token=abc\n"]) {
+      const r = await failure(new OpenAICompatibleProvider({ apiKey: key, baseUrl, maxRetries: 0 }).complete(request()));
+      assert.equal(r.message, 'step "classify invoice": model call to 127.0.0.1:9/v1 failed: Invalid URL', JSON.stringify(baseUrl));
+      assert.equal(r.details.target, "127.0.0.1:9/v1", JSON.stringify(baseUrl));
+    }
+  });
+
+  it("names the target without the trailing slashes of a base URL or an Azure endpoint", async () => {
+    // Kills openai.ts:92 (the Azure target's trailing slashes) and openai.ts:219 StringLiteral.
+    const base = await failure(
+      new OpenAICompatibleProvider({ apiKey: key, baseUrl: "http://127.0.0.1:9/v1/", maxRetries: 0, timeoutMs: 2_000 }).complete(request()),
+    );
+    assert.match(base.message, /^step "classify invoice": model call to http:\/\/127\.0\.0\.1:9\/v1 could not connect/);
+    const azure = await failure(
+      new OpenAICompatibleProvider({
+        apiKey: key,
+        azure: { endpoint: "http://127.0.0.1:9///", deployment: "invoices-prod", apiVersion: "2024-10-21" },
+        maxRetries: 0,
+        timeoutMs: 2_000,
+      }).complete(request()),
+    );
+    assert.match(
+      azure.message,
+      /^step "classify invoice": model call to http:\/\/127\.0\.0\.1:9\/openai\/deployments\/invoices-prod could not connect/,
+    );
+    assert.equal(azure.details.target, "http://127.0.0.1:9/openai/deployments/invoices-prod");
+  });
+
+  it("refuses credentials only in the base URL's own authority, not an @ further along its path", async () => {
+    // Kills openai.ts:96 Regex (unanchored): a proxy route carrying another URL is a base URL like any other.
+    server.queue({ body: completion({ model: "gpt-4o-mini" }, answer) });
+    const r = await provider({ baseUrl: `${server.url}/proxy/https://team@example.com/v1` }).complete(request());
+    assert.equal(r.text, answer);
+    assert.equal(server.received[0]!.url, "/proxy/https://team@example.com/v1/chat/completions");
+  });
+
+  it("squeezes the step into a response_format name of at most 64 characters, and names an empty step 'proposal'", async () => {
+    // Kills openai.ts:207 MethodExpression (slice) and StringLiteral ("proposal").
+    const long = "review the supplier's bank details against the master record, then decide".repeat(2);
+    const names: string[] = [];
+    for (const step of [long, ""]) {
+      server.queue({ body: completion({ model: "gpt-4o-mini" }, answer) });
+      await provider().complete(request({ step }));
+      names.push((server.received.at(-1)!.body.response_format as { json_schema: { name: string } }).json_schema.name);
+    }
+    assert.deepEqual(names, [long.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64), "proposal"]);
+    assert.equal(names[0]!.length, 64);
+  });
+
+  it("redacts the key from an answer from 8 characters on, and leaves shorter placeholders alone", async () => {
+    // Kills openai.ts:152 EqualityOperator (>= 8, not > 8).
+    const texts: string[] = [];
+    for (const apiKey of ["k8-chars", "k7chars"]) {
+      server.queue({ body: completion({ model: "llama3.1" }, `echo ${apiKey}`) });
+      texts.push((await provider({ apiKey }).complete(request())).text);
+    }
+    assert.deepEqual(texts, ["echo [redacted]", "echo k7chars"]);
+  });
+
+  it("keeps only what a sparse completion has in meta: no id, no finish reason, no request id, no usage", async () => {
+    // Kills openai.ts:144 and 146 ConditionalExpression (an absent id or finish_reason adds no key).
+    const sparse = completion({ model: "llama3.1" }, answer) as { choices: Record<string, unknown>[] } & Record<string, unknown>;
+    const { id: _id, usage: _usage, ...rest } = sparse;
+    server.queue({ body: { ...rest, choices: [{ ...sparse.choices[0], finish_reason: null }] }, noRequestId: true });
+    const r = await provider().complete(request());
+    assert.deepEqual(r, { text: answer, meta: { model: "llama3.1" } });
   });
 
   it("never lets the key appear in an answer, an error, its fields or meta, even when the server echoes it", async () => {

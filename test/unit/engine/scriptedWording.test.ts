@@ -89,6 +89,28 @@ describe("scripted provider: what a fixture's author reads", () => {
     );
   });
 
+  it("a fixture path the file system refuses outright (a NUL in it) is a missing response naming the file and why", async () => {
+    // Kills scripted.ts:118 StringLiteral: not an errno error, so the message quotes what Node said.
+    const bad = path.join(dir, "bad\0name.json");
+    const r = await refusal(new ScriptedProvider(bad).complete(request("classify")));
+    assert.equal(r.code, "MODEL_RESPONSE_MISSING");
+    const prefix = `no scripted response for step "classify" (hash ${hashA}): fixture ${bad}: `;
+    assert.ok(r.message.startsWith(prefix) && r.message.length > prefix.length, r.message);
+    assert.match(r.message.slice(prefix.length), /null bytes/);
+  });
+
+  it("an entry pinned to another hash does not answer by its call index", async () => {
+    // Kills scripted.ts:153 ConditionalExpression: the call tier takes only entries without a hash.
+    const file = write("f.json", {
+      responses: [
+        { step: "classify", hash: hashB, call: 0, response: "for B" },
+        { step: "classify", response: "catch-all" },
+      ],
+    });
+    const r = await new ScriptedProvider(file).complete(request("classify", hashA, 0));
+    assert.deepEqual([r.text, r.meta?.matchedBy, r.meta?.entry], ["catch-all", "step", 1]);
+  });
+
   it("an answer given as JSON is sent as its text, and the fixture is read once (a later change or removal is not seen)", async () => {
     const file = write("f.json", {
       responses: [
@@ -123,6 +145,28 @@ describe("parseFixture: the bad fixture's message", () => {
     assert.throws(
       () => parseFixture(JSON.stringify({ responses: [{ step: "a", response: "x", usage: { promptTokens: -1 } }] }), "fx.json"),
       (e: unknown) => isCasefileError(e) && /\n {2}- responses\[0\]\.usage\.promptTokens: /.test(e.message),
+    );
+    // Kills scripted.ts:66 StringLiteral: two problems are two lines, word for word with the details.
+    assert.throws(
+      () =>
+        parseFixture(
+          JSON.stringify({
+            responses: [
+              { step: "", response: "x" },
+              { step: "b", call: -1, response: "y" },
+            ],
+          }),
+          "fx.json",
+        ),
+      (e: unknown) => {
+        assert.ok(isCasefileError(e), `a CasefileError: ${String(e)}`);
+        const problems = (e.details as { problems: string[] }).problems;
+        assert.equal(problems.length, 2, problems.join(" | "));
+        assert.match(problems[0]!, /^responses\[0\]\.step: /);
+        assert.match(problems[1]!, /^responses\[1\]\.call: /);
+        assert.equal(e.message, `scripted fixture fx.json is invalid:\n  - ${problems[0]}\n  - ${problems[1]}`);
+        return true;
+      },
     );
   });
 
