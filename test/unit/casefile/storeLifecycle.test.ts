@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdtempSync, renameSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { SqlJsStore } from "../../../src/casefile";
 import { nodeFs, type CaseFileFs } from "../../../src/casefile/caseFileFs";
-import { journalPath } from "../../../src/casefile/journal";
+import { encodeRecord, journalPath, readJournal } from "../../../src/casefile/journal";
 import { isCasefileError } from "../../../src/engine/errors";
 import { checkpoint, event, ref, run } from "./builders";
 
@@ -32,7 +32,8 @@ function superstep(s: number, value: unknown = s) {
 }
 
 describe("store lifecycle: refusals a caller reads", () => {
-  // Kills the readOnly ternary of the missing-file message: a reader is not told to create.
+  // Kills the readOnly ternary of the missing-file message: a reader is not told to create; and
+  // the file dropped from the error's details (which the CLI's --json error output carries).
   it("a missing file: a writer is told to open with create, a reader is not", async () => {
     const file = at("none.casefile");
     const messages = [];
@@ -42,13 +43,14 @@ describe("store lifecycle: refusals a caller reads", () => {
         assert.fail("opened a missing file");
       } catch (e) {
         assert.ok(isCasefileError(e) && e.code === "NOT_A_CASE_FILE", String(e));
+        assert.deepEqual(e.details, { file }, "the error names the file in its details");
         messages.push(e.message);
       }
     }
     assert.deepEqual(messages, [`no case file at ${file} (open with create to make one)`, `no case file at ${file}`], "the two messages");
   });
 
-  // Kills the folder check before create.
+  // Kills the folder check before create, and the file dropped from the error's details.
   it("create in a folder that does not exist says so, and creates nothing", async () => {
     const file = path.join(dir, "missing", "new.casefile");
     await assert.rejects(
@@ -56,7 +58,8 @@ describe("store lifecycle: refusals a caller reads", () => {
       (e: unknown) =>
         isCasefileError(e) &&
         e.code === "FILE_ERROR" &&
-        e.message === `cannot create ${file}: its folder ${path.dirname(file)} does not exist`,
+        e.message === `cannot create ${file}: its folder ${path.dirname(file)} does not exist` &&
+        JSON.stringify(e.details) === JSON.stringify({ file }),
     );
     assert.equal(existsSync(path.dirname(file)), false, "no folder made");
   });
@@ -88,6 +91,33 @@ describe("store lifecycle: refusals a caller reads", () => {
     assert.equal(r.meta().tenant, "acme", "the tenant read back from disk");
     r.close();
   });
+
+  // Kills meta()'s tenant check: a case file of no tenant names none (no `tenant: undefined`
+  // member), as MemoryStore's meta does, for a writer and for a reader.
+  it("a case file made for no tenant names none in its meta", async () => {
+    const file = at("plain.casefile");
+    const w = await SqlJsStore.open(file, { create: true });
+    assert.deepEqual(Object.keys(w.meta()).sort(), ["createdAt", "schemaVersion"], "the writer's meta");
+    w.close();
+    const r = await SqlJsStore.open(file, { readOnly: true });
+    assert.deepEqual(Object.keys(r.meta()).sort(), ["createdAt", "schemaVersion"], "the reader's meta");
+    r.close();
+  });
+
+  // Kills the journal's path dropped from the refusal's details: it is the journal, not the
+  // database, that the user is told to move away.
+  it("create beside a journal without its database names the journal in the error's details", async () => {
+    const file = at("x.casefile");
+    writeFileSync(journalPath(file), encodeRecord(1, "{}"));
+    await assert.rejects(
+      SqlJsStore.open(file, { create: true }),
+      (e: unknown) =>
+        isCasefileError(e) &&
+        e.code === "CORRUPT_CASE_FILE" &&
+        e.message === `journal ${journalPath(file)} exists without its database ${file}; move it away to start a new case file` &&
+        JSON.stringify(e.details) === JSON.stringify({ file: journalPath(file) }),
+    );
+  });
 });
 
 describe("store lifecycle: when the journal is folded into the file", () => {
@@ -113,15 +143,27 @@ describe("store lifecycle: when the journal is folded into the file", () => {
     w.commit({ runs: [run("r1")], events: [event("r1", "run_started")] });
     // 100 KB of journal: more than half of a new case file (~135 KB).
     for (let s = 0; s < 5; s++) w.commit(superstep(s, "z".repeat(20_000)));
-    const [kept, folded] = [at("kept.casefile"), at("folded.casefile")];
-    for (const copy of [kept, folded]) {
+    const [kept, edge, folded] = [at("kept.casefile"), at("edge.casefile"), at("folded.casefile")];
+    for (const copy of [kept, edge, folded]) {
       copyFileSync(file, copy);
       copyFileSync(journalPath(file), journalPath(copy));
     }
     w.close();
     const below = await SqlJsStore.open(kept, { compactAtBytes: 1 << 20 });
     assert.deepEqual([below.uncompactedSupersteps(), journalBytes(kept) > 0], [5, true], "below its threshold the journal stays");
+    // Kills the sequence number replay leaves for the next commit: the resumed writer numbers its
+    // record on from the killed writer's six, so the journal still reads (and nothing is lost).
+    below.commit(superstep(5));
+    assert.deepEqual(
+      readJournal(journalPath(kept)).records.map((r) => r.seq),
+      [1, 2, 3, 4, 5, 6, 7],
+      "the resumed writer's commit follows the killed writer's records in the journal",
+    );
     below.close();
+    // Kills `>=` for `>` in open's threshold check: a journal exactly at the threshold stays.
+    const atThreshold = await SqlJsStore.open(edge, { compactAtBytes: journalBytes(edge) });
+    assert.deepEqual([atThreshold.uncompactedSupersteps(), journalBytes(edge) > 0], [5, true], "at its threshold the journal stays");
+    atThreshold.close();
     const above = await SqlJsStore.open(folded, { compactAtBytes: 1 });
     assert.deepEqual([above.uncompactedSupersteps(), journalBytes(folded)], [0, 0], "above it, open folded the journal in");
     assert.deepEqual(
