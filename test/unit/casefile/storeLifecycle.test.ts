@@ -7,6 +7,7 @@ import { nodeFs, type CaseFileFs } from "../../../src/casefile/caseFileFs";
 import { encodeRecord, journalPath, readJournal } from "../../../src/casefile/journal";
 import { isCasefileError } from "../../../src/engine/errors";
 import { checkpoint, event, ref, run } from "./builders";
+import { tamperFile } from "./helpers/tamper";
 
 /**
  * The store's open, commit, compaction and close as a caller sees them (sqlJsStore.ts):
@@ -230,6 +231,55 @@ describe("store lifecycle: a commit whose compaction fails", () => {
     w.close();
     const r = await SqlJsStore.open(file, { readOnly: true });
     assert.deepEqual([r.listRuns().length, r.listCheckpoints("r1").length], [1, 1], "both commits read back");
+    r.close();
+  });
+});
+
+describe("store lifecycle: a writer whose open transaction SQLite rolled back", () => {
+  // Kills undoBatch's catch, lostTransaction's body, and writable()'s refusal (its message and
+  // details): a trigger another SQLite client left in the file RAISEs ROLLBACK, which ends the
+  // transaction the commits since the last compaction were applied in. They are safe in the
+  // journal but gone from this database, so the writer must refuse to commit or compact: a
+  // compaction would write out the database without them and empty the journal.
+  it("refuses further commits and keeps the journal, so a reopen still reads every commit", async () => {
+    const file = at("c.casefile");
+    (await SqlJsStore.open(file, { create: true })).close();
+    await tamperFile(
+      file,
+      "CREATE TRIGGER boom BEFORE INSERT ON runs WHEN NEW.id = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'boom refused'); END",
+    );
+    const w = await SqlJsStore.open(file, { compactAtBytes: Number.MAX_SAFE_INTEGER });
+    w.commit({ runs: [run("r1")], events: [event("r1", "run_started")] });
+    assert.throws(() => w.commit({ runs: [run("boom")] }), /boom refused/, "the trigger refuses the batch");
+    const refusal = `${file}: SQLite rolled back this writer's open transaction (no such savepoint: batch); its commits are safe in the journal: reopen the case file`;
+    assert.throws(
+      () => w.commit({ runs: [run("r2")] }),
+      (e: unknown) =>
+        isCasefileError(e) &&
+        e.code === "CORRUPT_CASE_FILE" &&
+        e.message === refusal &&
+        JSON.stringify(e.details) === JSON.stringify({ file }),
+      "the next commit is refused",
+    );
+    w.close();
+    assert.deepEqual(
+      w.warnings,
+      [
+        `compaction of ${file} on close failed (${refusal}); its journal keeps every commit and the next writer or \`casefile compact\` folds it in`,
+      ],
+      "close did not compact",
+    );
+    assert.deepEqual(
+      readJournal(journalPath(file)).records.map((r) => r.seq),
+      [1],
+      "the journal keeps the commit",
+    );
+    const r = await SqlJsStore.open(file, { readOnly: true });
+    assert.deepEqual(
+      r.listRuns().map((x) => x.id),
+      ["r1"],
+      "a reopen reads the commit made before the rollback",
+    );
     r.close();
   });
 });
