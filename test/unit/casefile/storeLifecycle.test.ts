@@ -3,10 +3,12 @@ import { copyFileSync, existsSync, mkdtempSync, renameSync, rmSync, statSync, wr
 import os from "node:os";
 import path from "node:path";
 import { SqlJsStore } from "../../../src/casefile";
+import { lockPath } from "../../../src/casefile/lock";
 import { nodeFs, type CaseFileFs } from "../../../src/casefile/caseFileFs";
 import { encodeRecord, journalPath, readJournal } from "../../../src/casefile/journal";
 import { isCasefileError } from "../../../src/engine/errors";
 import { checkpoint, event, ref, run } from "./builders";
+import { trackDatabases } from "./helpers/openDatabases";
 import { tamperFile } from "./helpers/tamper";
 
 /**
@@ -281,6 +283,113 @@ describe("store lifecycle: a writer whose open transaction SQLite rolled back", 
       "a reopen reads the commit made before the rollback",
     );
     r.close();
+  });
+});
+
+describe("store lifecycle: what a refused open and a refresh leave open", () => {
+  let databases: Awaited<ReturnType<typeof trackDatabases>>;
+  beforeEach(async () => {
+    databases = await trackDatabases();
+  });
+  afterEach(() => databases.restore());
+
+  /** The file-system calls of a writer, counting the descriptors it opened and has not closed. */
+  function counting(): { fs: CaseFileFs; open: Set<number> } {
+    const open = new Set<number>();
+    const fs: CaseFileFs = {
+      ...nodeFs,
+      open: (p, flags) => {
+        const fd = nodeFs.open(p, flags);
+        open.add(fd);
+        return fd;
+      },
+      close: (fd) => {
+        nodeFs.close(fd);
+        open.delete(fd);
+      },
+    };
+    return { fs, open };
+  }
+
+  /** A case file of one commit whose journal then gets a record repeating that commit's checkpoint: it cannot be applied. */
+  async function unappliable(file: string): Promise<void> {
+    const batch = { runs: [run("r1")], checkpoints: [checkpoint("r1:0", "r1", 0)] };
+    const w = await SqlJsStore.open(file, { create: true });
+    w.commit(batch);
+    w.close();
+    writeFileSync(journalPath(file), encodeRecord(2, JSON.stringify({ checkpoints: batch.checkpoints })));
+  }
+
+  const corruptRecord = (e: unknown): boolean =>
+    isCasefileError(e) && e.code === "CORRUPT_CASE_FILE" && /cannot be applied/.test(e.message);
+
+  // Kills the close of a reader's database when replaying the journal fails (and the catch
+  // dropped, which went on to open the file as a writer): an inspector retrying a damaged case
+  // file would keep a whole database in memory per try.
+  it("a reader refused for a journal record it cannot apply keeps no database open", async () => {
+    const file = at("c.casefile");
+    await unappliable(file);
+    await assert.rejects(SqlJsStore.open(file, { readOnly: true }), corruptRecord);
+    assert.equal(databases.live(), 0, "sql.js databases left open");
+  });
+
+  // Kills the closes of a writer's database and journal when replaying the journal fails.
+  it("a writer refused for a journal record it cannot apply keeps no database, journal handle or lock", async () => {
+    const file = at("c.casefile");
+    await unappliable(file);
+    const { fs, open } = counting();
+    await assert.rejects(SqlJsStore.open(file, { fs }), corruptRecord);
+    assert.equal(databases.live(), 0, "sql.js databases left open");
+    assert.equal(open.size, 0, "file descriptors left open");
+    assert.equal(existsSync(lockPath(file)), false, "the lock is released");
+  });
+
+  // Kills the close of the database loaded before the lock, when the lock is refused: the
+  // editor's runner asking again while a run holds the file would keep a database per ask.
+  it("a writer refused the lock keeps no database open", async () => {
+    const file = at("c.casefile");
+    const holder = await SqlJsStore.open(file, { create: true });
+    await assert.rejects(SqlJsStore.open(file), (e: unknown) => isCasefileError(e) && e.code === "CASE_FILE_LOCKED");
+    assert.equal(databases.live(), 1, "only the holder's database is open");
+    holder.close();
+    assert.equal(databases.live(), 0, "none once the holder closed");
+  });
+
+  // Kills the close of the database a waiting writer loaded before the holder compacted: it
+  // loads the file again, and the first copy must go.
+  it("a writer that waited while the holder compacted keeps only the database it reloaded", async () => {
+    const file = at("c.casefile");
+    const holder = await SqlJsStore.open(file, { create: true });
+    setTimeout(() => {
+      holder.commit({ runs: [run("r1")] });
+      holder.close(); // compacts: a new database file
+    }, 150);
+    const waiter = await SqlJsStore.open(file, { waitForLockMs: 5000 });
+    assert.deepEqual(
+      waiter.listRuns().map((r) => r.id),
+      ["r1"],
+      "the waiter reads the holder's commit",
+    );
+    assert.equal(databases.live(), 1, "sql.js databases open while the waiter is");
+    waiter.close();
+    assert.equal(databases.live(), 0, "sql.js databases open after it closed");
+  });
+
+  // Kills the close of the database a refresh replaced: an inspector kept open would hold one
+  // more whole database after every compaction a run makes.
+  it("a refresh that opens the file again closes the database it replaced", async () => {
+    const file = at("c.casefile");
+    (await SqlJsStore.open(file, { create: true })).close();
+    const r = await SqlJsStore.open(file, { readOnly: true });
+    for (let i = 1; i <= 3; i++) {
+      const w = await SqlJsStore.open(file);
+      w.commit({ runs: [run(`r${i}`)] });
+      w.close(); // compacts: a new database file
+      assert.equal(await r.refresh(), "reopened", `refresh after compaction ${i}`);
+      assert.equal(databases.live(), 1, `sql.js databases open after refresh ${i}`);
+    }
+    r.close();
+    assert.equal(databases.live(), 0, "none once the reader closed");
   });
 });
 
