@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { SqlJsStore } from "../../../src/casefile";
@@ -92,6 +92,41 @@ describe("store lifecycle: refusals a caller reads", () => {
     w.close();
     const r = await SqlJsStore.open(at("t.casefile"), { readOnly: true });
     assert.equal(r.meta().tenant, "acme", "the tenant read back from disk");
+    r.close();
+  });
+
+  // Kills create's check, once it holds the lock, that no other process made the file meanwhile
+  // (its message and details too): the other's case file is left as it is, not overwritten.
+  it("create refuses a file another process created between its look and its lock, and leaves that file alone", async () => {
+    const theirs = at("theirs.casefile");
+    const w = await SqlJsStore.open(theirs, { create: true });
+    w.commit({ runs: [run("theirs")] });
+    w.close();
+    const file = at("race.casefile");
+    const racing: CaseFileFs = {
+      ...nodeFs,
+      open: (p, flags) => {
+        // The other process's create ran to its end just before our lock was taken.
+        if (p === lockPath(file) && !existsSync(file)) copyFileSync(theirs, file);
+        return nodeFs.open(p, flags);
+      },
+    };
+    await assert.rejects(
+      SqlJsStore.open(file, { create: true, fs: racing }),
+      (e: unknown) =>
+        isCasefileError(e) &&
+        e.code === "CASE_FILE_LOCKED" &&
+        e.message === `${file} was created by another process while this one was creating it` &&
+        JSON.stringify(e.details) === JSON.stringify({ file }),
+    );
+    assert.ok(readFileSync(file).equals(readFileSync(theirs)), "the other process's file is as it made it");
+    assert.deepEqual([existsSync(lockPath(file)), existsSync(journalPath(file))], [false, false], "no lock or journal left beside it");
+    const r = await SqlJsStore.open(file, { readOnly: true });
+    assert.deepEqual(
+      r.listRuns().map((x) => x.id),
+      ["theirs"],
+      "the other process's case reads back",
+    );
     r.close();
   });
 
