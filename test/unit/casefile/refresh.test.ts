@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import {
+import fs, {
   appendFileSync,
   copyFileSync,
   mkdtempSync,
@@ -269,6 +269,60 @@ describe("refresh: a read-only store kept open reads what a fresh open reads", (
       isCasefileError(e) && e.code === "CORRUPT_CASE_FILE" && /record at byte 0 \(sequence 2\) cannot be applied/.test(e.message);
     await assert.rejects(r.refresh(), refused, "refresh refuses the record");
     await assert.rejects(SqlJsStore.open(file, { readOnly: true }), refused, "as open does");
+    r.close();
+  });
+
+  // Kills the check that the first journal record read follows on from the database: a journal
+  // put back in place (same inode, longer than what was read) from before the last compaction
+  // starts with records the database already holds: that is a rewritten journal, opened again.
+  it("opens again when a journal from before the last compaction is written back in place", async () => {
+    const file = at("case.casefile");
+    const w = await SqlJsStore.open(file, { create: true, compactAtBytes: Number.MAX_SAFE_INTEGER });
+    w.commit({ runs: [run("r1")] });
+    w.commit(superstep("r1", 0));
+    const old = readFileSync(journalPath(file));
+    w.close(); // compacts: the database holds both records, the journal is empty
+    const r = await SqlJsStore.open(file, { readOnly: true });
+    writeFileSync(journalPath(file), old);
+    assert.equal(await r.refresh(), "reopened", "a journal whose records the database holds was rewritten");
+    assert.deepEqual(view(r, "r1"), await fresh(file, "r1"));
+    r.close();
+  });
+
+  // Kills the second look at the database file, after the journal was read: a compaction that
+  // lands between refresh's stat of the journal and its read (here made to, by running it when
+  // refresh opens the journal) folds the new records into a new database file and empties the
+  // journal, so the read finds nothing after the old offset. Without the second look the reader
+  // answers "unchanged" and misses the commit the compaction folded in.
+  it("opens again when a compaction lands between its look at the journal and its read", async () => {
+    const file = at("case.casefile");
+    const w = await SqlJsStore.open(file, { create: true, compactAtBytes: Number.MAX_SAFE_INTEGER });
+    w.commit({ runs: [run("r1")] });
+    w.commit(superstep("r1", 0));
+    const r = await SqlJsStore.open(file, { readOnly: true });
+    w.commit(superstep("r1", 1));
+    const openSync = fs.openSync;
+    let compacted = false;
+    fs.openSync = ((p: fs.PathLike, ...rest: never[]) => {
+      if (!compacted && p === journalPath(file)) {
+        compacted = true;
+        w.compact();
+      }
+      return openSync(p, ...rest);
+    }) as typeof fs.openSync;
+    try {
+      assert.equal(await r.refresh(), "reopened", "the database file was replaced while refresh read the journal");
+    } finally {
+      fs.openSync = openSync;
+    }
+    assert.ok(compacted, "the compaction ran inside refresh's read of the journal");
+    assert.deepEqual(
+      r.listCheckpoints("r1").map((c) => c.id),
+      ["r1:0", "r1:1"],
+      "the superstep the compaction folded in",
+    );
+    assert.deepEqual(view(r, "r1"), await fresh(file, "r1"));
+    w.close();
     r.close();
   });
 
