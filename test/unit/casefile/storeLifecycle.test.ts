@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { BindParams, Database, Statement } from "sql.js";
 import { SqlJsStore } from "../../../src/casefile";
+import { loadSqlJs } from "../../../src/casefile/sqlite";
 import { lockPath } from "../../../src/casefile/lock";
 import { nodeFs, type CaseFileFs } from "../../../src/casefile/caseFileFs";
 import { encodeRecord, journalPath, readJournal } from "../../../src/casefile/journal";
@@ -318,6 +320,81 @@ describe("store lifecycle: a writer whose open transaction SQLite rolled back", 
       "a reopen reads the commit made before the rollback",
     );
     r.close();
+  });
+});
+
+describe("store lifecycle: a compaction whose COMMIT SQLite fails", () => {
+  /**
+   * Makes the next COMMIT a store runs through its prepared statements fail as SQLite fails one
+   * it cannot write out (an I/O error in sql.js's in-memory file): the transaction is rolled back
+   * and the statement throws. sql.js is not ours: this wraps its prepare, for the test only.
+   */
+  async function failingCommits(): Promise<{ failNext(): void; restore(): void }> {
+    const SQL = await loadSqlJs();
+    const proto = SQL.Database.prototype;
+    const prepare = proto.prepare;
+    let fail = false;
+    proto.prepare = function (this: Database, sql: string, params?: BindParams): Statement {
+      const stmt = prepare.call(this, sql, params);
+      if (sql !== "COMMIT") return stmt;
+      const run = stmt.run.bind(stmt);
+      stmt.run = (p?: BindParams): void => {
+        if (fail) {
+          fail = false;
+          this.run("ROLLBACK");
+          throw new Error("disk I/O error");
+        }
+        run(p);
+      };
+      return stmt;
+    };
+    return {
+      failNext: () => {
+        fail = true;
+      },
+      restore: () => {
+        proto.prepare = prepare;
+      },
+    };
+  }
+
+  // Kills endTransaction's catch made empty (the compaction would then write out a database
+  // without the commits since the last one, and empty the journal: those commits lost) and its
+  // lostTransaction dropped (the writer would go on committing to a database that lacks them).
+  it("keeps the journal, refuses further commits, and a reopen reads every commit", async () => {
+    const commits = await failingCommits();
+    try {
+      const file = at("c.casefile");
+      const w = await SqlJsStore.open(file, { create: true, compactAtBytes: 1 });
+      w.commit({ runs: [run("r1")], events: [event("r1", "run_started")] });
+      commits.failNext();
+      // Past half of a new case file (~135 KB), so this commit compacts.
+      w.commit({ values: [{ run: "r1", key: "doc", version: 1, value: "x".repeat(100_000) }] });
+      assert.deepEqual(w.warnings, [`compaction of ${file} failed, will retry: disk I/O error`], "the failed compaction is a warning");
+      assert.throws(
+        () => w.commit({ checkpoints: [checkpoint("r1:0", "r1", 0, { keys: { doc: ref("r1", 1) } })] }),
+        (e: unknown) =>
+          isCasefileError(e) &&
+          e.code === "CORRUPT_CASE_FILE" &&
+          /rolled back this writer's open transaction \(disk I\/O error\)/.test(e.message),
+        "the next commit is refused",
+      );
+      w.close();
+      assert.deepEqual(
+        readJournal(journalPath(file)).records.map((r) => r.seq),
+        [1, 2],
+        "the journal keeps both commits",
+      );
+      const r = await SqlJsStore.open(file, { readOnly: true });
+      assert.deepEqual(
+        [r.listRuns().map((x) => x.id), Object.keys(r.readValues({ doc: ref("r1", 1) }))],
+        [["r1"], ["doc"]],
+        "a reopen reads both commits",
+      );
+      r.close();
+    } finally {
+      commits.restore();
+    }
   });
 });
 
