@@ -303,12 +303,12 @@ describe("refresh: a read-only store kept open reads what a fresh open reads", (
     w.commit(superstep("r1", 1));
     const openSync = fs.openSync;
     let compacted = false;
-    fs.openSync = ((p: fs.PathLike, ...rest: never[]) => {
+    fs.openSync = ((p: fs.PathLike, flags: fs.OpenMode, mode?: fs.Mode | null) => {
       if (!compacted && p === journalPath(file)) {
         compacted = true;
         w.compact();
       }
-      return openSync(p, ...rest);
+      return openSync(p, flags, mode);
     }) as typeof fs.openSync;
     try {
       assert.equal(await r.refresh(), "reopened", "the database file was replaced while refresh read the journal");
