@@ -1,10 +1,21 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { appendFileSync, copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import fs, {
+  appendFileSync,
+  copyFileSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { SqlJsStore } from "../../../src/casefile";
-import { journalPath } from "../../../src/casefile/journal";
+import { encodeRecord, journalPath } from "../../../src/casefile/journal";
+import { isCasefileError } from "../../../src/engine/errors";
 import type { CommitBatch } from "../../../src/engine/store";
 import { checkpoint, event, ref, run, step } from "./builders";
 
@@ -185,6 +196,158 @@ describe("refresh: a read-only store kept open reads what a fresh open reads", (
       (e: Error & { code?: string }) => e.code === "CORRUPT_CASE_FILE" && /journal .* is corrupt/.test(e.message),
     );
     w2.close();
+    r.close();
+  });
+
+  // Kills `read.offset > 0` made always true (or `>= 0`, `<= 0`): a reader that read no journal
+  // (the database file was copied alone) applies the journal a writer then starts, as it applies
+  // any appends, rather than opening the whole file again.
+  it("reads on into a journal that appeared after it opened a database file that had none", async () => {
+    const file = at("case.casefile");
+    const w = await SqlJsStore.open(file, { create: true });
+    w.commit({ runs: [run("r1")] });
+    w.close();
+    rmSync(journalPath(file)); // the database file alone, as a copy of it is
+    const r = await SqlJsStore.open(file, { readOnly: true });
+    const w2 = await SqlJsStore.open(file, { compactAtBytes: Number.MAX_SAFE_INTEGER });
+    w2.commit(superstep("r1", 0));
+    assert.equal(await r.refresh(), "appended", "the new journal's records applied");
+    assert.deepEqual(view(r, "r1"), await fresh(file, "r1"));
+    w2.close();
+    r.close();
+  });
+
+  // Kills the inode check dropped: a journal renamed over the one the reader read (a sync tool
+  // or a restore from a backup puts the pair back that way), as long or longer, holds other
+  // records at the offsets already read. Reading on from the old offset would show the old
+  // first superstep with the new second one, a case that is in neither file.
+  it("opens again when another journal was renamed over the one it read, even a longer one", async () => {
+    const file = at("case.casefile");
+    const base = await SqlJsStore.open(file, { create: true });
+    base.commit({ runs: [run("r1")] });
+    base.close(); // the database holds record 1; the journal is empty
+    const by = (who: string, s: number): CommitBatch => ({
+      ...superstep("r1", s),
+      values: [{ run: "r1", key: "n", version: s + 1, value: { s, who } }],
+    });
+    /** The journal a writer on a copy of the database leaves after these commits. */
+    const journalOf = async (name: string, batches: CommitBatch[]): Promise<Buffer> => {
+      const copy = at(name);
+      copyFileSync(file, copy);
+      const w = await SqlJsStore.open(copy, { compactAtBytes: Number.MAX_SAFE_INTEGER });
+      batches.forEach((b) => w.commit(b));
+      const bytes = readFileSync(journalPath(copy));
+      w.close();
+      return bytes;
+    };
+    const mine = await journalOf("mine.casefile", [by("ann", 0)]);
+    const theirs = await journalOf("theirs.casefile", [by("bob", 0), by("bob", 1)]);
+    assert.ok(theirs.length > mine.length, `their journal (${theirs.length} bytes) is longer than mine (${mine.length})`);
+    writeFileSync(journalPath(file), mine);
+    const r = await SqlJsStore.open(file, { readOnly: true });
+    assert.deepEqual(r.readValues({ n: ref("r1", 1) }), { n: { s: 0, who: "ann" } }, "the reader read the first journal");
+    writeFileSync(at("restored.journal"), theirs);
+    renameSync(at("restored.journal"), journalPath(file));
+    assert.equal(await r.refresh(), "reopened", "a journal of another inode is read from its start");
+    assert.deepEqual(r.readValues({ n: ref("r1", 1) }), { n: { s: 0, who: "bob" } }, "the first superstep as the new journal has it");
+    assert.deepEqual(view(r, "r1"), await fresh(file, "r1"));
+    r.close();
+  });
+
+  // Kills refresh's catch around replay made empty: a record appended that cannot be applied
+  // (a row the database already holds) is refused as open refuses it, not skipped while the
+  // reader moves its offset past it and reports it applied.
+  it("refuses a record appended that cannot be applied, as open does", async () => {
+    const file = at("case.casefile");
+    const cp = checkpoint("r1:0", "r1", 0);
+    const w = await SqlJsStore.open(file, { create: true });
+    w.commit({ runs: [run("r1")], checkpoints: [cp] });
+    w.close();
+    const r = await SqlJsStore.open(file, { readOnly: true });
+    appendFileSync(journalPath(file), encodeRecord(2, JSON.stringify({ checkpoints: [cp] })));
+    const refused = (e: unknown): boolean =>
+      isCasefileError(e) && e.code === "CORRUPT_CASE_FILE" && /record at byte 0 \(sequence 2\) cannot be applied/.test(e.message);
+    await assert.rejects(r.refresh(), refused, "refresh refuses the record");
+    await assert.rejects(SqlJsStore.open(file, { readOnly: true }), refused, "as open does");
+    r.close();
+  });
+
+  // Kills the check that the first journal record read follows on from the database: a journal
+  // put back in place (same inode, longer than what was read) from before the last compaction
+  // starts with records the database already holds: that is a rewritten journal, opened again.
+  it("opens again when a journal from before the last compaction is written back in place", async () => {
+    const file = at("case.casefile");
+    const w = await SqlJsStore.open(file, { create: true, compactAtBytes: Number.MAX_SAFE_INTEGER });
+    w.commit({ runs: [run("r1")] });
+    w.commit(superstep("r1", 0));
+    const old = readFileSync(journalPath(file));
+    w.close(); // compacts: the database holds both records, the journal is empty
+    const r = await SqlJsStore.open(file, { readOnly: true });
+    writeFileSync(journalPath(file), old);
+    assert.equal(await r.refresh(), "reopened", "a journal whose records the database holds was rewritten");
+    assert.deepEqual(view(r, "r1"), await fresh(file, "r1"));
+    r.close();
+  });
+
+  // Kills the second look at the database file, after the journal was read: a compaction that
+  // lands between refresh's stat of the journal and its read (here made to, by running it when
+  // refresh opens the journal) folds the new records into a new database file and empties the
+  // journal, so the read finds nothing after the old offset. Without the second look the reader
+  // answers "unchanged" and misses the commit the compaction folded in.
+  it("opens again when a compaction lands between its look at the journal and its read", async () => {
+    const file = at("case.casefile");
+    const w = await SqlJsStore.open(file, { create: true, compactAtBytes: Number.MAX_SAFE_INTEGER });
+    w.commit({ runs: [run("r1")] });
+    w.commit(superstep("r1", 0));
+    const r = await SqlJsStore.open(file, { readOnly: true });
+    w.commit(superstep("r1", 1));
+    const openSync = fs.openSync;
+    let compacted = false;
+    fs.openSync = ((p: fs.PathLike, flags: fs.OpenMode, mode?: fs.Mode | null) => {
+      if (!compacted && p === journalPath(file)) {
+        compacted = true;
+        w.compact();
+      }
+      return openSync(p, flags, mode);
+    }) as typeof fs.openSync;
+    try {
+      assert.equal(await r.refresh(), "reopened", "the database file was replaced while refresh read the journal");
+    } finally {
+      fs.openSync = openSync;
+    }
+    assert.ok(compacted, "the compaction ran inside refresh's read of the journal");
+    assert.deepEqual(
+      r.listCheckpoints("r1").map((c) => c.id),
+      ["r1:0", "r1:1"],
+      "the superstep the compaction folded in",
+    );
+    assert.deepEqual(view(r, "r1"), await fresh(file, "r1"));
+    w.close();
+    r.close();
+  });
+
+  // Kills the warnings of the store a refresh opened again not taking the old ones' place: the
+  // torn tail the reader warned about is gone (a writer cut it and compacted), and a fresh open
+  // warns of nothing.
+  it("warns, after opening again, of what a fresh open warns of, and no longer of what is gone", async () => {
+    const file = at("case.casefile");
+    const w = await SqlJsStore.open(file, { create: true });
+    w.commit({ runs: [run("r1")] });
+    w.close();
+    appendFileSync(journalPath(file), encodeRecord(2, JSON.stringify(superstep("r1", 0))).subarray(0, 40)); // a writer killed mid-append
+    const r = await SqlJsStore.open(file, { readOnly: true });
+    assert.deepEqual(
+      r.warnings,
+      [`journal ${journalPath(file)}: 40 bytes of an incomplete last record at byte 0 ignored`],
+      "the reader warns of the torn tail",
+    );
+    const w2 = await SqlJsStore.open(file); // cuts the torn tail
+    w2.commit(superstep("r1", 0));
+    w2.close(); // compacts: a new database file
+    assert.equal(await r.refresh(), "reopened");
+    const again = await SqlJsStore.open(file, { readOnly: true });
+    assert.deepEqual([r.warnings, again.warnings], [[], []], "the refreshed reader's warnings, and a fresh open's");
+    again.close();
     r.close();
   });
 
