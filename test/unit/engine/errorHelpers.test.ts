@@ -204,7 +204,7 @@ describe("describeReturned and article: what came back, in a sentence", () => {
 
   // kills errors.ts:213 OptionalChaining (constructor.name) and the NoCoverage StringLiteral "object":
   // an instance of a prototype that has no constructor, or one without a name, is "an object"
-  it("names an object whose prototype has no constructor, or a nameless one, 'an object'", () => {
+  it("names an object whose prototype has no constructor, or a nameless one, as an object", () => {
     assert.equal(
       describeReturned(Object.create(Object.create(null) as object) as object),
       "an object",
