@@ -170,7 +170,7 @@ export interface SuperstepResult {
 /**
  * Builds the checkpoint after a superstep whose steps succeeded and whose writes were checked:
  * new key versions, what the executors sent routed along the edges (a `when` that throws, or a
- * payload, local value or output that is not JSON, throws a CasefileError naming the executor
+ * payload, local value or output that is not JSON, throws a CasefileError naming the step, executor
  * or edge), and the batch to commit. Pure: it reads its input and returns new objects, so the
  * loop can call it inside its failure handling and commit nothing when it throws.
  */
