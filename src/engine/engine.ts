@@ -334,18 +334,30 @@ export class Engine {
         // committed to state, and resume from the last checkpoint tries it again. A damaged
         // record read from the case file is the exception: nothing more is written into it.
         if (isCasefileError(e) && e.code === "CORRUPT_CASE_FILE") throw e;
-        return this.fail(run, cp, superstep, outcomes, failureOf(e));
+        return this.fail(
+          run,
+          cp,
+          superstep,
+          outcomes,
+          failureOf(e),
+          isCasefileError(e) ? (e.details.step as string | undefined) : undefined,
+        );
       }
     }
   }
 
-  /** A failed superstep commits nothing to state; its step records are kept to explain why. */
+  /**
+   * A failed superstep commits nothing to state; its step records are kept to explain why.
+   * `step`: the id of the step whose output failed after it ran, when the error names one
+   * (nextCheckpoint does: the executor alone is ambiguous when it ran twice in the superstep).
+   */
   private fail(
     run: RunRecord,
     cp: Checkpoint,
     superstep: number,
     outcomes: TaskOutcome[],
     error: NonNullable<RunResult["error"]>,
+    step?: string,
   ): RunResult {
     // An effect that found its record changed under it stops the case for a person to replan.
     const replan = stopsForReplanning(error.code);
@@ -360,7 +372,9 @@ export class Engine {
     const tag = `~attempt-${prior.length + 1}`;
     // A step that ran but whose output failed after it (a payload that is not JSON, an edge's
     // `when` that threw on what it sent) is the step at fault: recorded failed with the error.
-    const atFault = outcomes.some((o) => o.error) ? undefined : outcomes.find((o) => o.step.executor === error.executor);
+    const atFault = outcomes.some((o) => o.error)
+      ? undefined
+      : outcomes.find((o) => (step === undefined ? o.step.executor === error.executor : o.step.id === step));
     const failed = outcomes.map((o) => {
       const err = o.error ?? (o === atFault ? { code: error.code, message: error.message } : undefined);
       return { o, err, step: { ...o.step, id: o.step.id + tag, ...(err ? { status: "failed" as const, error: err } : {}) } };

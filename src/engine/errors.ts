@@ -206,11 +206,12 @@ export function onFile<T>(verb: string, file: string, fn: () => T): T {
  * `"yes"`, `42`, `undefined`, `a Promise` (an async function where a synchronous one is called).
  */
 export function describeReturned(v: unknown): string {
-  if (v === undefined) return "undefined";
   if (typeof v === "function") return "a function";
   if (typeof v === "object" && v !== null && typeof (v as { then?: unknown }).then === "function") return "a Promise";
+  // Not a null prototype here (that object is shown as JSON below); only its constructor may be missing.
   if (typeof v === "object" && v !== null && ![Object.prototype, Array.prototype, null].includes(Object.getPrototypeOf(v)))
-    return article(Object.getPrototypeOf(v)?.constructor?.name ?? "object");
+    return article(Object.getPrototypeOf(v).constructor?.name ?? "object");
+  // undefined is worded here too: JSON.stringify(undefined) is undefined, String(undefined) "undefined".
   let text: string;
   try {
     text = JSON.stringify(v) ?? String(v);

@@ -258,7 +258,8 @@ export function parseExpiry(text: string): string {
   if (day < 1 || day > daysIn) throw refuse(`names a day that does not exist (${y}-${mo} has ${daysIn} days)`);
   if (Number(h) > 23 || Number(mi) > 59 || Number(sec) > 59) throw refuse(`names a time that does not exist (${h}:${mi}:${sec})`);
   if (m[8] !== undefined && (Number(m[8]) > 23 || Number(m[9]) > 59)) throw refuse(`has an offset that does not exist (${m[7]})`);
-  return new Date(Date.parse(m[4] === undefined ? `${text}T00:00:00Z` : text)).toISOString();
+  // A date alone is 00:00 UTC that day: ECMAScript's Date.parse reads a date-only form as UTC, whatever TZ is.
+  return new Date(Date.parse(text)).toISOString();
 }
 
 /** The rule and its audit event go in one batch: there is no change without its trace. */

@@ -1,4 +1,4 @@
-import { CasefileError, describeReturned, errorMessage, zodIssue } from "./errors";
+import { CasefileError, describeReturned, errorMessage, isCasefileError, zodIssue } from "./errors";
 import { keySchema, parseSafely, type Workflow } from "./workflow";
 import { CHECKPOINT_FORMAT, type Checkpoint, type EventRecord, type Json, type KeyRef, type Message, type RunRecord } from "./records";
 import type { StagedWrite, TaskOutcome } from "./task";
@@ -170,7 +170,7 @@ export interface SuperstepResult {
 /**
  * Builds the checkpoint after a superstep whose steps succeeded and whose writes were checked:
  * new key versions, what the executors sent routed along the edges (a `when` that throws, or a
- * payload, local value or output that is not JSON, throws a CasefileError naming the executor
+ * payload, local value or output that is not JSON, throws a CasefileError naming the step, executor
  * or edge), and the batch to commit. Pure: it reads its input and returns new objects, so the
  * loop can call it inside its failure handling and commit nothing when it throws.
  */
@@ -187,27 +187,33 @@ export function nextCheckpoint(input: SuperstepInput): SuperstepResult {
   const outputs = [...(input.run.outputs ?? [])];
   const events: EventRecord[] = [...(input.events ?? [])];
   for (const o of input.outcomes) {
-    const executor = o.step.executor;
-    for (const payload of o.sends) pending.push(...route(workflow, executor, toJson(payload, "message", executor), values, fanIn));
-    if (o.local) local[executor] = toJson(o.local.value, "local", executor);
-    events.push(
-      event("step_completed", {
-        step: o.step.id,
-        executor,
-        kind: o.step.kind,
-        status: o.step.status,
-        writes: o.step.writes,
-        durationMs: o.step.durationMs,
-      }),
-    );
-    for (const out of o.outputs) {
-      const output = toJson(out, "output", executor);
-      outputs.push(output);
-      events.push(event("output", { executor, output }));
-    }
-    for (const w of o.warnings) events.push(event("warning", { executor, message: w }));
-    if (o.waiting) {
-      events.push(event("request_waiting", { request: o.waiting.id, executor, prompt: toJson(o.waiting.prompt, "prompt", executor) }));
+    try {
+      const executor = o.step.executor;
+      for (const payload of o.sends) pending.push(...route(workflow, executor, toJson(payload, "message", executor), values, fanIn));
+      if (o.local) local[executor] = toJson(o.local.value, "local", executor);
+      events.push(
+        event("step_completed", {
+          step: o.step.id,
+          executor,
+          kind: o.step.kind,
+          status: o.step.status,
+          writes: o.step.writes,
+          durationMs: o.step.durationMs,
+        }),
+      );
+      for (const out of o.outputs) {
+        const output = toJson(out, "output", executor);
+        outputs.push(output);
+        events.push(event("output", { executor, output }));
+      }
+      for (const w of o.warnings) events.push(event("warning", { executor, message: w }));
+      if (o.waiting) {
+        events.push(event("request_waiting", { request: o.waiting.id, executor, prompt: toJson(o.waiting.prompt, "prompt", executor) }));
+      }
+    } catch (e) {
+      // One executor may run twice in a superstep (two edges into it): the error names the step
+      // whose payload, output or edge failed, so the run records that step failed, not its namesake.
+      throw isCasefileError(e) ? new CasefileError(e.code, e.message, { ...e.details, step: o.step.id }) : e;
     }
   }
   const checkpoint: Checkpoint = {

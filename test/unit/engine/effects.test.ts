@@ -455,6 +455,14 @@ describe("effects: open intents are reconciled on resume before anything else ru
       const events: EventRecord[] = [];
       const result = await new Engine(workflow(target), store, { onEvent: (e) => events.push(e) }).resume(latest.id);
       assert.equal(result.status, "failed", `the resume ended ${result.status}`);
+      // kills engine.ts:139 ArithmeticOperator (cp.superstep - 1): the failure is the superstep the
+      // resume would have run, the one after the checkpoint it rests at
+      assert.equal(result.failedAt, latest.superstep + 1, "failed at the superstep after the checkpoint");
+      assert.deepEqual(
+        events.filter((e) => e.type === "run_failed").map((e) => [e.superstep, (e.data as { checkpoint: string }).checkpoint]),
+        [[latest.superstep + 1, latest.id]],
+        "run_failed at the superstep after the checkpoint, naming the checkpoint",
+      );
       assert.equal(result.error?.executor, "setTerms", `error: ${JSON.stringify(result.error)}`);
       assert.match(result.error?.message ?? "", /executor "setTerms" failed: .*ERP idempotency lookup unavailable \(503\)/);
       assert.deepEqual(

@@ -77,6 +77,116 @@ describe("engine failures: the step at fault", () => {
   });
 });
 
+describe("engine failures: one executor run twice in a superstep", () => {
+  // Two messages to "check" in one superstep (from "a" and from "b") are two steps, check and
+  // check#1; only the one that threw is at fault. kills engine.ts:363 MethodExpression (every) and
+  // ArrowFunction (() => undefined): the step at fault looked up by executor name, the first
+  // "check" (which ran fine) recorded failed with its sibling's error
+  it("only the step that threw is recorded failed, not its namesake that ran fine", async () => {
+    const wf = defineWorkflow({
+      name: "twice",
+      version: 1,
+      state: {},
+      start: "start",
+      executors: {
+        start: code({ run: () => "go" }),
+        a: code({ run: () => "from a" }),
+        b: code({ run: () => "from b" }),
+        check: code({
+          run: (ctx) => {
+            if (ctx.from === "b") throw new Error("b's message is bad");
+          },
+        }),
+      },
+      edges: [edge("start", ["a", "b"]), edge("a", "check"), edge("b", "check")],
+    });
+    const r = await engine(wf)((e) => e.run());
+    assert.deepEqual([r.status, r.failedAt, r.error?.executor], ["failed", 3, "check"], "failed at superstep 3, in check");
+    const { steps, events } = await onDisk((s) => ({ steps: s.listSteps(r.runId, 3), events: s.listEvents({ runId: r.runId }) }));
+    assert.deepEqual(
+      steps.map((s) => [s.id, s.status, s.error?.message]),
+      [
+        [`${r.runId}:3:check~attempt-1`, "ok", undefined],
+        [`${r.runId}:3:check#1~attempt-1`, "failed", `executor "check" failed: b's message is bad`],
+      ],
+      "the check of a's message ran fine; the check of b's failed",
+    );
+    assert.deepEqual(
+      events.filter((e) => e.type === "step_failed").map((e) => (e.data as { step: string }).step),
+      [`${r.runId}:3:check#1~attempt-1`],
+      "one step_failed, for the step that threw",
+    );
+  });
+});
+
+describe("engine failures: one executor run twice, the second sending what is not JSON", () => {
+  // The bug this found: a failure after the steps ran (a payload that is not JSON) named only the
+  // executor, and the first step of that name, which ran fine, was recorded failed in place of the
+  // one that sent it. nextCheckpoint now names the step.
+  it("the step that sent the Date is recorded failed, not its namesake that sent JSON", async () => {
+    const wf = defineWorkflow({
+      name: "twiceSent",
+      version: 1,
+      state: {},
+      start: "start",
+      executors: {
+        start: code({ run: () => "go" }),
+        a: code({ run: () => "from a" }),
+        b: code({ run: () => "from b" }),
+        check: code({ run: (ctx) => (ctx.from === "b" ? (new Date(0) as never) : "fine") }),
+        after: code({ run: () => undefined }),
+      },
+      edges: [edge("start", ["a", "b"]), edge("a", "check"), edge("b", "check"), edge("check", "after")],
+    });
+    const r = await engine(wf)((e) => e.run());
+    const message = 'executor "check" wrote a Date object at "message": state holds JSON data only';
+    assert.deepEqual([r.status, r.failedAt, r.error], ["failed", 3, { code: "INVALID_STATE_VALUE", message, executor: "check" }]);
+    const { steps, events } = await onDisk((s) => ({ steps: s.listSteps(r.runId, 3), events: s.listEvents({ runId: r.runId }) }));
+    assert.deepEqual(
+      steps.map((s) => [s.id, s.status, s.error?.message]),
+      [
+        [`${r.runId}:3:check~attempt-1`, "ok", undefined],
+        [`${r.runId}:3:check#1~attempt-1`, "failed", message],
+      ],
+      "check of b's message sent the Date; check of a's sent JSON",
+    );
+    assert.deepEqual(
+      events.filter((e) => e.type === "step_failed").map((e) => (e.data as { step: string }).step),
+      [`${r.runId}:3:check#1~attempt-1`],
+      "one step_failed, for the step that sent the Date",
+    );
+  });
+});
+
+describe("engine failures: a payload that throws when read", () => {
+  // What throws while a step's payload is read is not a CasefileError: it is passed on as it is
+  // (no step named), and the run still ends failed with it, not with a TypeError of the engine's.
+  it("a payload whose getter throws ends the run failed with the getter's error", async () => {
+    const wf = defineWorkflow({
+      name: "getter",
+      version: 1,
+      state: {},
+      start: "start",
+      executors: {
+        start: code({
+          run: () =>
+            ({
+              get total(): number {
+                throw new Error("total is not ready");
+              },
+            }) as never,
+        }),
+        after: code({ run: () => undefined }),
+      },
+      edges: [edge("start", "after")],
+    });
+    const r = await engine(wf)((e) => e.run());
+    assert.deepEqual([r.status, r.failedAt, r.error], ["failed", 1, { code: "EXECUTOR_FAILED", message: "total is not ready" }]);
+    const runFailed = await onDisk((s) => s.listEvents({ runId: r.runId }).filter((e) => e.type === "run_failed"));
+    assert.equal(runFailed.length, 1, "the failure is on the record");
+  });
+});
+
 describe("engine failures: which attempt a failed superstep's records are", () => {
   // A failed superstep's step records are tagged with their attempt (resume retries it in the
   // same run): the count is of this run's failures at this superstep only.

@@ -154,6 +154,47 @@ describe("engine start: answering one of several requests", () => {
     assert.deepEqual([answered.status, answered.outputs], ["running", []], "recorded running, with no outputs yet");
   });
 
+  // The same older run record, stopped, resumed and stopped again before its next superstep: the
+  // run_stopped event says no outputs. kills engine.ts:396 ArrayDeclaration in finish's run.outputs ?? []
+  it("a stopped run record without outputs, stopped again at once on resume, records no outputs", async () => {
+    const control = new RunControl();
+    const stopped = await onDisk((s) => new Engine(asks(control), s, { control }).run());
+    assert.equal(stopped.status, "stopped");
+    await onDisk((s) => {
+      const { outputs: _none, ...older } = s.getRun(stopped.runId)!;
+      s.commit({ runs: [older] });
+    });
+    const again = new RunControl();
+    again.stopAfterSuperstep();
+    const resumed = await onDisk((s) => new Engine(asks(), s, { control: again }).resume(stopped.checkpointId));
+    assert.deepEqual([resumed.runId, resumed.status, resumed.outputs], [stopped.runId, "stopped", []], "the same run, stopped, no outputs");
+    const last = await onDisk((s) =>
+      s
+        .listEvents({ runId: stopped.runId })
+        .filter((e) => e.type === "run_stopped")
+        .at(-1)!,
+    );
+    assert.deepEqual(
+      last.data,
+      { checkpoint: stopped.checkpointId, waiting: [`${stopped.runId}:2:ask`, `${stopped.runId}:2:audit`], outputs: [] },
+      "run_stopped names the checkpoint, the requests still open and no outputs",
+    );
+  });
+
+  // kills engine.ts:198 ArrayDeclaration (respond's batch without the run): the run record is written
+  // with the answer, so its last change is the answer's time, not the moment prepare marked it running
+  it("answered record-only, the run record was last changed when the answer was recorded", async () => {
+    let tick = 0;
+    const now = () => new Date(Date.UTC(2026, 0, 1) + 1000 * tick++);
+    const r = await onDisk((s) => new Engine(asks(), s, { now }).run());
+    const answered = await onDisk((s) =>
+      new Engine(asks(), s, { now }).respond(`${r.runId}:2:ask`, { decision: "approve" }, { recordOnly: true }),
+    );
+    const seen = await onDisk((s) => ({ run: s.getRun(r.runId)!, cp: s.getCheckpoint(answered.checkpointId)! }));
+    assert.equal(seen.run.status, "running");
+    assert.equal(seen.run.updatedAt, seen.cp.createdAt, "the run's updatedAt is the answer checkpoint's time");
+  });
+
   it("answering a branch leaves a stopped run that holds the same request stopped, not superseded", async () => {
     const control = new RunControl();
     const stopped = await onDisk((s) => new Engine(asks(control), s, { control }).run());

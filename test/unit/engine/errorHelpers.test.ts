@@ -82,6 +82,14 @@ describe("stopsForReplanning, isCasefileError, describeError", () => {
     assert.equal(isCasefileError({ name: "TypeError" }), false, "another name");
     assert.equal(isCasefileError(null), false, "null");
     assert.equal(isCasefileError("CasefileError"), false, "a string");
+    // kills errors.ts:126 ConditionalExpression true (typeof e === "object"): undefined was read for
+    // a name (a TypeError from the check itself), and a function named CasefileError passed
+    assert.equal(isCasefileError(undefined), false, "undefined (what `throw undefined` catches)");
+    assert.equal(
+      isCasefileError(function CasefileError() {}),
+      false,
+      "a function named CasefileError",
+    );
   });
 
   it("describes a typed error by its code, any other Error or thrown value as EXECUTOR_FAILED", () => {
@@ -173,6 +181,10 @@ describe("file-system errors: FILE_ERROR naming the file and why", () => {
     assert.equal(isErrnoError(errno("enoent")), false, "lower case is no errno code");
     assert.equal(isErrnoError(errno(undefined)), false, "no code");
     assert.equal(isErrnoError({ code: "ENOENT", message: "x" }), false, "not an Error");
+    // kills errors.ts:162 Regex /E[A-Z]+$/: Node's ERR_ codes may end in an errno name (fs.cp throws ERR_FS_EISDIR)
+    assert.equal(isErrnoError(errno("ERR_FS_EISDIR")), false, "an ERR_ code ending in an errno name is not one");
+    // kills errors.ts:162 ConditionalExpression true (typeof code === "string"): the test of the text alone takes a code that only reads like one
+    assert.equal(isErrnoError(Object.assign(new Error("x"), { code: ["EACCES"] })), false, "a code that is not a string");
   });
 });
 
@@ -188,6 +200,18 @@ describe("describeReturned and article: what came back, in a sentence", () => {
     assert.equal(describeReturned(new Date(0)), "a Date");
     assert.equal(describeReturned(new Uint8Array(2)), "an Uint8Array");
     assert.equal(describeReturned(new (class Invoice {})()), "an Invoice");
+  });
+
+  // kills errors.ts:213 OptionalChaining (constructor.name) and the NoCoverage StringLiteral "object":
+  // an instance of a prototype that has no constructor, or one without a name, is "an object"
+  it("names an object whose prototype has no constructor, or a nameless one, as an object", () => {
+    assert.equal(
+      describeReturned(Object.create(Object.create(null) as object) as object),
+      "an object",
+      "a prototype without a constructor",
+    );
+    assert.equal(describeReturned(Object.create({ constructor: undefined }) as object), "an object", "a constructor set to undefined");
+    assert.equal(describeReturned(Object.create({ constructor: {} }) as object), "an object", "a constructor without a name");
   });
 
   it("shows plain values as JSON, a null-prototype object too, and cuts text past 80 characters", () => {

@@ -149,6 +149,42 @@ describe("judge: the commit rules' decision, computed and not applied", () => {
     );
   });
 
+  // Kills commitStep.ts isRuleReturn's mutants (recorded lines 200, 203-205: the object test, ok
+  // and message both required, onFail one of two words) and the details of its RULE_FAILED (line
+  // 71 ObjectLiteral): an answer that is almost `{ ok, message, onFail? }` is a bug in the rule,
+  // never a verdict; --json shows the step and the rule in the error's details.
+  it("a rule returning what is not true, false or { ok, message, onFail? } is a RULE_FAILED error naming the rule and the step", () => {
+    const okAndMessageOnAFunction = Object.assign(() => false, { ok: false, message: "a function that looks like an answer" });
+    for (const [returned, shown] of [
+      [null, "null"],
+      [{ ok: true }, '{"ok":true}'],
+      [{ ok: "yes", message: "fits" }, '{"ok":"yes","message":"fits"}'],
+      [{ message: "fits" }, '{"message":"fits"}'],
+      [{ ok: false, message: 7 }, '{"ok":false,"message":7}'],
+      [{ ok: false, message: "too many", onFail: "ignore" }, '{"ok":false,"message":"too many","onFail":"ignore"}'],
+      [okAndMessageOnAFunction, "a function"],
+    ] as const) {
+      assert.throws(
+        () => judge({ positive: () => true, odd: () => returned as never }, proposal, state, { executor: "commit" }),
+        (e: unknown) => {
+          assert.ok(e instanceof CasefileError, `${shown}: a typed error, not ${String(e)}`);
+          assert.equal(e.code, "RULE_FAILED", shown);
+          assert.equal(
+            e.message,
+            `rule "odd" returned ${shown}: a rule returns true, false or { ok: boolean, message: string, onFail?: "reject" | "escalate" }`,
+          );
+          assert.deepEqual(e.details, { executor: "commit", rule: "odd" }, `${shown}: the details name the step and the rule`);
+          return true;
+        },
+        `a rule returning ${shown} judged the proposal`,
+      );
+    }
+    // The answers it takes, for contrast: each judges.
+    assert.equal(judge({ r: () => ({ ok: false, message: "no", onFail: "reject" }) }, proposal, state).verdict, "rejected");
+    assert.equal(judge({ r: () => ({ ok: false, message: "no", onFail: "escalate" }) }, proposal, state).verdict, "escalated");
+    assert.equal(judge({ r: () => ({ ok: true, message: "fine" }) }, proposal, state).verdict, "accepted");
+  });
+
   // Kills the mutant "reject and escalate in the other precedence" (commitStep.ts judge).
   it("escalates when any failing rule escalates, rejects when every failing rule says reject", () => {
     const fail =

@@ -49,6 +49,24 @@ describe("rule book: an expiry is an ISO 8601 date or date-time with a zone, nev
     ["tomorrow", "is not an ISO 8601 date in the form taken here (YYYY-MM-DD, or YYYY-MM-DDThh:mm[:ss[.fff]] with Z or ±hh:mm)"],
     ["2027-02-28T12:00", "has no time zone (add Z or an offset such as +01:00)"],
     ["2027-02-28T12:00:00.123", "has no time zone (add Z or an offset such as +01:00)"],
+    // kills rules.ts:248 Regex (\.\d+) required: seconds without a fraction are a time without a zone too
+    ["2027-02-28T12:00:00", "has no time zone (add Z or an offset such as +01:00)"],
+    // kills rules.ts:231 Regex without ^ (Date.parse takes the expanded year: it was stored) and :248 without ^
+    [
+      "+002027-02-28T12:00:00Z",
+      "is not an ISO 8601 date in the form taken here (YYYY-MM-DD, or YYYY-MM-DDThh:mm[:ss[.fff]] with Z or ±hh:mm)",
+    ],
+    ["+002027-02-28T12:00", "is not an ISO 8601 date in the form taken here (YYYY-MM-DD, or YYYY-MM-DDThh:mm[:ss[.fff]] with Z or ±hh:mm)"],
+    // kills rules.ts:231 Regex without $ (a RangeError from Date.parse's NaN, not a refusal) and :248 without $
+    // (a zone named after the time is not "no time zone": the form is not taken)
+    [
+      "2027-02-28T12:00:00Z[Europe/Berlin]",
+      "is not an ISO 8601 date in the form taken here (YYYY-MM-DD, or YYYY-MM-DDThh:mm[:ss[.fff]] with Z or ±hh:mm)",
+    ],
+    [
+      "2027-02-28T12:00 CET",
+      "is not an ISO 8601 date in the form taken here (YYYY-MM-DD, or YYYY-MM-DDThh:mm[:ss[.fff]] with Z or ±hh:mm)",
+    ],
     ["2027-13-01", "has no month 13"],
     ["2027-00-10", "has no month 00"],
     ["2027-02-29", "names a day that does not exist (2027-02 has 28 days)"],
