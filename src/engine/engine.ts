@@ -306,7 +306,7 @@ export class Engine {
         // Stage: the writes are checked together (ownership, schema, JSON, no key twice).
         const changed = checkWrites(
           this.workflow,
-          outcomes.flatMap((o) => o.writes),
+          outcomes.flatMap((o) => o.writes.map((w) => ({ ...w, step: o.step.id }))),
         );
         // No executor may write an extract key (checkWrites refuses it), so these never collide.
         for (const m of extracts.made) changed.set(m.key, { executor: `extract:${m.key}`, value: m.value as unknown as Json });

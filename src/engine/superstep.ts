@@ -18,49 +18,59 @@ import type { CommitBatch } from "./store";
 export function checkWrites(workflow: Workflow, writes: StagedWrite[]): Map<string, { executor: string; value: Json }> {
   const out = new Map<string, { executor: string; value: Json }>();
   for (const w of writes) {
-    const decl = workflow.state[w.key];
-    if (!decl) {
-      throw new CasefileError("UNKNOWN_KEY", `executor "${w.executor}" wrote unknown state key "${w.key}"`, {
-        executor: w.executor,
-        key: w.key,
-      });
+    try {
+      checkWrite(workflow, w, out);
+    } catch (e) {
+      // One executor may run twice in a superstep (two edges into it): a write that names its step
+      // makes the error name it, so the run records that step failed, not its namesake.
+      throw isCasefileError(e) && w.step !== undefined ? new CasefileError(e.code, e.message, { ...e.details, step: w.step }) : e;
     }
-    const extract = workflow.extracts[w.key];
-    if (extract) {
-      throw new CasefileError(
-        "WRITE_NOT_OWNED",
-        `executor "${w.executor}" wrote extract key "${w.key}": extracts are made by the engine from "${extract.from}", never written by an executor`,
-        { executor: w.executor, key: w.key },
-      );
-    }
-    if (workflow.owners[w.key] !== w.executor) {
-      const owner = workflow.owners[w.key];
-      throw new CasefileError(
-        "WRITE_NOT_OWNED",
-        `executor "${w.executor}" wrote state key "${w.key}", which ${owner ? `is owned by "${owner}"` : "no executor owns"}`,
-        { executor: w.executor, key: w.key },
-      );
-    }
-    const prior = out.get(w.key);
-    if (prior) {
-      throw new CasefileError(
-        "DOUBLE_WRITE",
-        `state key "${w.key}" was written twice in one superstep (by "${prior.executor}" and "${w.executor}")`,
-        { executor: w.executor, key: w.key },
-      );
-    }
-    const parsed = parseSafely(keySchema(decl), w.value);
-    if (!parsed.success) {
-      const { at, path, message } = zodIssue(parsed.error, w.key);
-      throw new CasefileError("INVALID_STATE_VALUE", `executor "${w.executor}" wrote an invalid value at "${at}": ${message}`, {
-        executor: w.executor,
-        key: w.key,
-        path,
-      });
-    }
-    out.set(w.key, { executor: w.executor, value: toJson(parsed.data, w.key, w.executor) });
   }
   return out;
+}
+
+function checkWrite(workflow: Workflow, w: StagedWrite, out: Map<string, { executor: string; value: Json }>): void {
+  const decl = workflow.state[w.key];
+  if (!decl) {
+    throw new CasefileError("UNKNOWN_KEY", `executor "${w.executor}" wrote unknown state key "${w.key}"`, {
+      executor: w.executor,
+      key: w.key,
+    });
+  }
+  const extract = workflow.extracts[w.key];
+  if (extract) {
+    throw new CasefileError(
+      "WRITE_NOT_OWNED",
+      `executor "${w.executor}" wrote extract key "${w.key}": extracts are made by the engine from "${extract.from}", never written by an executor`,
+      { executor: w.executor, key: w.key },
+    );
+  }
+  if (workflow.owners[w.key] !== w.executor) {
+    const owner = workflow.owners[w.key];
+    throw new CasefileError(
+      "WRITE_NOT_OWNED",
+      `executor "${w.executor}" wrote state key "${w.key}", which ${owner ? `is owned by "${owner}"` : "no executor owns"}`,
+      { executor: w.executor, key: w.key },
+    );
+  }
+  const prior = out.get(w.key);
+  if (prior) {
+    throw new CasefileError(
+      "DOUBLE_WRITE",
+      `state key "${w.key}" was written twice in one superstep (by "${prior.executor}" and "${w.executor}")`,
+      { executor: w.executor, key: w.key },
+    );
+  }
+  const parsed = parseSafely(keySchema(decl), w.value);
+  if (!parsed.success) {
+    const { at, path, message } = zodIssue(parsed.error, w.key);
+    throw new CasefileError("INVALID_STATE_VALUE", `executor "${w.executor}" wrote an invalid value at "${at}": ${message}`, {
+      executor: w.executor,
+      key: w.key,
+      path,
+    });
+  }
+  out.set(w.key, { executor: w.executor, value: toJson(parsed.data, w.key, w.executor) });
 }
 
 /** Returns the value as JSON, refusing what a case file cannot hold (functions, class instances, NaN). */

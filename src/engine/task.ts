@@ -26,6 +26,8 @@ export interface StagedWrite {
   executor: string;
   key: string;
   value: unknown;
+  /** The id of the step that staged it, when known: named in a refusal of the write. */
+  step?: string;
 }
 
 /**

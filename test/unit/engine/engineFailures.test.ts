@@ -158,6 +158,71 @@ describe("engine failures: one executor run twice, the second sending what is no
   });
 });
 
+describe("engine failures: one executor run twice, the second writing what its key refuses", () => {
+  // The same bug for writes: a write refused after the steps ran (a value its key's schema refuses,
+  // a key written twice) named only the executor, and the first step of that name was recorded
+  // failed. checkWrites now names the step that staged the write.
+  it("the step whose write the schema refuses is recorded failed, not its namesake whose write was fine", async () => {
+    const wf = defineWorkflow({
+      name: "twiceWritten",
+      version: 1,
+      state: { fromA: z.number(), fromB: z.number() },
+      start: "start",
+      executors: {
+        start: code({ run: () => "go" }),
+        a: code({ run: () => "a" }),
+        b: code({ run: () => "b" }),
+        check: code({
+          owns: ["fromA", "fromB"],
+          run: (ctx) => {
+            if (ctx.from === "a") ctx.write("fromA", 1);
+            else ctx.write("fromB", "not a number" as never);
+          },
+        }),
+      },
+      edges: [edge("start", ["a", "b"]), edge("a", "check"), edge("b", "check")],
+    });
+    const r = await engine(wf)((e) => e.run());
+    assert.deepEqual([r.status, r.failedAt, r.error?.code, r.error?.executor], ["failed", 3, "INVALID_STATE_VALUE", "check"]);
+    const steps = await onDisk((s) => s.listSteps(r.runId, 3));
+    assert.deepEqual(
+      steps.map((s) => [s.id, s.status, s.error?.code]),
+      [
+        [`${r.runId}:3:check~attempt-1`, "ok", undefined],
+        [`${r.runId}:3:check#1~attempt-1`, "failed", "INVALID_STATE_VALUE"],
+      ],
+      "check of b's message wrote the string; check of a's wrote a number",
+    );
+  });
+
+  it("of a key written by both, the second writer's step is recorded failed for the double write", async () => {
+    const wf = defineWorkflow({
+      name: "twiceSameKey",
+      version: 1,
+      state: { seen: z.string() },
+      start: "start",
+      executors: {
+        start: code({ run: () => "go" }),
+        a: code({ run: () => "a" }),
+        b: code({ run: () => "b" }),
+        check: code({ owns: ["seen"], run: (ctx) => ctx.write("seen", String(ctx.from)) }),
+      },
+      edges: [edge("start", ["a", "b"]), edge("a", "check"), edge("b", "check")],
+    });
+    const r = await engine(wf)((e) => e.run());
+    assert.deepEqual([r.status, r.error?.code], ["failed", "DOUBLE_WRITE"]);
+    const steps = await onDisk((s) => s.listSteps(r.runId, 3));
+    assert.deepEqual(
+      steps.map((s) => [s.id, s.status]),
+      [
+        [`${r.runId}:3:check~attempt-1`, "ok"],
+        [`${r.runId}:3:check#1~attempt-1`, "failed"],
+      ],
+      "the second write of the key is the one refused",
+    );
+  });
+});
+
 describe("engine failures: a payload that throws when read", () => {
   // What throws while a step's payload is read is not a CasefileError: it is passed on as it is
   // (no step named), and the run still ends failed with it, not with a TypeError of the engine's.
