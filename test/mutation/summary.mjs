@@ -9,7 +9,9 @@
  * its explanation or as UNEXPLAINED; an explanation that matches no survivor is printed as stale.
  * An entry with `killedBy` instead of `why` is a survivor of a run older than the test that now
  * kills it (explain.mjs --killed-by): the score is printed with and without them.
- * `--write` also writes the same text to test/mutation/report.md.
+ * `--write` also writes the same text to test/mutation/report.md. `--prune` drops the stale
+ * explanations from explained.json (survivors a later run killed, or code since rewritten); only
+ * over every committed report, never over a partial run's.
  *
  * Without arguments it reads every committed incremental report (test/mutation/incremental/*.json,
  * one per target list of `npm run test:mutation`); where two hold the same source file, the one
@@ -26,7 +28,12 @@ import path from "node:path";
 
 const DIR = "test/mutation/incremental";
 const write = process.argv.includes("--write");
-const args = process.argv.slice(2).filter((a) => a !== "--write");
+const prune = process.argv.includes("--prune");
+const args = process.argv.slice(2).filter((a) => a !== "--write" && a !== "--prune");
+if (prune && args.length) {
+  console.error("summary: --prune reads every committed report; give it no report of its own");
+  process.exit(2);
+}
 /** When a report was committed (seconds; uncommitted: now): of two reports of one file, the later wins. */
 function committedAt(file) {
   try {
@@ -147,6 +154,11 @@ out.push(
   ...body,
 );
 for (const [i, e] of explained.entries())
-  if (!used.has(i)) out.push(`stale explanation (no such survivor): ${e.file} ${e.mutator} ${JSON.stringify(e.replacement)} (was ${JSON.stringify(e.code)})`);
+  if (!used.has(i) && !prune) out.push(`stale explanation (no such survivor): ${e.file} ${e.mutator} ${JSON.stringify(e.replacement)} (was ${JSON.stringify(e.code)})`);
 console.log(out.join("\n"));
 if (write) writeFileSync("test/mutation/report.md", "# Mutation report (node test/mutation/summary.mjs --write)\n\n```\n" + out.join("\n") + "\n```\n");
+if (prune) {
+  const kept = explained.filter((_, i) => used.has(i));
+  writeFileSync("test/mutation/explained.json", JSON.stringify(kept, null, 1) + "\n");
+  console.log(`pruned ${explained.length - kept.length} stale explanation(s); ${kept.length} kept`);
+}
