@@ -21,12 +21,19 @@ export function checkWrites(workflow: Workflow, writes: StagedWrite[]): Map<stri
     try {
       checkWrite(workflow, w, out);
     } catch (e) {
-      // One executor may run twice in a superstep (two edges into it): a write that names its step
-      // makes the error name it, so the run records that step failed, not its namesake.
-      throw isCasefileError(e) && w.step !== undefined ? new CasefileError(e.code, e.message, { ...e.details, step: w.step }) : e;
+      throw w.step === undefined ? e : naming(w.step, e);
     }
   }
   return out;
+}
+
+/**
+ * The error with the step at fault named in its details. One executor may run twice in a
+ * superstep (two edges into it): the engine records the step the error names failed, not its
+ * namesake. Called by checkWrites and nextCheckpoint for what failed after a step ran.
+ */
+function naming(step: string, e: unknown): unknown {
+  return isCasefileError(e) ? new CasefileError(e.code, e.message, { ...e.details, step }) : e;
 }
 
 function checkWrite(workflow: Workflow, w: StagedWrite, out: Map<string, { executor: string; value: Json }>): void {
@@ -221,9 +228,8 @@ export function nextCheckpoint(input: SuperstepInput): SuperstepResult {
         events.push(event("request_waiting", { request: o.waiting.id, executor, prompt: toJson(o.waiting.prompt, "prompt", executor) }));
       }
     } catch (e) {
-      // One executor may run twice in a superstep (two edges into it): the error names the step
-      // whose payload, output or edge failed, so the run records that step failed, not its namesake.
-      throw isCasefileError(e) ? new CasefileError(e.code, e.message, { ...e.details, step: o.step.id }) : e;
+      // The step whose payload, output or edge failed.
+      throw naming(o.step.id, e);
     }
   }
   const checkpoint: Checkpoint = {
