@@ -205,9 +205,10 @@ describe("engine failures: one executor run twice, the second writing what its k
 });
 
 describe("engine failures: a payload that throws when read", () => {
-  // What throws while a step's payload is read is not a CasefileError: it is passed on as it is
-  // (no step named), and the run still ends failed with it, not with a TypeError of the engine's.
-  it("a payload whose getter throws ends the run failed with the getter's error", async () => {
+  // The bug this found: the getter's error reached the run as it was, EXECUTOR_FAILED with no
+  // executor named and no step recorded failed. A value that cannot be read is bad output of the
+  // step that sent it, like a value that is not JSON.
+  it("a payload whose getter throws is its step's failure: the step recorded failed, the error naming the executor and what threw", async () => {
     const wf = defineWorkflow({
       name: "getter",
       version: 1,
@@ -227,9 +228,22 @@ describe("engine failures: a payload that throws when read", () => {
       edges: [edge("start", "after")],
     });
     const r = await engine(wf)((e) => e.run());
-    assert.deepEqual([r.status, r.failedAt, r.error], ["failed", 1, { code: "EXECUTOR_FAILED", message: "total is not ready" }]);
-    const runFailed = await onDisk((s) => s.listEvents({ runId: r.runId }).filter((e) => e.type === "run_failed"));
-    assert.equal(runFailed.length, 1, "the failure is on the record");
+    const message = 'executor "start" wrote a value that threw when read at "message": total is not ready';
+    assert.deepEqual([r.status, r.failedAt, r.error], ["failed", 1, { code: "INVALID_STATE_VALUE", message, executor: "start" }]);
+    const { steps, events } = await onDisk((s) => ({ steps: s.listSteps(r.runId, 1), events: s.listEvents({ runId: r.runId }) }));
+    assert.deepEqual(
+      steps.map((s) => [s.id, s.executor, s.status, s.error]),
+      [[`${r.runId}:1:start~attempt-1`, "start", "failed", { code: "INVALID_STATE_VALUE", message }]],
+      "the step that sent it is recorded failed with the error",
+    );
+    assert.deepEqual(
+      events.filter((e) => e.type === "step_failed" || e.type === "run_failed").map((e) => [e.type, e.data]),
+      [
+        ["step_failed", { step: `${r.runId}:1:start~attempt-1`, executor: "start", error: { code: "INVALID_STATE_VALUE", message } }],
+        ["run_failed", { error: r.error!, checkpoint: `${r.runId}:0` }],
+      ],
+      "a step_failed for start, then the run's failure",
+    );
   });
 });
 
