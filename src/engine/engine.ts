@@ -302,7 +302,7 @@ export class Engine {
           }),
         );
         const failed = outcomes.find((o) => o.error);
-        if (failed) return this.fail(run, cp, superstep, outcomes, { ...failed.error!, executor: failed.step.executor });
+        if (failed) return this.fail(run, cp, superstep, outcomes, { ...failed.error!, executor: failed.step.executor }, failed.step.id);
         // Stage: the writes are checked together (ownership, schema, JSON, no key twice).
         const changed = checkWrites(
           this.workflow,
@@ -348,8 +348,9 @@ export class Engine {
 
   /**
    * A failed superstep commits nothing to state; its step records are kept to explain why.
-   * `step`: the id of the step whose output failed after it ran, when the error names one
-   * (nextCheckpoint does: the executor alone is ambiguous when it ran twice in the superstep).
+   * `step`: the id of the step at fault, when a step is: the one that failed, or the one whose
+   * output failed after it ran (checkWrites and nextCheckpoint name it in the error's details).
+   * Never looked up by executor name: one executor may run twice in a superstep.
    */
   private fail(
     run: RunRecord,
@@ -372,9 +373,8 @@ export class Engine {
     const tag = `~attempt-${prior.length + 1}`;
     // A step that ran but whose output failed after it (a payload that is not JSON, an edge's
     // `when` that threw on what it sent) is the step at fault: recorded failed with the error.
-    const atFault = outcomes.some((o) => o.error)
-      ? undefined
-      : outcomes.find((o) => (step === undefined ? o.step.executor === error.executor : o.step.id === step));
+    // A step that failed itself keeps its own error.
+    const atFault = outcomes.find((o) => o.step.id === step);
     const failed = outcomes.map((o) => {
       const err = o.error ?? (o === atFault ? { code: error.code, message: error.message } : undefined);
       return { o, err, step: { ...o.step, id: o.step.id + tag, ...(err ? { status: "failed" as const, error: err } : {}) } };

@@ -21,12 +21,19 @@ export function checkWrites(workflow: Workflow, writes: StagedWrite[]): Map<stri
     try {
       checkWrite(workflow, w, out);
     } catch (e) {
-      // One executor may run twice in a superstep (two edges into it): a write that names its step
-      // makes the error name it, so the run records that step failed, not its namesake.
-      throw isCasefileError(e) && w.step !== undefined ? new CasefileError(e.code, e.message, { ...e.details, step: w.step }) : e;
+      throw w.step === undefined ? e : naming(w.step, e);
     }
   }
   return out;
+}
+
+/**
+ * The error with the step at fault named in its details. One executor may run twice in a
+ * superstep (two edges into it): the engine records the step the error names failed, not its
+ * namesake. Called by checkWrites and nextCheckpoint for what failed after a step ran.
+ */
+function naming(step: string, e: unknown): unknown {
+  return isCasefileError(e) ? new CasefileError(e.code, e.message, { ...e.details, step }) : e;
 }
 
 function checkWrite(workflow: Workflow, w: StagedWrite, out: Map<string, { executor: string; value: Json }>): void {
@@ -73,26 +80,35 @@ function checkWrite(workflow: Workflow, w: StagedWrite, out: Map<string, { execu
   out.set(w.key, { executor: w.executor, value: toJson(parsed.data, w.key, w.executor) });
 }
 
-/** Returns the value as JSON, refusing what a case file cannot hold (functions, class instances, NaN). */
+/**
+ * Returns the value as JSON, refusing what a case file cannot hold (functions, class instances,
+ * NaN) and what cannot be read (a getter that throws): the copy is all the engine reads after.
+ */
 export function toJson(value: unknown, at: string, executor: string): Json {
-  const fail = (path: string, what: string): never => {
-    throw new CasefileError("INVALID_STATE_VALUE", `executor "${executor}" wrote ${what} at "${path}": state holds JSON data only`, {
-      executor,
-      key: at.split(".")[0],
-    });
+  const refuse = (message: string): never => {
+    throw new CasefileError("INVALID_STATE_VALUE", message, { executor, key: at.split(".")[0] });
   };
+  const fail = (path: string, what: string): never =>
+    refuse(`executor "${executor}" wrote ${what} at "${path}": state holds JSON data only`);
   const walk = (v: unknown, path: string): Json => {
-    if (v === null || typeof v === "string" || typeof v === "boolean") return v;
-    if (typeof v === "number") return Number.isFinite(v) ? v : fail(path, String(v));
-    if (Array.isArray(v)) return v.map((x, i) => walk(x, `${path}.${i}`));
-    if (typeof v === "object") {
-      const proto = Object.getPrototypeOf(v);
-      if (proto !== Object.prototype && proto !== null) return fail(path, `a ${proto.constructor?.name ?? "non-plain"} object`);
-      const o: Record<string, Json> = {};
-      for (const [k, x] of Object.entries(v)) if (x !== undefined) o[k] = walk(x, `${path}.${k}`);
-      return o;
+    try {
+      if (v === null || typeof v === "string" || typeof v === "boolean") return v;
+      if (typeof v === "number") return Number.isFinite(v) ? v : fail(path, String(v));
+      if (Array.isArray(v)) return v.map((x, i) => walk(x, `${path}.${i}`));
+      if (typeof v === "object") {
+        const proto = Object.getPrototypeOf(v);
+        if (proto !== Object.prototype && proto !== null) return fail(path, `a ${proto.constructor?.name ?? "non-plain"} object`);
+        const o: Record<string, Json> = {};
+        for (const [k, x] of Object.entries(v)) if (x !== undefined) o[k] = walk(x, `${path}.${k}`);
+        return o;
+      }
+      return fail(path, `a ${typeof v}`);
+    } catch (e) {
+      // What threw reading the value's parts (a getter, a proxy's trap) is user code: the value is
+      // bad output of its step, named where it was read, not an untyped error without a step.
+      if (isCasefileError(e)) throw e;
+      return refuse(`executor "${executor}" wrote a value that threw when read at "${path}": ${errorMessage(e)}`);
     }
-    return fail(path, `a ${typeof v}`);
   };
   return walk(value, at);
 }
@@ -221,9 +237,8 @@ export function nextCheckpoint(input: SuperstepInput): SuperstepResult {
         events.push(event("request_waiting", { request: o.waiting.id, executor, prompt: toJson(o.waiting.prompt, "prompt", executor) }));
       }
     } catch (e) {
-      // One executor may run twice in a superstep (two edges into it): the error names the step
-      // whose payload, output or edge failed, so the run records that step failed, not its namesake.
-      throw isCasefileError(e) ? new CasefileError(e.code, e.message, { ...e.details, step: o.step.id }) : e;
+      // The step whose payload, output or edge failed.
+      throw naming(o.step.id, e);
     }
   }
   const checkpoint: Checkpoint = {

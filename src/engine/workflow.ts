@@ -216,28 +216,34 @@ export function defineWorkflow(spec: WorkflowSpec): Workflow {
   if (!spec.executors?.[spec.start]) {
     problems.push({ code: "UNKNOWN_EXECUTOR", executor: spec.start, message: `start executor "${spec.start}" is not defined` });
   } else {
-    const reached = new Set([spec.start]);
-    let grew = true;
-    while (grew) {
-      grew = false;
-      for (const e of edges) {
-        if (e.from.some((f) => reached.has(f))) {
-          for (const t of e.to) {
-            if (!reached.has(t)) {
-              reached.add(t);
-              grew = true;
-            }
-          }
-        }
-      }
-    }
+    // An executor no edge path leads to is named as such; a fan-in's target is not named too when
+    // a source of it is: connecting the source is the fix.
+    const linked = reach([spec.start], edges, "some");
     for (const id of executorIds) {
-      if (!reached.has(id))
+      if (!linked.has(id))
         problems.push({
           code: "UNREACHABLE_EXECUTOR",
           executor: id,
           message: `executor "${id}" is unreachable: no edge path leads to it from "${spec.start}"`,
         });
+    }
+    // The engine fires a fan-in only once every source has sent: one whose source is reached only
+    // through its own target (directly, or through other fan-ins that wait on it) never fires, and
+    // the run would end with the other sources' payloads left in its buffer.
+    const runs = reach([spec.start], edges, "every");
+    for (const e of edges) {
+      if (e.from.length < 2 || e.from.every((f) => runs.has(f))) continue;
+      const after = reach(e.to, edges, "some");
+      const waiting = e.from.filter((f) => !runs.has(f) && after.has(f));
+      if (waiting.length === 0) continue;
+      const to = e.to.length === 1 ? e.to[0]! : `[${e.to.join(", ")}]`;
+      problems.push({
+        code: "UNREACHABLE_EXECUTOR",
+        executor: e.to[0]!,
+        message:
+          `fan-in [${e.from.join(", ")}] → ${to} can never fire: ${words(waiting, "and")} ${waiting.length === 1 ? "is" : "are"} ` +
+          `reached only through ${words(e.to, "or")}, which ${e.to.length === 1 ? "runs" : "run"} only once every source has sent`,
+      });
     }
   }
 
@@ -261,6 +267,34 @@ export function defineWorkflow(spec: WorkflowSpec): Workflow {
   // was before extracts existed, so its case files resume without a "graph changed" warning.
   const graphHash = stableHash(graph).slice(0, 23);
   return { ...spec, edges, owners, factKeys, extracts, graphHash, graph };
+}
+
+/**
+ * The executors reached from `from` along the edges. `some`: an edge is followed once any of its
+ * sources is reached (a path exists at all). `every`: a fan-in is followed only once all of its
+ * sources are, as the engine fires it.
+ */
+function reach(from: readonly string[], edges: readonly Edge[], sources: "some" | "every"): Set<string> {
+  const reached = new Set(from);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const e of edges) {
+      if (!(sources === "some" ? e.from.some((f) => reached.has(f)) : e.from.every((f) => reached.has(f)))) continue;
+      for (const t of e.to) {
+        if (!reached.has(t)) {
+          reached.add(t);
+          grew = true;
+        }
+      }
+    }
+  }
+  return reached;
+}
+
+/** "b", "b and d", "b, d and e": names in a sentence. */
+function words(names: readonly string[], last: "and" | "or"): string {
+  return names.length === 1 ? names[0]! : `${names.slice(0, -1).join(", ")} ${last} ${names[names.length - 1]}`;
 }
 
 function checkExtract(key: string, decl: ExtractKey, state: StateShape, problems: Problem[]): void {

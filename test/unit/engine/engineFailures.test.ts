@@ -6,7 +6,7 @@ import { z } from "zod";
 import { type SqlJsStore } from "../../../src/casefile/index";
 import { type EngineOptions } from "../../../src/engine/engine";
 import { CasefileError } from "../../../src/engine/errors";
-import { agent, code, edge } from "../../../src/engine/executors";
+import { agent, code, edge, type ExecutorSpec, type StateShape } from "../../../src/engine/executors";
 import type { ModelProvider } from "../../../src/engine/model";
 import { defineWorkflow, type Workflow } from "../../../src/engine/workflow";
 import { engineOn, withCaseFile } from "./helpers/caseFileOnDisk";
@@ -28,6 +28,26 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 const onDisk = <T>(go: (store: SqlJsStore) => Promise<T> | T): Promise<T> => withCaseFile(file, go);
 const engine = (wf: Workflow, options: EngineOptions = {}) => engineOn(file, wf, options);
+
+/**
+ * start sends to a and b, each of which sends to check: check gets two messages in superstep 3,
+ * from a and from b, and runs as two steps of one executor, check and check#1. `check` decides
+ * which of them goes wrong, by `ctx.from`.
+ */
+const reachedTwice = (name: string, check: ExecutorSpec, state: StateShape = {}): Workflow =>
+  defineWorkflow({
+    name,
+    version: 1,
+    state,
+    start: "start",
+    executors: {
+      start: code({ run: () => "go" }),
+      a: code({ run: () => "from a" }),
+      b: code({ run: () => "from b" }),
+      check,
+    },
+    edges: [edge("start", ["a", "b"]), edge("a", "check"), edge("b", "check")],
+  });
 
 describe("engine failures: the step at fault", () => {
   it("a step whose payload is not JSON is recorded failed, its sibling ok, and only it has a step_failed event", async () => {
@@ -83,23 +103,14 @@ describe("engine failures: one executor run twice in a superstep", () => {
   // ArrowFunction (() => undefined): the step at fault looked up by executor name, the first
   // "check" (which ran fine) recorded failed with its sibling's error
   it("only the step that threw is recorded failed, not its namesake that ran fine", async () => {
-    const wf = defineWorkflow({
-      name: "twice",
-      version: 1,
-      state: {},
-      start: "start",
-      executors: {
-        start: code({ run: () => "go" }),
-        a: code({ run: () => "from a" }),
-        b: code({ run: () => "from b" }),
-        check: code({
-          run: (ctx) => {
-            if (ctx.from === "b") throw new Error("b's message is bad");
-          },
-        }),
-      },
-      edges: [edge("start", ["a", "b"]), edge("a", "check"), edge("b", "check")],
-    });
+    const wf = reachedTwice(
+      "twice",
+      code({
+        run: (ctx) => {
+          if (ctx.from === "b") throw new Error("b's message is bad");
+        },
+      }),
+    );
     const r = await engine(wf)((e) => e.run());
     assert.deepEqual([r.status, r.failedAt, r.error?.executor], ["failed", 3, "check"], "failed at superstep 3, in check");
     const { steps, events } = await onDisk((s) => ({ steps: s.listSteps(r.runId, 3), events: s.listEvents({ runId: r.runId }) }));
@@ -124,20 +135,8 @@ describe("engine failures: one executor run twice, the second sending what is no
   // executor, and the first step of that name, which ran fine, was recorded failed in place of the
   // one that sent it. nextCheckpoint now names the step.
   it("the step that sent the Date is recorded failed, not its namesake that sent JSON", async () => {
-    const wf = defineWorkflow({
-      name: "twiceSent",
-      version: 1,
-      state: {},
-      start: "start",
-      executors: {
-        start: code({ run: () => "go" }),
-        a: code({ run: () => "from a" }),
-        b: code({ run: () => "from b" }),
-        check: code({ run: (ctx) => (ctx.from === "b" ? (new Date(0) as never) : "fine") }),
-        after: code({ run: () => undefined }),
-      },
-      edges: [edge("start", ["a", "b"]), edge("a", "check"), edge("b", "check"), edge("check", "after")],
-    });
+    // What check sends is checked whether or not an edge leads on from it.
+    const wf = reachedTwice("twiceSent", code({ run: (ctx) => (ctx.from === "b" ? (new Date(0) as never) : "fine") }));
     const r = await engine(wf)((e) => e.run());
     const message = 'executor "check" wrote a Date object at "message": state holds JSON data only';
     assert.deepEqual([r.status, r.failedAt, r.error], ["failed", 3, { code: "INVALID_STATE_VALUE", message, executor: "check" }]);
@@ -163,25 +162,17 @@ describe("engine failures: one executor run twice, the second writing what its k
   // a key written twice) named only the executor, and the first step of that name was recorded
   // failed. checkWrites now names the step that staged the write.
   it("the step whose write the schema refuses is recorded failed, not its namesake whose write was fine", async () => {
-    const wf = defineWorkflow({
-      name: "twiceWritten",
-      version: 1,
-      state: { fromA: z.number(), fromB: z.number() },
-      start: "start",
-      executors: {
-        start: code({ run: () => "go" }),
-        a: code({ run: () => "a" }),
-        b: code({ run: () => "b" }),
-        check: code({
-          owns: ["fromA", "fromB"],
-          run: (ctx) => {
-            if (ctx.from === "a") ctx.write("fromA", 1);
-            else ctx.write("fromB", "not a number" as never);
-          },
-        }),
-      },
-      edges: [edge("start", ["a", "b"]), edge("a", "check"), edge("b", "check")],
-    });
+    const wf = reachedTwice(
+      "twiceWritten",
+      code({
+        owns: ["fromA", "fromB"],
+        run: (ctx) => {
+          if (ctx.from === "a") ctx.write("fromA", 1);
+          else ctx.write("fromB", "not a number" as never);
+        },
+      }),
+      { fromA: z.number(), fromB: z.number() },
+    );
     const r = await engine(wf)((e) => e.run());
     assert.deepEqual([r.status, r.failedAt, r.error?.code, r.error?.executor], ["failed", 3, "INVALID_STATE_VALUE", "check"]);
     const steps = await onDisk((s) => s.listSteps(r.runId, 3));
@@ -196,18 +187,8 @@ describe("engine failures: one executor run twice, the second writing what its k
   });
 
   it("of a key written by both, the second writer's step is recorded failed for the double write", async () => {
-    const wf = defineWorkflow({
-      name: "twiceSameKey",
-      version: 1,
-      state: { seen: z.string() },
-      start: "start",
-      executors: {
-        start: code({ run: () => "go" }),
-        a: code({ run: () => "a" }),
-        b: code({ run: () => "b" }),
-        check: code({ owns: ["seen"], run: (ctx) => ctx.write("seen", String(ctx.from)) }),
-      },
-      edges: [edge("start", ["a", "b"]), edge("a", "check"), edge("b", "check")],
+    const wf = reachedTwice("twiceSameKey", code({ owns: ["seen"], run: (ctx) => ctx.write("seen", String(ctx.from)) }), {
+      seen: z.string(),
     });
     const r = await engine(wf)((e) => e.run());
     assert.deepEqual([r.status, r.error?.code], ["failed", "DOUBLE_WRITE"]);
@@ -224,9 +205,10 @@ describe("engine failures: one executor run twice, the second writing what its k
 });
 
 describe("engine failures: a payload that throws when read", () => {
-  // What throws while a step's payload is read is not a CasefileError: it is passed on as it is
-  // (no step named), and the run still ends failed with it, not with a TypeError of the engine's.
-  it("a payload whose getter throws ends the run failed with the getter's error", async () => {
+  // The bug this found: the getter's error reached the run as it was, EXECUTOR_FAILED with no
+  // executor named and no step recorded failed. A value that cannot be read is bad output of the
+  // step that sent it, like a value that is not JSON.
+  it("a payload whose getter throws is its step's failure: the step recorded failed, the error naming the executor and what threw", async () => {
     const wf = defineWorkflow({
       name: "getter",
       version: 1,
@@ -246,9 +228,22 @@ describe("engine failures: a payload that throws when read", () => {
       edges: [edge("start", "after")],
     });
     const r = await engine(wf)((e) => e.run());
-    assert.deepEqual([r.status, r.failedAt, r.error], ["failed", 1, { code: "EXECUTOR_FAILED", message: "total is not ready" }]);
-    const runFailed = await onDisk((s) => s.listEvents({ runId: r.runId }).filter((e) => e.type === "run_failed"));
-    assert.equal(runFailed.length, 1, "the failure is on the record");
+    const message = 'executor "start" wrote a value that threw when read at "message": total is not ready';
+    assert.deepEqual([r.status, r.failedAt, r.error], ["failed", 1, { code: "INVALID_STATE_VALUE", message, executor: "start" }]);
+    const { steps, events } = await onDisk((s) => ({ steps: s.listSteps(r.runId, 1), events: s.listEvents({ runId: r.runId }) }));
+    assert.deepEqual(
+      steps.map((s) => [s.id, s.executor, s.status, s.error]),
+      [[`${r.runId}:1:start~attempt-1`, "start", "failed", { code: "INVALID_STATE_VALUE", message }]],
+      "the step that sent it is recorded failed with the error",
+    );
+    assert.deepEqual(
+      events.filter((e) => e.type === "step_failed" || e.type === "run_failed").map((e) => [e.type, e.data]),
+      [
+        ["step_failed", { step: `${r.runId}:1:start~attempt-1`, executor: "start", error: { code: "INVALID_STATE_VALUE", message } }],
+        ["run_failed", { error: r.error!, checkpoint: `${r.runId}:0` }],
+      ],
+      "a step_failed for start, then the run's failure",
+    );
   });
 });
 

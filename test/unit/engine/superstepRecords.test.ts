@@ -217,6 +217,22 @@ describe("superstep records: values that are not JSON", () => {
     assert.equal(refused(new Map()), 'executor "count" wrote a Map object at "n.deep": state holds JSON data only');
   });
 
+  it("names a value that throws when read at the part holding it, with what it threw", () => {
+    const throwing = Object.defineProperty({}, "total", {
+      enumerable: true,
+      get: () => {
+        throw new Error("total is not ready");
+      },
+    });
+    assert.equal(
+      refused({ list: [1, throwing] }),
+      'executor "count" wrote a value that threw when read at "n.deep.list.1": total is not ready',
+    );
+    const revoked = Proxy.revocable({}, {});
+    revoked.revoke();
+    assert.match(refused([revoked.proxy]), /^executor "count" wrote a value that threw when read at "n\.deep\.0": /);
+  });
+
   it("takes plain and prototype-less objects, dropping undefined fields as JSON does", () => {
     const bare = Object.assign(Object.create(null) as object, { a: 1 });
     assert.deepEqual(toJson({ bare, gone: undefined, list: [null, true, "s", 0] }, "n", "count"), {

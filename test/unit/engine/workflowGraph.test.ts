@@ -227,6 +227,70 @@ describe("workflow graph: every problem of a broken workflow, at once", () => {
     );
   });
 
+  it("names a fan-in that waits on its own target's output: its target never runs", () => {
+    // The engine fires a fan-in only once every source has sent; this was accepted, and the run
+    // completed without c, a's payload left in the fan-in's buffer.
+    const ps = problemsOf({
+      name: "deadlock",
+      version: 1,
+      state: {},
+      start: "s",
+      executors: {
+        s: code({ run: () => 1 }),
+        a: code({ run: () => 1 }),
+        b: code({ run: () => 1 }),
+        c: code({ run: () => 1 }),
+      },
+      edges: [edge("s", "a"), edge(["a", "b"], "c"), edge("c", "b")],
+    });
+    assert.deepEqual(
+      ps.map((p) => [p.code, p.executor, p.message]),
+      [
+        [
+          "UNREACHABLE_EXECUTOR",
+          "c",
+          "fan-in [a, b] → c can never fire: b is reached only through c, which runs only once every source has sent",
+        ],
+      ],
+      "one problem, for the fan-in: b and c are not named again",
+    );
+  });
+
+  it("names each of two fan-ins that wait on each other, and accepts a fan-in whose target loops back to a source reached before it", () => {
+    const ps = problemsOf({
+      name: "mutual",
+      version: 1,
+      state: {},
+      start: "s",
+      executors: {
+        s: code({ run: () => 1 }),
+        a: code({ run: () => 1 }),
+        x: code({ run: () => 1 }),
+        y: code({ run: () => 1 }),
+        c1: code({ run: () => 1 }),
+        c2: code({ run: () => 1 }),
+      },
+      edges: [edge("s", "a"), edge(["a", "x"], "c1"), edge("c1", "y"), edge(["a", "y"], ["c2", "x"])],
+    });
+    assert.deepEqual(
+      ps.map((p) => [p.executor, p.message]),
+      [
+        ["c1", "fan-in [a, x] → c1 can never fire: x is reached only through c1, which runs only once every source has sent"],
+        ["c2", "fan-in [a, y] → [c2, x] can never fire: y is reached only through c2 or x, which run only once every source has sent"],
+      ],
+      "x waits on y, which waits on x: each fan-in is named",
+    );
+    const loop = defineWorkflow({
+      name: "loop",
+      version: 1,
+      state: {},
+      start: "s",
+      executors: { s: code({ run: () => 1 }), a: code({ run: () => 1 }), b: code({ run: () => 1 }), c: code({ run: () => 1 }) },
+      edges: [edge("s", ["a", "b"]), edge(["a", "b"], "c"), edge("c", "a")],
+    });
+    assert.equal(loop.edges.length, 3, "c sends back to a, which s reached before the fan-in fired");
+  });
+
   it("names an edge to an unknown executor by its index and ends, and a start that is not defined", () => {
     const spec = invoiceSpec();
     // The fan-out edge kills workflow.ts:190 StringLiteral `to.join("")`: its targets ran together as "payphantom".
