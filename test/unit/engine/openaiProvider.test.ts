@@ -24,6 +24,7 @@ interface Received {
 }
 interface Reply {
   status?: number;
+  /** JSON, or a function of the request received (to echo what the client sent). */
   body?: unknown;
   /** Sent as it is instead of `body` as JSON (still with a JSON content type unless headers say otherwise). */
   raw?: string;
@@ -59,7 +60,8 @@ class ChatCompletionsServer {
         this.received.push(received);
         const reply = this.replies.shift() ?? {};
         const status = reply.status ?? 200;
-        const body = reply.body ?? (status >= 400 ? { error: { message: "error" } } : completion(received.body, "{}"));
+        const given: unknown = typeof reply.body === "function" ? (reply.body as (got: Received) => unknown)(received) : reply.body;
+        const body = given ?? (status >= 400 ? { error: { message: "error" } } : completion(received.body, "{}"));
         const send = (): void => {
           this.replied++;
           sendJson(res, status, reply.raw ?? JSON.stringify(body), reply.headers, reply.noRequestId);
@@ -533,6 +535,90 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
       texts.push((await provider({ apiKey }).complete(request())).text);
     }
     assert.deepEqual(texts, ["echo [redacted]", "echo k7chars"]);
+  });
+
+  it("redacts a placeholder key from an error only where it stands alone, never inside the words around it", async () => {
+    // "k" is in "key", "check", "localhost"; "sk" in "task" and "sk-1"; "local" in "localhost":
+    // a placeholder removed from inside words garbled the message, the host and the step's name.
+    // One that names a field of the details ("status") leaves the field alone.
+    for (const [apiKey, host] of [
+      ["k", "127.0.0.1"],
+      ["sk", "127.0.0.1"],
+      ["local", "localhost"],
+      ["status", "127.0.0.1"],
+    ] as const) {
+      const baseUrl = `${server.url.replace("127.0.0.1", host)}/v1`;
+      const said = "Ask for a key at https://platform.example/api-keys (task sk-1, localhost)";
+      server.queue({
+        status: 401,
+        body: { error: { message: `Incorrect API key provided: ${apiKey}. ${said}` } },
+        headers: { "x-request-id": `req-${apiKey}` },
+      });
+      const r = await failure(provider({ apiKey, baseUrl, maxRetries: 0 }).complete(request({ step: "check key" })));
+      assert.equal(
+        r.message,
+        `step "check key": model call to ${baseUrl} failed with HTTP 401: Incorrect API key provided: [redacted]. ${said}`,
+        apiKey,
+      );
+      assert.deepEqual(
+        { ...r.details, elapsedMs: 0 },
+        { step: "check key", target: baseUrl, elapsedMs: 0, status: 401, requestId: `req-${apiKey}` },
+        apiKey,
+      );
+      // Meta the same way: a lone key goes, one inside a name stays.
+      server.queue({ body: completion({ model: `llama-${apiKey}` }, "{}", { refusal: `no ${apiKey} here, ok` }) });
+      const ok = await provider({ apiKey, baseUrl }).complete(request());
+      assert.deepEqual([ok.meta?.model, ok.meta?.refusal], [`llama-${apiKey}`, "no [redacted] here, ok"], apiKey);
+    }
+  });
+
+  it("never shows a key of 8 characters or more, even inside a URL, glued to other text or in headers a server echoes back", async () => {
+    for (const apiKey of ["k8secret", key]) {
+      const seen: string[] = [];
+      const record = (v: unknown): void => {
+        seen.push(typeof v === "string" ? v : JSON.stringify(v), inspect(v, { depth: 20, showHidden: true }));
+      };
+      const p = provider({ apiKey, maxRetries: 0 });
+      // The request's headers echoed back in an error, and in an answer.
+      server.queue({ status: 401, body: (got: Received) => ({ error: { message: `you sent ${JSON.stringify(got.headers)}` } }) });
+      const echoed = await failure(p.complete(request()));
+      record(echoed);
+      assert.match(echoed.message, /"authorization":"Bearer \[redacted\]"/, apiKey);
+      server.queue({
+        body: (got: Received) => completion(got.body, `you sent ${JSON.stringify(got.headers)}`),
+        headers: { "x-request-id": apiKey },
+      });
+      const answer = await p.complete(request());
+      record(answer);
+      assert.match(answer.text, /"authorization":"Bearer \[redacted\]"/, apiKey);
+      assert.equal(answer.meta?.requestId, "[redacted]", apiKey);
+      // In a URL's query, URL-encoded in its path, and glued to letters on both sides.
+      server.queue({
+        status: 400,
+        body: {
+          error: {
+            message: `see https://proxy.test/v1?api_key=${apiKey}&x=1 or https://proxy.test/Bearer%20${apiKey}/v1 (token${apiKey}x)`,
+          },
+        },
+        headers: { "x-request-id": `id-${apiKey}` },
+      });
+      const quoted = await failure(p.complete(request()));
+      record(quoted);
+      assert.equal(
+        quoted.message,
+        `step "classify invoice": model call to ${server.url}/v1 failed with HTTP 400: ` +
+          "see https://proxy.test/v1?api_key=[redacted]&x=1 or https://proxy.test/Bearer%20[redacted]/v1 (token[redacted]x)",
+        apiKey,
+      );
+      assert.equal(quoted.details.requestId, "id-[redacted]", apiKey);
+
+      assert.ok(
+        server.received.every((r) => r.headers.authorization === `Bearer ${apiKey}`),
+        "the server did receive the key",
+      );
+      for (const text of seen) assert.ok(!text.includes(apiKey), `key ${apiKey} found in: ${text.slice(0, 300)}`);
+      server.reset();
+    }
   });
 
   it("keeps only what a sparse completion has in meta: no id, no finish reason, no request id, no usage", async () => {
