@@ -175,7 +175,7 @@ export class OpenAICompatibleProvider implements ModelProvider {
     } else if (e instanceof OpenAI.APIUserAbortError) {
       what = "was aborted";
     } else if (e instanceof OpenAI.APIConnectionError) {
-      what = `could not connect (${e.cause instanceof Error ? e.cause.message : e.message})`;
+      what = `could not connect: ${connectionFailure(e)}`;
     } else if (e instanceof OpenAI.APIError) {
       details.status = e.status;
       if (e.requestID) details.requestId = e.requestID;
@@ -206,6 +206,28 @@ function keyPattern(key: string): RegExp {
   const escaped = key.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
   if (key.length >= minSecretKey) return new RegExp(escaped, "g");
   return new RegExp(`(?<![\\p{L}\\p{N}_-])${escaped}(?![\\p{L}\\p{N}_-])`, "gu");
+}
+
+/**
+ * Why a connection failed, in the words of whatever refused it. undici says only "fetch failed"
+ * and keeps the reason as that error's cause (`connect ECONNREFUSED 127.0.0.1:8080`, `getaddrinfo
+ * ENOTFOUND host`, a TLS error); a connect that tried several addresses throws an AggregateError
+ * of one error each.
+ */
+export function connectionFailure(e: Error): string {
+  let inner = e;
+  while (inner.cause instanceof Error) inner = inner.cause;
+  const each = inner instanceof AggregateError && inner.errors.length > 0 ? (inner.errors as unknown[]) : [inner];
+  return [...new Set(each.map(describeCause))].join("; ");
+}
+
+function describeCause(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  const { code, reason } = e as { code?: unknown; reason?: unknown };
+  // OpenSSL's message is a line of its internals ("80EC…:error:0A00010B:SSL routines:…"); its
+  // reason is the part a person reads.
+  const text = (typeof reason === "string" && reason) || e.message.trim() || e.name;
+  return typeof code === "string" && !text.includes(code) ? `${text} (${code})` : text;
 }
 
 /**

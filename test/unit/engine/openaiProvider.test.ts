@@ -1,13 +1,14 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import type { IncomingHttpHeaders, Server, ServerResponse } from "node:http";
+import { connect, createServer as createNetServer } from "node:net";
 import type { AddressInfo } from "node:net";
 import { inspect } from "node:util";
 import { z } from "zod";
 import { buildModelRequest } from "../../../src/engine/contextRequest";
 import { isCasefileError } from "../../../src/engine/errors";
 import type { ModelRequest } from "../../../src/engine/model";
-import { OpenAICompatibleProvider } from "../../../src/engine/providers/openai";
+import { connectionFailure, OpenAICompatibleProvider } from "../../../src/engine/providers/openai";
 
 /**
  * A real HTTP server on loopback that speaks enough of the Chat Completions API for the provider:
@@ -145,6 +146,47 @@ function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
     ...overrides,
   };
 }
+
+/** A loopback port nothing listens on: one the system just gave a server, which is closed again. */
+async function closedPort(): Promise<number> {
+  const s = createNetServer();
+  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
+  const { port } = s.address() as AddressInfo;
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
+}
+
+describe("connectionFailure: why a connection failed", () => {
+  it("is the reason under undici's \"fetch failed\", each address's when several were tried", async () => {
+    // A real failure of a connect that tried two addresses (as "localhost" does where it has both):
+    // Node throws an AggregateError with an empty message; undici would wrap it as fetch failed's cause.
+    const port = await closedPort();
+    const both = await new Promise<Error>((resolve) => {
+      const socket = connect({
+        host: "twofold.test",
+        port,
+        autoSelectFamily: true,
+        lookup: (_host, _opts, cb) =>
+          (cb as (e: null, a: { address: string; family: number }[]) => void)(null, [
+            { address: "::1", family: 6 },
+            { address: "127.0.0.1", family: 4 },
+          ]),
+      });
+      socket.on("error", resolve);
+    });
+    assert.ok(both instanceof AggregateError, `an AggregateError: ${String(both)}`);
+    assert.equal(
+      connectionFailure(new TypeError("fetch failed", { cause: both })),
+      `connect ECONNREFUSED ::1:${port}; connect ECONNREFUSED 127.0.0.1:${port}`,
+    );
+    // The same refusal twice is said once; an error with no message is named by its kind.
+    assert.equal(
+      connectionFailure(new AggregateError([both.errors[1], both.errors[1], "no route"])),
+      `connect ECONNREFUSED 127.0.0.1:${port}; no route`,
+    );
+    assert.equal(connectionFailure(new TypeError("fetch failed", { cause: new AggregateError([]) })), "AggregateError");
+  });
+});
 
 describe("OpenAICompatibleProvider against a loopback Chat Completions server", function () {
   this.timeout(15_000);
@@ -342,14 +384,33 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     assert.equal(server.replied, 0, "the server replied before the provider gave up: nothing timed out");
   });
 
-  it("reports an unreachable server as MODEL_CALL_FAILED", async () => {
+  it("reports an unreachable server as MODEL_CALL_FAILED naming the server, without its query, and why it could not connect", async () => {
+    const port = await closedPort();
     const dead = new OpenAICompatibleProvider({
       apiKey: key,
-      baseUrl: "http://127.0.0.1:9/v1",
+      baseUrl: `http://127.0.0.1:${port}/v1?token=abc`,
       maxRetries: 0,
       timeoutMs: 2_000,
     });
-    await assert.rejects(dead.complete(request()), /step "classify invoice": model call to http:\/\/127\.0\.0\.1:9\/v1 could not connect/);
+    const r = await failure(dead.complete(request()));
+    assert.equal(r.code, "MODEL_CALL_FAILED");
+    // Not undici's "fetch failed": the reason under it.
+    assert.equal(
+      r.message,
+      `step "classify invoice": model call to http://127.0.0.1:${port}/v1 could not connect: connect ECONNREFUSED 127.0.0.1:${port}`,
+    );
+    assert.equal(r.details.target, `http://127.0.0.1:${port}/v1`);
+  });
+
+  it("names a TLS failure by OpenSSL's reason and code, not its line of internals", async () => {
+    // https:// to the loopback server, which speaks plain HTTP: the handshake fails. OpenSSL's
+    // reason differs between its versions ("wrong version number", "packet length too long").
+    const base = `${server.url.replace("http:", "https:")}/v1`;
+    const r = await failure(provider({ baseUrl: base, maxRetries: 0 }).complete(request()));
+    const said = r.message.slice(`step "classify invoice": model call to ${base} could not connect: `.length);
+    assert.ok(r.message.startsWith(`step "classify invoice": model call to ${base} could not connect: `), r.message);
+    assert.match(said, /^[a-z][a-z ]+ \(ERR_SSL_[A-Z_]+\)$/, r.message);
+    assert.equal(server.received.length, 0, "no request got through");
   });
 
   it("honours an abort signal", async () => {
