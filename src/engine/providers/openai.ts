@@ -15,7 +15,7 @@ import type { Json } from "../records";
  *
  * The API key is held only by the client in a private field. Every string this class hands
  * back (answer text, error messages, error details, meta) has the key removed, in case a server
- * echoes it, as some compatible servers do in their 401 bodies.
+ * echoes it, as some compatible servers do in their 401 bodies (keyPattern says how).
  */
 
 export interface AzureTarget {
@@ -55,16 +55,18 @@ const defaultTimeoutMs = 60_000;
 const defaultMaxRetries = 3;
 const redacted = "[redacted]";
 /**
- * Keys shorter than this are placeholders for local servers that ignore them ("ollama", "x"):
- * removing every "x" from a model's answer would corrupt it, so answer text is redacted only for
- * keys at least this long. Errors and meta are always redacted.
+ * Keys shorter than this are placeholders for local servers that ignore them ("ollama", "sk",
+ * "x"), not secrets: a model's answer is never redacted for them (removing every "x" from it would
+ * corrupt it), and errors and meta lose them only as whole tokens (keyPattern).
  */
-const minRedactedAnswerKey = 8;
+const minSecretKey = 8;
 
 export class OpenAICompatibleProvider implements ModelProvider {
   readonly name: string;
   readonly #client: OpenAI;
-  readonly #apiKey: string;
+  /** Where the key occurs in a string, for #redact. */
+  readonly #key: RegExp;
+  readonly #keyIsSecret: boolean;
   readonly #defaultModel: string | undefined;
   /** Where calls go, without credentials or query: for error messages. */
   readonly #target: string;
@@ -73,7 +75,8 @@ export class OpenAICompatibleProvider implements ModelProvider {
     if (!options.apiKey) {
       throw new CasefileError("USAGE", "the OpenAI-compatible provider needs an API key; none was given");
     }
-    this.#apiKey = options.apiKey;
+    this.#key = keyPattern(options.apiKey);
+    this.#keyIsSecret = options.apiKey.length >= minSecretKey;
     this.#defaultModel = options.defaultModel;
     const common = {
       apiKey: options.apiKey,
@@ -151,7 +154,7 @@ export class OpenAICompatibleProvider implements ModelProvider {
     if (choice.message.refusal) meta.refusal = this.#redact(choice.message.refusal);
     const u = completion.usage;
     const content = choice.message.content ?? "";
-    const text = this.#apiKey.length >= minRedactedAnswerKey ? this.#redact(content) : content;
+    const text = this.#keyIsSecret ? this.#redact(content) : content;
     const response: ModelResponse = { text, meta };
     if (u)
       response.usage = {
@@ -172,7 +175,7 @@ export class OpenAICompatibleProvider implements ModelProvider {
     } else if (e instanceof OpenAI.APIUserAbortError) {
       what = "was aborted";
     } else if (e instanceof OpenAI.APIConnectionError) {
-      what = `could not connect (${e.cause instanceof Error ? e.cause.message : e.message})`;
+      what = `could not connect: ${connectionFailure(e)}`;
     } else if (e instanceof OpenAI.APIError) {
       details.status = e.status;
       if (e.requestID) details.requestId = e.requestID;
@@ -180,20 +183,51 @@ export class OpenAICompatibleProvider implements ModelProvider {
     } else {
       what = `failed: ${errorMessage(e)}`;
     }
-    return new CasefileError(
-      "MODEL_CALL_FAILED",
-      this.#redact(`step "${request.step}": model call to ${this.#target} ${what}`),
-      JSON.parse(this.#redact(JSON.stringify(details))) as Record<string, unknown>,
-    );
+    // Value by value: redacting the details' JSON text could rename a key or break the JSON
+    // (a placeholder key "1" inside `"status":401`).
+    for (const [k, v] of Object.entries(details)) if (typeof v === "string") details[k] = this.#redact(v);
+    return new CasefileError("MODEL_CALL_FAILED", this.#redact(`step "${request.step}": model call to ${this.#target} ${what}`), details);
   }
 
   #redact(text: string): string {
     // Also drop any user:password@ in a URL quoted by an underlying error.
-    return text
-      .split(this.#apiKey)
-      .join(redacted)
-      .replace(/(\/\/)[^\s/@]*@/g, "$1");
+    return text.replace(this.#key, redacted).replace(/(\/\/)[^\s/@]*@/g, "$1");
   }
+}
+
+/**
+ * Where #redact finds the key. A secret key (8 characters or more) goes wherever it occurs, even
+ * inside a longer string: a server may echo it URL-encoded (`Bearer%20sk-…`) or glued to other
+ * text, and an 8-character run matching it by chance is no loss worth a leak. A placeholder goes
+ * only where it stands as a token of its own, with no letter, digit, "_" or "-" beside it, so the
+ * key "k" leaves "key" alone and "sk" leaves "task" and "sk-proj" alone.
+ */
+function keyPattern(key: string): RegExp {
+  const escaped = key.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+  if (key.length >= minSecretKey) return new RegExp(escaped, "g");
+  return new RegExp(`(?<![\\p{L}\\p{N}_-])${escaped}(?![\\p{L}\\p{N}_-])`, "gu");
+}
+
+/**
+ * Why a connection failed, in the words of whatever refused it. undici says only "fetch failed"
+ * and keeps the reason as that error's cause (`connect ECONNREFUSED 127.0.0.1:8080`, `getaddrinfo
+ * ENOTFOUND host`, a TLS error); a connect that tried several addresses throws an AggregateError
+ * of one error each.
+ */
+export function connectionFailure(e: Error): string {
+  let inner = e;
+  while (inner.cause instanceof Error) inner = inner.cause;
+  const each = inner instanceof AggregateError && inner.errors.length > 0 ? (inner.errors as unknown[]) : [inner];
+  return [...new Set(each.map(describeCause))].join("; ");
+}
+
+function describeCause(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  const { code, reason } = e as { code?: unknown; reason?: unknown };
+  // OpenSSL's message is a line of its internals ("80EC…:error:0A00010B:SSL routines:…"); its
+  // reason is the part a person reads.
+  const text = (typeof reason === "string" && reason) || e.message.trim() || e.name;
+  return typeof code === "string" && !text.includes(code) ? `${text} (${code})` : text;
 }
 
 /**

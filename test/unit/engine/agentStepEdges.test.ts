@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
@@ -200,6 +200,60 @@ describe("agent step edges, as the case file records them", () => {
       );
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it("a key a server echoes, in an answer or in an error, is recorded nowhere in the case file", async () => {
+    const key = "sk-agent-edges-0123456789";
+    let calls = 0;
+    // The first call is answered with a proposal quoting the request's headers, the second refused
+    // with a 401 that quotes them too.
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        const echoed = JSON.stringify(req.headers);
+        res.writeHead(calls++ === 0 ? 200 : 401, { "content-type": "application/json", "x-request-id": `req-${key}` });
+        const proposal = { ...good, reason: `You sent ${echoed}.` };
+        res.end(
+          JSON.stringify(
+            calls === 1
+              ? {
+                  id: key,
+                  object: "chat.completion",
+                  created: 0,
+                  model: "m",
+                  choices: [{ index: 0, message: { role: "assistant", content: JSON.stringify(proposal) } }],
+                }
+              : { error: { message: `Incorrect API key provided: ${key}; you sent ${echoed}` } },
+          ),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+      const provider = new OpenAICompatibleProvider({ apiKey: key, baseUrl, maxRetries: 0 });
+      const answered = await onDisk(claimWorkflow(), { provider });
+      assert.equal(answered.status, "completed", answered.error);
+      assert.match((JSON.parse(answered.calls[0]!.raw!) as { reason: string }).reason, /"authorization":"Bearer \[redacted\]"/);
+      const refused = await onDisk(claimWorkflow(), { provider });
+      assert.match(
+        refused.error ?? "",
+        /HTTP 401: Incorrect API key provided: \[redacted\]; you sent .*"authorization":"Bearer \[redacted\]"/,
+      );
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    assert.equal(calls, 2);
+    const files = readdirSync(dir, { recursive: true, withFileTypes: true }).filter((f) => f.isFile());
+    assert.ok(
+      files.some((f) => f.name === "case.casefile"),
+      "the case file was written",
+    );
+    for (const f of files) {
+      const bytes = readFileSync(path.join(f.parentPath, f.name));
+      assert.ok(!bytes.includes(key), `the key is in ${f.name}`);
+      assert.ok(!bytes.includes(Buffer.from(key, "utf16le")), `the key is in ${f.name} (UTF-16)`);
     }
   });
 

@@ -1,13 +1,14 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import type { IncomingHttpHeaders, Server, ServerResponse } from "node:http";
+import { connect, createServer as createNetServer } from "node:net";
 import type { AddressInfo } from "node:net";
 import { inspect } from "node:util";
 import { z } from "zod";
 import { buildModelRequest } from "../../../src/engine/contextRequest";
 import { isCasefileError } from "../../../src/engine/errors";
 import type { ModelRequest } from "../../../src/engine/model";
-import { OpenAICompatibleProvider } from "../../../src/engine/providers/openai";
+import { connectionFailure, OpenAICompatibleProvider } from "../../../src/engine/providers/openai";
 
 /**
  * A real HTTP server on loopback that speaks enough of the Chat Completions API for the provider:
@@ -24,6 +25,7 @@ interface Received {
 }
 interface Reply {
   status?: number;
+  /** JSON, or a function of the request received (to echo what the client sent). */
   body?: unknown;
   /** Sent as it is instead of `body` as JSON (still with a JSON content type unless headers say otherwise). */
   raw?: string;
@@ -59,7 +61,8 @@ class ChatCompletionsServer {
         this.received.push(received);
         const reply = this.replies.shift() ?? {};
         const status = reply.status ?? 200;
-        const body = reply.body ?? (status >= 400 ? { error: { message: "error" } } : completion(received.body, "{}"));
+        const given: unknown = typeof reply.body === "function" ? (reply.body as (got: Received) => unknown)(received) : reply.body;
+        const body = given ?? (status >= 400 ? { error: { message: "error" } } : completion(received.body, "{}"));
         const send = (): void => {
           this.replied++;
           sendJson(res, status, reply.raw ?? JSON.stringify(body), reply.headers, reply.noRequestId);
@@ -143,6 +146,47 @@ function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
     ...overrides,
   };
 }
+
+/** A loopback port nothing listens on: one the system just gave a server, which is closed again. */
+async function closedPort(): Promise<number> {
+  const s = createNetServer();
+  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
+  const { port } = s.address() as AddressInfo;
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
+}
+
+describe("connectionFailure: why a connection failed", () => {
+  it("is the reason under undici's \"fetch failed\", each address's when several were tried", async () => {
+    // A real failure of a connect that tried two addresses (as "localhost" does where it has both):
+    // Node throws an AggregateError with an empty message; undici would wrap it as fetch failed's cause.
+    const port = await closedPort();
+    const both = await new Promise<Error>((resolve) => {
+      const socket = connect({
+        host: "twofold.test",
+        port,
+        autoSelectFamily: true,
+        lookup: (_host, _opts, cb) =>
+          (cb as (e: null, a: { address: string; family: number }[]) => void)(null, [
+            { address: "::1", family: 6 },
+            { address: "127.0.0.1", family: 4 },
+          ]),
+      });
+      socket.on("error", resolve);
+    });
+    assert.ok(both instanceof AggregateError, `an AggregateError: ${String(both)}`);
+    assert.equal(
+      connectionFailure(new TypeError("fetch failed", { cause: both })),
+      `connect ECONNREFUSED ::1:${port}; connect ECONNREFUSED 127.0.0.1:${port}`,
+    );
+    // The same refusal twice is said once; an error with no message is named by its kind.
+    assert.equal(
+      connectionFailure(new AggregateError([both.errors[1], both.errors[1], "no route"])),
+      `connect ECONNREFUSED 127.0.0.1:${port}; no route`,
+    );
+    assert.equal(connectionFailure(new TypeError("fetch failed", { cause: new AggregateError([]) })), "AggregateError");
+  });
+});
 
 describe("OpenAICompatibleProvider against a loopback Chat Completions server", function () {
   this.timeout(15_000);
@@ -340,14 +384,33 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
     assert.equal(server.replied, 0, "the server replied before the provider gave up: nothing timed out");
   });
 
-  it("reports an unreachable server as MODEL_CALL_FAILED", async () => {
+  it("reports an unreachable server as MODEL_CALL_FAILED naming the server, without its query, and why it could not connect", async () => {
+    const port = await closedPort();
     const dead = new OpenAICompatibleProvider({
       apiKey: key,
-      baseUrl: "http://127.0.0.1:9/v1",
+      baseUrl: `http://127.0.0.1:${port}/v1?token=abc`,
       maxRetries: 0,
       timeoutMs: 2_000,
     });
-    await assert.rejects(dead.complete(request()), /step "classify invoice": model call to http:\/\/127\.0\.0\.1:9\/v1 could not connect/);
+    const r = await failure(dead.complete(request()));
+    assert.equal(r.code, "MODEL_CALL_FAILED");
+    // Not undici's "fetch failed": the reason under it.
+    assert.equal(
+      r.message,
+      `step "classify invoice": model call to http://127.0.0.1:${port}/v1 could not connect: connect ECONNREFUSED 127.0.0.1:${port}`,
+    );
+    assert.equal(r.details.target, `http://127.0.0.1:${port}/v1`);
+  });
+
+  it("names a TLS failure by OpenSSL's reason and code, not its line of internals", async () => {
+    // https:// to the loopback server, which speaks plain HTTP: the handshake fails. OpenSSL's
+    // reason differs between its versions ("wrong version number", "packet length too long").
+    const base = `${server.url.replace("http:", "https:")}/v1`;
+    const r = await failure(provider({ baseUrl: base, maxRetries: 0 }).complete(request()));
+    const said = r.message.slice(`step "classify invoice": model call to ${base} could not connect: `.length);
+    assert.ok(r.message.startsWith(`step "classify invoice": model call to ${base} could not connect: `), r.message);
+    assert.match(said, /^[a-z][a-z ]+ \(ERR_SSL_[A-Z_]+\)$/, r.message);
+    assert.equal(server.received.length, 0, "no request got through");
   });
 
   it("honours an abort signal", async () => {
@@ -533,6 +596,90 @@ describe("OpenAICompatibleProvider against a loopback Chat Completions server", 
       texts.push((await provider({ apiKey }).complete(request())).text);
     }
     assert.deepEqual(texts, ["echo [redacted]", "echo k7chars"]);
+  });
+
+  it("redacts a placeholder key from an error only where it stands alone, never inside the words around it", async () => {
+    // "k" is in "key", "check", "localhost"; "sk" in "task" and "sk-1"; "local" in "localhost":
+    // a placeholder removed from inside words garbled the message, the host and the step's name.
+    // One that names a field of the details ("status") leaves the field alone.
+    for (const [apiKey, host] of [
+      ["k", "127.0.0.1"],
+      ["sk", "127.0.0.1"],
+      ["local", "localhost"],
+      ["status", "127.0.0.1"],
+    ] as const) {
+      const baseUrl = `${server.url.replace("127.0.0.1", host)}/v1`;
+      const said = "Ask for a key at https://platform.example/api-keys (task sk-1, localhost)";
+      server.queue({
+        status: 401,
+        body: { error: { message: `Incorrect API key provided: ${apiKey}. ${said}` } },
+        headers: { "x-request-id": `req-${apiKey}` },
+      });
+      const r = await failure(provider({ apiKey, baseUrl, maxRetries: 0 }).complete(request({ step: "check key" })));
+      assert.equal(
+        r.message,
+        `step "check key": model call to ${baseUrl} failed with HTTP 401: Incorrect API key provided: [redacted]. ${said}`,
+        apiKey,
+      );
+      assert.deepEqual(
+        { ...r.details, elapsedMs: 0 },
+        { step: "check key", target: baseUrl, elapsedMs: 0, status: 401, requestId: `req-${apiKey}` },
+        apiKey,
+      );
+      // Meta the same way: a lone key goes, one inside a name stays.
+      server.queue({ body: completion({ model: `llama-${apiKey}` }, "{}", { refusal: `no ${apiKey} here, ok` }) });
+      const ok = await provider({ apiKey, baseUrl }).complete(request());
+      assert.deepEqual([ok.meta?.model, ok.meta?.refusal], [`llama-${apiKey}`, "no [redacted] here, ok"], apiKey);
+    }
+  });
+
+  it("never shows a key of 8 characters or more, even inside a URL, glued to other text or in headers a server echoes back", async () => {
+    for (const apiKey of ["k8secret", key]) {
+      const seen: string[] = [];
+      const record = (v: unknown): void => {
+        seen.push(typeof v === "string" ? v : JSON.stringify(v), inspect(v, { depth: 20, showHidden: true }));
+      };
+      const p = provider({ apiKey, maxRetries: 0 });
+      // The request's headers echoed back in an error, and in an answer.
+      server.queue({ status: 401, body: (got: Received) => ({ error: { message: `you sent ${JSON.stringify(got.headers)}` } }) });
+      const echoed = await failure(p.complete(request()));
+      record(echoed);
+      assert.match(echoed.message, /"authorization":"Bearer \[redacted\]"/, apiKey);
+      server.queue({
+        body: (got: Received) => completion(got.body, `you sent ${JSON.stringify(got.headers)}`),
+        headers: { "x-request-id": apiKey },
+      });
+      const answer = await p.complete(request());
+      record(answer);
+      assert.match(answer.text, /"authorization":"Bearer \[redacted\]"/, apiKey);
+      assert.equal(answer.meta?.requestId, "[redacted]", apiKey);
+      // In a URL's query, URL-encoded in its path, and glued to letters on both sides.
+      server.queue({
+        status: 400,
+        body: {
+          error: {
+            message: `see https://proxy.test/v1?api_key=${apiKey}&x=1 or https://proxy.test/Bearer%20${apiKey}/v1 (token${apiKey}x)`,
+          },
+        },
+        headers: { "x-request-id": `id-${apiKey}` },
+      });
+      const quoted = await failure(p.complete(request()));
+      record(quoted);
+      assert.equal(
+        quoted.message,
+        `step "classify invoice": model call to ${server.url}/v1 failed with HTTP 400: ` +
+          "see https://proxy.test/v1?api_key=[redacted]&x=1 or https://proxy.test/Bearer%20[redacted]/v1 (token[redacted]x)",
+        apiKey,
+      );
+      assert.equal(quoted.details.requestId, "id-[redacted]", apiKey);
+
+      assert.ok(
+        server.received.every((r) => r.headers.authorization === `Bearer ${apiKey}`),
+        "the server did receive the key",
+      );
+      for (const text of seen) assert.ok(!text.includes(apiKey), `key ${apiKey} found in: ${text.slice(0, 300)}`);
+      server.reset();
+    }
   });
 
   it("keeps only what a sparse completion has in meta: no id, no finish reason, no request id, no usage", async () => {
